@@ -1,0 +1,349 @@
+"""gate: the decision — which sentences may be published, or none — with its reasons.
+
+Reads:  experiment.json, tables/{tasks,runs,strata}.parquet, the split manifest, PACK_HASH.txt
+Writes: decision.json, card.json, report.md in the experiment folder; points results/latest at it
+
+The gate refuses a headline (``publishable: false``) when any control is missing or broken,
+each refusal a code plus a sentence a reviewer understands (see ``REFUSALS``). It never fills
+a gap with a default: an unknown stays unknown and is named.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from .core import SealbenchError, canonical_json, envelope_digest, read_json, sha256_text, write_json, atomic_write_text
+from . import stats
+
+#: Every refusal code with what it means (documented in the README).
+REFUSALS: dict[str, str] = {
+    "LEAK_SUSPECT": "a task matches the denylist; the pack is not private",
+    "ORACLE_FAILED": "the gold patch did not pass every run on some task: the grader is broken",
+    "DUMMY_PASSED": "a control (empty diff or stub) passed some task: the grader rewards doing nothing",
+    "CONTROL_INFRA_FAIL": "a control could not be scored: the grader's health is unknown",
+    "WEAK_TEST_IN_SLICE": "a scored task passes without any change",
+    "FLAKY_IN_SLICE": "a scored task's gold patch gave different results on reruns",
+    "TUNE_SPLIT": "the score is on the tune split, where prompts and tools were fitted",
+    "STRATUM_TOO_SMALL": "a stratum has fewer than 2 scored tasks",
+    "ENVELOPE_INCOMPLETE": "the pre-registered envelope (clock, steps, output tokens) has a blank",
+    "TOO_FEW_CLEAN_TASKS": "fewer clean tasks than min_kept_tasks remain after exclusions",
+    "NO_CANDIDATE_ROWS": "the candidate has no scored rows in the slice",
+}
+
+
+def _reason(code: str, sentence: str, evidence: Any = None) -> dict:
+    return {"code": code, "meaning": REFUSALS[code], "sentence": sentence, "evidence": evidence}
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.0f}%"
+
+
+def _fmt(x: float | None, nd: int = 3) -> str | None:
+    return None if x is None else round(float(x), nd)
+
+
+def per_task_scores(runs, solver: str, split: str) -> dict[str, float]:
+    """Per-task pass share for a solver on a split (epochs averaged; excluded/infra rows left out)."""
+    sub = runs[(runs.solver == solver) & (runs.split == split) & (~runs.status.isin(["excluded", "infra_fail"]))]
+    return {tid: float(g.status.eq("pass").mean()) for tid, g in sub.groupby("task_id")}
+
+
+def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path) -> tuple[dict, dict, str]:
+    """Compute (decision, card, report markdown) for one experiment folder."""
+    import pandas as pd
+
+    exp = read_json(exp_dir / "experiment.json")
+    cfg = exp["config_full"]
+    manifest = read_json(split_path)
+    tasks = pd.read_parquet(exp_dir / "tables" / "tasks.parquet")
+    runs = pd.read_parquet(exp_dir / "tables" / "runs.parquet")
+    strata = pd.read_parquet(exp_dir / "tables" / "strata.parquet")
+    split = cfg["score_split"]
+    cand, base = cfg["candidate"], cfg["baseline"]
+    slice_tasks = tasks[tasks.split == split]
+    reasons: list[dict] = []
+    notes: list[dict] = []
+
+    # --- controls and pack health ------------------------------------------------------
+    leak = tasks[tasks.leak_suspect]
+    if len(leak):
+        reasons.append(_reason("LEAK_SUSPECT", f"{len(leak)} task(s) match the denylist: {', '.join(leak.task_id)}.",
+                               list(leak.task_id)))
+    bad_oracle = tasks[~tasks.oracle_ok]
+    if len(bad_oracle):
+        reasons.append(_reason("ORACLE_FAILED",
+                               f"The gold patch failed on {len(bad_oracle)} task(s) ({', '.join(bad_oracle.task_id)}); "
+                               "the grader is broken there, so no score from this pack is published.",
+                               list(bad_oracle.task_id)))
+    ctl = runs[(runs.role == "control") & (runs.solver.isin(["empty_diff", "stub"])) & (runs.status == "pass")]
+    if len(ctl):
+        ev = sorted(f"{r.solver}:{r.task_id}" for r in ctl.itertuples())
+        reasons.append(_reason("DUMMY_PASSED", f"A do-nothing control passed {len(ctl)} time(s) ({', '.join(ev)}); "
+                                               "those tests do not test the bug.", ev))
+    ctl_infra = tasks[tasks.control_infra_fail]
+    if len(ctl_infra):
+        reasons.append(_reason("CONTROL_INFRA_FAIL", f"Controls could not be scored on {', '.join(ctl_infra.task_id)}; "
+                                                     "fix the harness (see the run_dummy logs).", list(ctl_infra.task_id)))
+    for code, col, words in (("WEAK_TEST_IN_SLICE", "weak_test", "pass with the empty diff"),
+                             ("FLAKY_IN_SLICE", "flaky", "gave different gold-patch results on reruns")):
+        bad = slice_tasks[slice_tasks[col]]
+        if len(bad):
+            reasons.append(_reason(code, f"{len(bad)} {split} task(s) {words}: {', '.join(bad.task_id)}.", list(bad.task_id)))
+    if split == "tune":
+        reasons.append(_reason("TUNE_SPLIT", "The score is on the tune split; only the frozen holdout is a measurement. "
+                                             "Set score_split: holdout.", split))
+    missing_env = [k for k in ("max_wall_s", "max_steps", "max_output_tokens") if cfg["envelope"].get(k) is None]
+    if missing_env:
+        reasons.append(_reason("ENVELOPE_INCOMPLETE", f"The envelope leaves {', '.join(missing_env)} blank; "
+                                                      "write the caps down before the run.", missing_env))
+
+    # --- the candidate's rates per stratum -----------------------------------------------
+    cand_rows = runs[(runs.solver == cand) & (runs.split == split)]
+    cand_strata = strata[(strata.solver == cand) & (strata.split == split)].set_index("stratum")
+    small = []
+    for s in cfg["strata"]:
+        n = int(cand_strata.loc[s, "n"]) if s in cand_strata.index else 0
+        if n < 2:
+            small.append(f"{s} (n={n})")
+    if small:
+        reasons.append(_reason("STRATUM_TOO_SMALL", f"Stratum {', '.join(small)} has fewer than 2 scored {split} tasks; "
+                                                    "a rate on it is not a measurement.", small))
+    cand_scores = per_task_scores(runs, cand, split)
+    clean = {t for t in cand_scores
+             if not bool(slice_tasks.set_index("task_id").loc[t, "weak_test"])
+             and not bool(slice_tasks.set_index("task_id").loc[t, "flaky"])}
+    if len(cand_rows) == 0:
+        reasons.append(_reason("NO_CANDIDATE_ROWS", f"{cand} has no rows on the {split} split.", cand))
+    if len(clean) < cfg["min_kept_tasks"]:
+        reasons.append(_reason("TOO_FEW_CLEAN_TASKS", f"Only {len(clean)} clean {split} task(s) remain for {cand}; "
+                                                      f"min_kept_tasks is {cfg['min_kept_tasks']}.", len(clean)))
+    n_c = len(cand_scores)
+    passes = sum(cand_scores.values())
+    rate = passes / n_c if n_c else None
+    timeouts = int((cand_rows.status == "timeout").sum())
+    excluded = cand_rows[cand_rows.status.isin(["excluded", "infra_fail"])]
+
+    # --- paired comparison ---------------------------------------------------------------
+    base_scores = per_task_scores(runs, base, split)
+    common = sorted(set(cand_scores) & set(base_scores))
+    strata_of = exp["strata_of"]
+    comparison: dict[str, Any] = {
+        "candidate": cand, "baseline": base, "split": split, "unit": "task (epochs averaged per task)",
+        "matched_tasks": len(common),
+        "unmatched_task_ids": sorted(set(cand_scores) ^ set(base_scores)),
+    }
+    n_req_raw, n_req = stats.required_n_miller(cfg["mde"], cfg["planning_discordance"])
+    comparison["power"] = {"mde": cfg["mde"], "planning_discordance": cfg["planning_discordance"],
+                           "required_n_miller": n_req,
+                           "required_n_connor": stats.required_n_connor(cfg["mde"], cfg["planning_discordance"])[1]}
+    verdict_label = "NOT_COMPUTED"
+    if len(common) >= 2:
+        res = stats.paired_delta([strata_of[t] for t in common], [cand_scores[t] for t in common],
+                                 [base_scores[t] for t in common])
+        call = stats.gate_call(res, n_req)
+        verdict_label = call.label
+        comparison.update({
+            "delta": _fmt(res.delta, 6), "ci_low": _fmt(res.ci_low, 6), "ci_high": _fmt(res.ci_high, 6),
+            "se": _fmt(res.se, 6), "df": res.df, "method": res.method, "note": res.note,
+            "bootstrap_ci": [_fmt(x, 6) for x in res.bootstrap_ci], "bootstrap_se": _fmt(res.bootstrap_se, 6),
+            "mcnemar_p": _fmt(res.mcnemar_p, 6), "wins": res.wins, "losses": res.losses,
+            "observed_mde": _fmt(stats.observed_mde(len(common), cfg["planning_discordance"]), 4),
+            "verdict": call.verdict, "underpowered": call.underpowered,
+        })
+        if call.underpowered:
+            notes.append({"code": "UNDERPOWERED", "sentence":
+                          f"{len(common)} paired tasks detect a difference of about "
+                          f"{comparison['observed_mde']:.2f}; the pre-registered MDE of {cfg['mde']} needs "
+                          f"{n_req} tasks. No winner is named."})
+    else:
+        comparison["note"] = "fewer than 2 matched tasks: no interval"
+    comparison["verdict_label"] = verdict_label
+
+    publishable = not reasons
+    headline = round(rate, 6) if (publishable and rate is not None) else None
+    per_stratum = []
+    for s in cfg["strata"]:
+        if s in cand_strata.index:
+            r = cand_strata.loc[s]
+            per_stratum.append({"stratum": s, "n": int(r.n), "passes": float(r.passes), "pass_rate": _fmt(r.pass_rate, 6),
+                                "ci_low": _fmt(r.ci_low, 6), "ci_high": _fmt(r.ci_high, 6),
+                                "timeout_rate": _fmt(r.timeout_rate, 6)})
+    env = cfg["envelope"]
+    steer_known = cand_rows.steer_count.notna().all() if len(cand_rows) else False
+    allowed: list[str] = []
+    refused: list[dict] = []
+    if publishable:
+        strata_txt = "; ".join(f"{p['stratum']} {p['passes']:g}/{p['n']}" for p in per_stratum)
+        allowed.append(
+            f"On this sealed pack (digest {exp['pack_digest'][:12]}), {cand} passed {passes:g} of {n_c} {split} "
+            f"tasks ({_pct(rate)}) on hidden tests, under a clock of at most {env['max_wall_s']} s per task, "
+            f"{env['max_steps']} steps and {env['max_output_tokens']} output tokens; per stratum: {strata_txt}; "
+            f"timeouts {timeouts}, exclusions {len(excluded)}."
+        )
+        if comparison.get("verdict") in (stats.VERDICT_CANDIDATE, stats.VERDICT_BASELINE):
+            winner, loser = (cand, base) if comparison["verdict"] == stats.VERDICT_CANDIDATE else (base, cand)
+            allowed.append(
+                f"On these {len(common)} {split} tasks, {winner} passed more than {loser}: delta "
+                f"{comparison['delta']:+.3f} (95% {comparison['method'].replace('_', ' ')} interval "
+                f"[{comparison['ci_low']:+.3f}, {comparison['ci_high']:+.3f}])."
+            )
+        else:
+            refused.append({"sentence": f"{cand} is better than {base}.",
+                            "why": f"the decision interval includes 0 or the slice is underpowered ({verdict_label})"})
+    else:
+        refused.append({"sentence": f"{cand} clears {_pct(rate)}.",
+                        "why": "the gate refused a headline: " + ", ".join(r["code"] for r in reasons)})
+    human_rows = runs[(runs.role == "human") & (runs.split == split)]
+    if len(human_rows) == 0:
+        refused.append({"sentence": f"On this sealed pack, {cand} matched our developers under the same clock.",
+                        "why": "no human session was scored under the same snapshot and clock"})
+    if not steer_known:
+        refused.append({"sentence": f"{cand} ran unsupervised.", "why": "steers were not recorded (steers.jsonl absent)"})
+    refused.append({"sentence": "AI is better at coding than most software developers.",
+                    "why": "never allowed from this protocol: a local pack and local humans are not the profession"})
+
+    digests = {
+        "pack": exp["pack_digest"], "denylist": exp["denylist_digest"], "tasks": exp["task_digests"],
+        "split_manifest": exp["split_manifest_digest"],
+        "config": sha256_text(canonical_json(exp["config"])), "envelope": envelope_digest(cfg),
+        "agent_fingerprints": exp["agent_fingerprints"], "code": exp["code"],
+        "toolchain": exp["toolchain_digest"], "pack_hash_file": (Path(pack_hash_path).read_text().splitlines() or [""])[-1],
+    }
+    decision = {
+        "experiment": exp["exp_id"], "publishable": publishable, "headline": headline,
+        "headline_metric": f"{cand} hidden-test pass rate on the {split} split (per-task, epochs averaged)",
+        "n": n_c, "passes": passes, "per_stratum": per_stratum, "timeouts": timeouts,
+        "exclusions": len(excluded), "reasons": reasons, "notes": notes, "allowed_sentences": allowed,
+        "refused_sentences": refused, "comparison": comparison, "digests": digests,
+        "toolchain": {"python": exp["toolchain"]["python"], "packages": exp["toolchain"]["packages"]},
+    }
+    card = build_card(exp, manifest, tasks, runs)
+    report = render_report(decision, card, strata, tasks)
+    return decision, card, report
+
+
+def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
+    """The four fields that make a score citeable (seed "four fields") plus contamination posture."""
+    cfg = exp["config_full"]
+    deny_lines = exp["denylist_lines"]
+    return {
+        "name": f"sealbench-{exp['exp_id']}",
+        "dataset": {
+            "pack_digest": exp["pack_digest"], "denylist_digest": exp["denylist_digest"],
+            "split_manifest_digest": exp["split_manifest_digest"], "n_tasks": int(len(tasks)),
+            "strata": {s: int((tasks.stratum == s).sum()) for s in cfg["strata"]},
+            "split": {"seed": manifest["seed"], "holdout_frac": manifest["holdout_frac"],
+                      "tune": len(manifest["tune"]), "holdout": len(manifest["holdout"])},
+            "score_split": cfg["score_split"],
+        },
+        "oracle": {
+            "scoring": "patch applied to a pristine repo/; visible_tests/ and hidden_tests/ restored from the sealed "
+                       "pack; pass = visible_command and hidden_command both exit 0",
+            "commands": exp["oracle_commands"],
+            "gold_patch_runs": cfg["oracle_runs"],
+            "oracle_sanity": float(tasks.oracle_ok.mean()) if len(tasks) else None,
+        },
+        "metric_family": ["hidden pass rate per stratum (n, Wilson 95%)", "timeout rate", "infra_fail rate",
+                          "exclusion rate", "paired delta vs baseline (stratified t 95%)", "McNemar exact p",
+                          "time to green", "steps, tokens, cost (as reported)"],
+        "envelope": {**cfg["envelope"], "health": cfg["health"]},
+        "contamination": {
+            "posture": "filename_scan" if deny_lines else "unchecked",
+            "checks": (["denylist: title/notes/prompt token overlap (>=4 tokens >3 chars) and containment",
+                        "denylist identifiers vs task ids, repo/ definitions and task text"] if deny_lines else []),
+            "denylist_lines": deny_lines, "suspects": int(tasks.leak_suspect.sum()),
+            "training_guarantee": "none",
+        },
+    }
+
+
+def _table(rows: list[list[Any]], header: list[str]) -> str:
+    def cell(x: Any) -> str:
+        if x is None or (isinstance(x, float) and x != x):
+            return "—"
+        if isinstance(x, float):
+            return f"{x:.3f}"
+        return str(x).replace("|", "\\|")
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def render_report(decision: Mapping, card: Mapping, strata, tasks) -> str:
+    lines = [f"# sealbench report — experiment {decision['experiment']}", ""]
+    verdict = "PUBLISHABLE" if decision["publishable"] else "NOT PUBLISHABLE"
+    lines += [f"**Decision: {verdict}.** Headline: {decision['headline'] if decision['headline'] is not None else 'none'} "
+              f"({decision['headline_metric']}).", ""]
+    if decision["reasons"]:
+        lines += ["## Why not", ""] + [f"- `{r['code']}`: {r['sentence']}" for r in decision["reasons"]] + [""]
+    if decision["notes"]:
+        lines += ["## Notes", ""] + [f"- `{r['code']}`: {r['sentence']}" for r in decision["notes"]] + [""]
+    lines += ["## Sentences you may publish", ""]
+    lines += [f"- {s}" for s in decision["allowed_sentences"]] or ["- none"]
+    lines += ["", "## Sentences you may not publish", ""]
+    lines += [f"- ~~{r['sentence']}~~ — {r['why']}" for r in decision["refused_sentences"]]
+    lines += ["", "## Pass rate per stratum (every solver, controls included)", ""]
+    lines.append(_table([[r.solver, r.role, r.split, r.stratum, r.n, r.passes, r.pass_rate, r.ci_low, r.ci_high,
+                          r.timeout_rate, r.infra_rate, r.excluded_rate] for r in strata.itertuples()],
+                        ["solver", "role", "split", "stratum", "n", "passes", "rate", "ci_low", "ci_high",
+                         "timeouts", "infra", "excluded"]))
+    c = decision["comparison"]
+    lines += ["", f"## Paired comparison: {c['candidate']} vs {c['baseline']} ({c['split']})", ""]
+    if "delta" in c:
+        lines.append(_table([[c["matched_tasks"], c["delta"], c["ci_low"], c["ci_high"], c["method"],
+                              c["bootstrap_ci"][0], c["bootstrap_ci"][1], c["mcnemar_p"], c["wins"], c["losses"],
+                              c["verdict_label"]]],
+                            ["n", "delta", "ci_low", "ci_high", "method", "boot_low", "boot_high", "mcnemar_p",
+                             "wins", "losses", "verdict"]))
+    else:
+        lines.append(c.get("note", ""))
+    lines += ["", f"Power: the pre-registered MDE {c['power']['mde']} needs {c['power']['required_n_miller']} tasks "
+                  f"(Miller Eq. 9; Connor: {c['power']['required_n_connor']}).", ""]
+    lines += ["## Tasks", ""]
+    lines.append(_table([[t.task_id, t.stratum, t.split, t.oracle_ok, t.weak_test, t.flaky, t.leak_suspect,
+                          t.task_digest[:12]] for t in tasks.itertuples()],
+                        ["task", "stratum", "split", "oracle_ok", "weak_test", "flaky", "leak", "digest"]))
+    lines += ["", "## Card", "", "```json", canonical_json(card), "```", ""]
+    return "\n".join(lines)
+
+
+def point_latest(latest: Path, exp_dir: Path) -> None:
+    """Atomically point ``results/latest`` at the experiment folder (relative symlink)."""
+    latest = Path(latest)
+    target = os.path.relpath(exp_dir, latest.parent)
+    tmp = latest.with_name(".latest.tmp")
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(target, tmp)
+    os.replace(tmp, latest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="sealbench.gate", description=__doc__.splitlines()[0])
+    ap.add_argument("--experiment-dir", type=Path, required=True)
+    ap.add_argument("--split", type=Path, required=True)
+    ap.add_argument("--pack-hash", type=Path, required=True)
+    ap.add_argument("--latest", type=Path)
+    args = ap.parse_args(argv)
+    try:
+        decision, card, report = decide(args.experiment_dir, args.split, args.pack_hash)
+    except SealbenchError as exc:
+        print(f"gate: {exc}", file=sys.stderr)
+        return 1
+    write_json(args.experiment_dir / "card.json", card)
+    atomic_write_text(args.experiment_dir / "report.md", report)
+    write_json(args.experiment_dir / "decision.json", decision)
+    if args.latest:
+        point_latest(args.latest, args.experiment_dir)
+    state = "PUBLISHABLE" if decision["publishable"] else "NOT PUBLISHABLE"
+    print(f"gate: {state}; headline={decision['headline']}; reasons={[r['code'] for r in decision['reasons']]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,154 @@
+"""hash_pack: content digests for every task and for the pack; sealed copies for the jobs.
+
+Reads:  PACK/tasks/<id>/** and PACK/denylist.txt
+Writes: per task  results/tasks/<id>/<task_digest>/sealed/   (read-only verified copy)
+                  results/tasks/<id>/<task_digest>/sealed.json
+        per pack  results/packs/<pack_digest>/PACK_HASH.txt  (sha256sum-style lines)
+                  results/packs/<pack_digest>/task_digests.tsv
+
+A task digest is sha256 over the sorted ``relative/path NUL sha256(bytes)`` lines of the task
+folder; symlinks and special files are refused. The pack digest covers the task digests and
+the denylist. Downstream paths carry these digests, so one changed byte reruns exactly the jobs
+of that task plus the pack-level aggregates, and reverting it makes the old outputs current.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .core import (
+    HashCache,
+    PackError,
+    SealbenchError,
+    Task,
+    atomic_write_text,
+    denylist_digest,
+    load_pack,
+    pack_digest,
+    read_json,
+    task_digest,
+    tree_entries,
+    digest_entries,
+    write_json,
+)
+
+
+class DigestMismatch(SealbenchError):
+    """The task changed between planning and sealing (someone edited the pack mid-run)."""
+
+
+@dataclass(frozen=True)
+class PackPlan:
+    """What the Snakefile needs at parse time: the validated tasks and all digests."""
+
+    pack: Path
+    tasks: dict[str, Task]
+    task_digests: dict[str, str]
+    denylist_digest: str
+    pack_digest: str
+
+
+def plan_pack(pack: Path, strata: list[str] | None = None, cache_path: Path | None = None) -> PackPlan:
+    """Validate the pack and digest every task (with a stat cache so re-planning is cheap)."""
+    pack = Path(pack)
+    tasks = load_pack(pack, strata)
+    cache = HashCache(cache_path)
+    digests = {t.id: task_digest(t.dir, cache) for t in tasks}
+    cache.save()
+    ddig = denylist_digest(pack)
+    return PackPlan(pack, {t.id: t for t in tasks}, digests, ddig, pack_digest(digests, ddig))
+
+
+def seal_task(task_dir: Path, expected: str, out_dir: Path, record: Path) -> dict:
+    """Copy ``task_dir`` to ``out_dir``, verify the copy's digest equals ``expected``, make it
+    read-only, and write a record. Later jobs read only this verified copy."""
+    task_dir, out_dir = Path(task_dir), Path(out_dir)
+    tmp = out_dir.with_name(out_dir.name + ".partial")
+    for p in (tmp, out_dir):
+        if p.exists():
+            _make_writable(p)
+            shutil.rmtree(p)
+    shutil.copytree(task_dir, tmp, symlinks=True)
+    entries = tree_entries(tmp)
+    got = digest_entries(entries)
+    if got != expected:
+        _make_writable(tmp)
+        shutil.rmtree(tmp)
+        raise DigestMismatch(
+            f"{task_dir}: content digest is {got[:12]}… but the workflow was planned with {expected[:12]}…; "
+            "the task changed while the workflow ran. Rerun snakemake to plan with the new content."
+        )
+    for dirpath, _dirs, files in os.walk(tmp):
+        for name in files:
+            os.chmod(Path(dirpath, name), 0o444)
+    os.replace(tmp, out_dir)
+    meta = read_json(out_dir / "meta.json")
+    rec = {
+        "task_id": meta.get("id", task_dir.name),
+        "task_digest": got,
+        "files": len(entries),
+        "bytes": sum(e.size for e in entries),
+    }
+    write_json(record, rec)
+    return rec
+
+
+def _make_writable(path: Path) -> None:
+    for dirpath, dirs, files in os.walk(path):
+        os.chmod(dirpath, 0o755)
+        for name in files:
+            try:
+                os.chmod(Path(dirpath, name), 0o644)
+            except FileNotFoundError:
+                pass
+
+
+def write_pack_hash(records: list[dict], denylist_dig: str, out_txt: Path, out_tsv: Path) -> str:
+    """Aggregate the task records into ``PACK_HASH.txt`` and ``task_digests.tsv``; return the
+    pack digest."""
+    digests = {r["task_id"]: r["task_digest"] for r in records}
+    pdig = pack_digest(digests, denylist_dig)
+    lines = [f"{d}  tasks/{tid}" for tid, d in sorted(digests.items())]
+    lines.append(f"{denylist_dig}  denylist.txt")
+    lines.append(f"{pdig}  PACK")
+    atomic_write_text(out_txt, "\n".join(lines) + "\n")
+    rows = ["task_id\ttask_digest\tfiles\tbytes"]
+    rows += [f"{r['task_id']}\t{r['task_digest']}\t{r['files']}\t{r['bytes']}" for r in sorted(records, key=lambda r: r["task_id"])]
+    atomic_write_text(out_tsv, "\n".join(rows) + "\n")
+    return pdig
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="sealbench.hash_pack", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("seal", help="copy and verify one task")
+    s.add_argument("--task-dir", required=True, type=Path)
+    s.add_argument("--digest", required=True)
+    s.add_argument("--out", required=True, type=Path)
+    s.add_argument("--record", required=True, type=Path)
+    a = sub.add_parser("aggregate", help="write PACK_HASH.txt and task_digests.tsv")
+    a.add_argument("--denylist-digest", required=True)
+    a.add_argument("--out-txt", required=True, type=Path)
+    a.add_argument("--out-tsv", required=True, type=Path)
+    a.add_argument("records", nargs="+", type=Path)
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "seal":
+            rec = seal_task(args.task_dir, args.digest, args.out, args.record)
+            print(f"sealed {rec['task_id']} {rec['task_digest'][:12]} ({rec['files']} files)")
+        else:
+            pdig = write_pack_hash([read_json(p) for p in args.records], args.denylist_digest, args.out_txt, args.out_tsv)
+            print(f"pack digest {pdig}")
+    except (SealbenchError, PackError) as exc:
+        print(f"hash_pack: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

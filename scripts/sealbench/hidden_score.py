@@ -1,0 +1,79 @@
+"""hidden_score: score one agent attempt on a pristine snapshot with the sealed tests.
+
+Reads:  a sealed task; run.json and patch.diff of one attempt
+Writes: results/tasks/<id>/<digest>/scores/<agent>/<fingerprint>/<epoch>.json
+
+The patch is applied to a fresh copy of ``repo/``; its changes to ``visible_tests/`` and
+``hidden_tests/`` are dropped (and listed) and both folders are copied in from the sealed
+pack; then the visible and hidden commands run. Status:
+- ``timeout``: the worker ran out of clock (its patch is still scored and shown, never a pass);
+- ``infra_fail``: the agent command could not run (exit 126/127) or a scoring command could
+  not run (missing interpreter, no tests collected);
+- ``pass``: visible and hidden commands exit 0; otherwise ``fail``.
+``time_to_green_s`` is the end of the first green visible attempt, if the final state is green.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from .core import SealbenchError, read_json, write_json
+from .workspace import SHELL_INFRA_CODES, score_patch
+
+
+def time_to_green(attempts: list[dict], final_visible_green: bool | None) -> float | None:
+    if not final_visible_green:
+        return None
+    for a in attempts:
+        if a.get("exit") == 0 and isinstance(a.get("end_s"), (int, float)):
+            return float(a["end_s"])
+    return None
+
+
+def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float) -> dict:
+    sealed, run_dir = Path(sealed), Path(run_dir)
+    meta = read_json(sealed / "meta.json")
+    run = read_json(run_dir / "run.json")
+    patch = (run_dir / "patch.diff").read_bytes()
+    work = Path(out).with_suffix(".work")
+    res = score_patch(sealed, meta, patch, work, timeout_s)
+    shutil.rmtree(work, ignore_errors=True)
+    status, reason = res.status, res.reason
+    if run["exit_code"] in SHELL_INFRA_CODES and not run["timed_out"]:
+        status, reason = "infra_fail", f"agent command: {SHELL_INFRA_CODES[run['exit_code']]} (exit {run['exit_code']})"
+    elif run["timed_out"]:
+        status, reason = "timeout", f"the worker was stopped at its {run['time_box_s']:.0f}s clock" + (
+            f"; its patch scored {res.status}" if res.status != "infra_fail" else "")
+    record = {
+        "task_id": meta["id"], "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
+        "status": status, "reason": reason, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
+        "time_to_green_s": time_to_green(run.get("attempts", []), res.visible_pass),
+        "dropped_test_paths": res.dropped_test_paths, "patch_applied": res.patch_applied,
+        "score": res.to_dict(), "run": run,
+    }
+    write_json(out, record)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="sealbench.hidden_score", description=__doc__.splitlines()[0])
+    ap.add_argument("--sealed", type=Path, required=True)
+    ap.add_argument("--run-dir", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--timeout", type=float, default=300)
+    args = ap.parse_args(argv)
+    try:
+        rec = score_run(args.sealed, args.run_dir, args.out, args.timeout)
+    except SealbenchError as exc:
+        print(f"hidden_score: {exc}", file=sys.stderr)
+        return 1
+    print(f"hidden_score {rec['task_id']} {rec['solver']}#{rec['epoch']}: {rec['status']}"
+          + (f" ({rec['reason']})" if rec["reason"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,120 @@
+"""run_dummy: the control solvers that prove the grader works, on one task.
+
+Reads:  a sealed task (results/tasks/<id>/<digest>/sealed/)
+Writes: results/tasks/<id>/<digest>/controls/controls.json and the control patches
+
+Controls:
+- ``empty_diff``: no change. It must fail; a task it passes is a ``weak_test`` (its tests do
+  not test the bug).
+- ``stub``: touches a source file without changing behaviour (appends a comment). It must fail.
+- ``oracle``: the gold patch, scored ``oracle_runs`` times. It must pass every time; results
+  that differ between runs mark the task ``flaky``.
+If any of this does not hold, the grader is broken and the gate publishes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from .core import SealbenchError, control_fingerprint, read_json, write_json
+from .workspace import make_workspace, score_patch, workspace_patch
+
+#: Comment syntax per language for the stub edit (a trailing comment changes no behaviour).
+COMMENT = {"python": "#", "ruby": "#", "shell": "#", "bash": "#", "r": "#", "perl": "#",
+           "javascript": "//", "typescript": "//", "go": "//", "rust": "//", "java": "//",
+           "c": "//", "cpp": "//", "c++": "//", "csharp": "//", "kotlin": "//", "swift": "//"}
+SOURCE_SUFFIX = {"python": ".py", "javascript": ".js", "typescript": ".ts", "go": ".go", "rust": ".rs",
+                 "java": ".java", "ruby": ".rb", "c": ".c", "cpp": ".cpp", "c++": ".cpp"}
+
+
+def stub_patch(sealed: Path, meta: dict, workdir: Path) -> tuple[bytes, str]:
+    """Append a comment line to the first source file of ``repo/``; return (patch, path)."""
+    ws = make_workspace(sealed, workdir / "stub_ws", workdir / "stub_shadow")
+    lang = meta["language"].lower()
+    suffix = SOURCE_SUFFIX.get(lang)
+    files = sorted(p for p in (Path(sealed) / "repo").rglob("*") if p.is_file())
+    candidates = [p for p in files if suffix and p.suffix == suffix] or files
+    if not candidates:
+        raise SealbenchError(f"{sealed / 'repo'}: no file to stub")
+    rel = candidates[0].relative_to(Path(sealed) / "repo")
+    target = ws.root / rel
+    marker = COMMENT.get(lang)
+    data = target.read_bytes()
+    sep = b"" if data.endswith(b"\n") or not data else b"\n"
+    addition = (f"{marker} sealbench stub: no behaviour change\n" if marker else "\n").encode()
+    target.write_bytes(data + sep + addition)
+    patch = workspace_patch(ws)
+    shutil.rmtree(ws.root, ignore_errors=True)
+    shutil.rmtree(ws.shadow, ignore_errors=True)
+    return patch, rel.as_posix()
+
+
+def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: float = 300) -> dict:
+    """Run every control on one sealed task and write ``controls.json`` (see module docstring)."""
+    sealed, out_dir = Path(sealed), Path(out_dir)
+    meta = read_json(sealed / "meta.json")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work = out_dir / "work"
+    stub, stub_path = stub_patch(sealed, meta, work)
+    patches = {"empty_diff": b"", "stub": stub, "oracle": (sealed / "oracle.patch").read_bytes()}
+    for name, data in patches.items():
+        (out_dir / f"{name}.patch").write_bytes(data)
+    plan = [("empty_diff", 1), ("stub", 1)] + [("oracle", i) for i in range(1, oracle_runs + 1)]
+    results = []
+    for solver, epoch in plan:
+        res = score_patch(sealed, meta, patches[solver], work / f"{solver}-{epoch}", timeout_s)
+        results.append({
+            "solver": solver, "epoch": epoch, "fingerprint": control_fingerprint(solver),
+            "status": res.status, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
+            "reason": res.reason, "patch_bytes": len(patches[solver]),
+            "visible_wall_s": res.visible.wall_s if res.visible else None,
+            "hidden_wall_s": res.hidden.wall_s if res.hidden else None,
+            "log_tail": (res.hidden.log_tail if res.hidden else "")[-1500:],
+        })
+    shutil.rmtree(work, ignore_errors=True)
+    oracle = [r for r in results if r["solver"] == "oracle"]
+    oracle_passes = sum(r["status"] == "pass" for r in oracle)
+    record = {
+        "task_id": meta["id"],
+        "stub_file": stub_path,
+        "results": results,
+        "oracle_runs": len(oracle),
+        "oracle_passes": oracle_passes,
+        "oracle_ok": oracle_passes == len(oracle),
+        "flaky": len({r["status"] for r in oracle}) > 1,
+        "weak_test": any(r["status"] == "pass" for r in results if r["solver"] == "empty_diff"),
+        "stub_passes": any(r["status"] == "pass" for r in results if r["solver"] == "stub"),
+        "control_infra_fail": any(r["status"] == "infra_fail" for r in results),
+    }
+    write_json(out_dir / "controls.json", record)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="sealbench.run_dummy", description=__doc__.splitlines()[0])
+    ap.add_argument("--sealed", type=Path, required=True)
+    ap.add_argument("--out-dir", type=Path, required=True)
+    ap.add_argument("--oracle-runs", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=300)
+    args = ap.parse_args(argv)
+    try:
+        rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout)
+    except SealbenchError as exc:
+        print(f"run_dummy: {exc}", file=sys.stderr)
+        return 1
+    summary = ", ".join(f"{r['solver']}#{r['epoch']}={r['status']}" for r in rec["results"])
+    print(f"run_dummy {rec['task_id']}: {summary}")
+    for flag in ("weak_test", "flaky", "stub_passes"):
+        if rec[flag]:
+            print(f"run_dummy {rec['task_id']}: WARNING {flag}", file=sys.stderr)
+    if not rec["oracle_ok"]:
+        print(f"run_dummy {rec['task_id']}: WARNING the gold patch did not pass every run: the grader is broken "
+              "for this task; the gate will refuse a headline", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""The one definition of every result table (CONTRACTS §4) and of the run statuses.
+
+The README's column tables are checked against these schemas by ``tests/test_schema_docs.py``.
+pyarrow is imported lazily so the per-task stages stay light.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Run statuses, in report order, with what each means.
+STATUSES: dict[str, str] = {
+    "pass": "visible and hidden tests pass on the scoring workspace",
+    "fail": "the patch was scored and a test failed (or the patch did not apply)",
+    "timeout": "the worker ran out of clock; not a pass, reported as the timeout rate",
+    "tamper": "the patch touched tests or test configuration",
+    "infra_fail": "the harness broke (missing interpreter, no tests collected, agent command not found)",
+    "excluded": "the row failed the session-health envelope and is left out of the rates",
+}
+
+#: Roles of solvers.
+ROLES = ("control", "agent", "human")
+
+# (column, pyarrow type name, nullable, description)
+TASKS_COLUMNS: list[tuple[str, str, bool, str]] = [
+    ("task_id", "string", False, "task id (= folder name)"),
+    ("stratum", "string", False, "size/difficulty bucket"),
+    ("split", "string", False, "`tune` or `holdout` from the frozen split manifest"),
+    ("task_digest", "string", False, "sha256 of the task folder (relative paths + bytes)"),
+    ("title", "string", False, "meta.json title"),
+    ("time_box_sec", "int64", False, "the task's clock"),
+    ("leak_suspect", "bool", False, "the leak check matched a denylist line or identifier"),
+    ("oracle_ok", "bool", False, "the gold patch passed on every oracle run"),
+    ("oracle_passes", "int64", False, "how many oracle runs passed"),
+    ("oracle_runs", "int64", False, "how many oracle runs were made"),
+    ("weak_test", "bool", False, "the task passes with the empty diff (its tests do not test the bug)"),
+    ("stub_passes", "bool", False, "the task passes with the no-op stub edit"),
+    ("flaky", "bool", False, "oracle runs disagreed"),
+    ("control_infra_fail", "bool", False, "a control run ended in infra_fail"),
+]
+
+RUNS_COLUMNS: list[tuple[str, str, bool, str]] = [
+    ("task_id", "string", False, "task id"),
+    ("stratum", "string", False, "size/difficulty bucket"),
+    ("split", "string", False, "`tune` or `holdout`"),
+    ("solver", "string", False, "agent name or control (`empty_diff`, `stub`, `oracle`)"),
+    ("role", "string", False, "`control`, `agent` or `human`"),
+    ("fingerprint", "string", False, "digest of the solver's command and env"),
+    ("epoch", "int64", False, "attempt number, from 1"),
+    ("status", "string", False, "`pass` `fail` `timeout` `tamper` `infra_fail` `excluded`"),
+    ("visible_pass", "bool", True, "visible command exit 0 on the scoring workspace (null: not run)"),
+    ("hidden_pass", "bool", True, "hidden command exit 0 on the scoring workspace (null: not run)"),
+    ("time_to_green_s", "float64", True, "seconds from clock start to the first green visible attempt, if the final state is green"),
+    ("wall_s", "float64", True, "wall time of the worker"),
+    ("time_box_s", "float64", True, "the clock the worker had"),
+    ("end_reason", "string", True, "why the worker ended: `exit`, `time_box`, `control`"),
+    ("exit_code", "int64", True, "the worker's exit code"),
+    ("steps", "int64", True, "reported by the agent in usage.json (null: unknown)"),
+    ("tokens_in", "int64", True, "reported by the agent (null: unknown)"),
+    ("tokens_out", "int64", True, "reported by the agent (null: unknown)"),
+    ("cost_usd", "float64", True, "reported by the agent (null: unknown)"),
+    ("steer_count", "int64", True, "lines in steers.jsonl (null: file absent = unknown)"),
+    ("visible_attempts", "int64", True, "runs of SEALBENCH_VISIBLE_CMD"),
+    ("patch_bytes", "int64", True, "size of the worker's patch"),
+    ("reason", "string", True, "why the row is not a pass, in words"),
+    ("excluded_reason", "string", True, "why the row was excluded (health envelope)"),
+    ("server_id", "string", True, "from stamp.json (null: unknown)"),
+    ("queue_ms", "int64", True, "from stamp.json"),
+    ("retries", "int64", True, "from stamp.json"),
+    ("quota_state", "string", True, "from stamp.json"),
+    ("route_changed", "bool", True, "from stamp.json"),
+    ("task_digest", "string", False, "digest of the task the row was scored on"),
+    ("pack_digest", "string", False, "digest of the pack"),
+]
+
+STRATA_COLUMNS: list[tuple[str, str, bool, str]] = [
+    ("solver", "string", False, "solver name"),
+    ("role", "string", False, "`control`, `agent` or `human`"),
+    ("split", "string", False, "`tune` or `holdout`"),
+    ("stratum", "string", False, "stratum label (config order)"),
+    ("n", "int64", False, "tasks in the cell (epochs averaged per task)"),
+    ("passes", "float64", False, "sum over tasks of the per-task pass share"),
+    ("pass_rate", "float64", True, "passes / n"),
+    ("ci_low", "float64", True, "Wilson 95% lower bound"),
+    ("ci_high", "float64", True, "Wilson 95% upper bound"),
+    ("timeout_rate", "float64", True, "share of runs that ended at the time box"),
+    ("infra_rate", "float64", True, "share of runs that ended in infra_fail"),
+    ("excluded_rate", "float64", True, "share of runs excluded by the health envelope"),
+]
+
+TABLES = {"tasks": TASKS_COLUMNS, "runs": RUNS_COLUMNS, "strata": STRATA_COLUMNS}
+
+
+def arrow_schema(table: str) -> Any:
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
+    return pa.schema([pa.field(name, types[t], nullable=nullable) for name, t, nullable, _ in TABLES[table]])
+
+
+def write_table(rows: list[dict], table: str, path: Any) -> None:
+    """Write ``rows`` as a parquet file with the declared schema (atomically)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .core import atomic_write_bytes
+
+    schema = arrow_schema(table)
+    names = [f.name for f in schema]
+    extra = {k for r in rows for k in r} - set(names)
+    if extra:
+        raise ValueError(f"{table}: rows carry undeclared columns {sorted(extra)}")
+    data = {name: [r.get(name) for r in rows] for name in names}
+    tbl = pa.Table.from_pydict(data, schema=schema)
+    buf = io.BytesIO()
+    pq.write_table(tbl, buf, compression="zstd")
+    atomic_write_bytes(path, buf.getvalue())

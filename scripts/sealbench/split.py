@@ -1,0 +1,181 @@
+"""split: a seeded tune/holdout split, stratified by stratum, frozen once in the pack.
+
+Reads:  the pack's task ids and strata; PACK/split_manifest.json if it exists
+Writes: PACK/split_manifest.json (only when absent; never rewritten)
+        results/split/<key>/split_manifest.json (the copy the aggregates read)
+
+Rules: at least 12 tasks; per stratum, round(n_h * holdout_frac) tasks go to the holdout
+(chosen by a seeded shuffle), topped up to at least 5 holdout tasks overall. Once written,
+the manifest is the contract: another seed or fraction is refused (resplitting after seeing
+holdout results is how fitted numbers happen), and a manifest whose ids no longer match the
+pack is an error (the denominator moved).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+from typing import Mapping
+
+from .core import SealbenchError, canonical_json, load_pack, read_json, sha256_text, write_json
+
+MIN_TASKS = 12
+MIN_HOLDOUT = 5
+MANIFEST = "split_manifest.json"
+
+
+class SplitError(SealbenchError):
+    """The split cannot be made or the frozen one does not fit the pack."""
+
+
+def make_split(strata_of: Mapping[str, str], seed: int, holdout_frac: float) -> dict:
+    """Compute the manifest for ``{task_id: stratum}`` (pure; see module docstring)."""
+    ids = sorted(strata_of)
+    if len(ids) < MIN_TASKS:
+        raise SplitError(
+            f"the pack has {len(ids)} tasks; a holdout needs at least {MIN_TASKS} "
+            "(with fewer, no split is meaningful: add tasks before splitting)"
+        )
+    by_stratum: dict[str, list[str]] = {}
+    for tid in ids:
+        by_stratum.setdefault(strata_of[tid], []).append(tid)
+    holdout: set[str] = set()
+    leftovers: list[tuple[str, list[str]]] = []
+    for stratum in sorted(by_stratum):
+        members = list(by_stratum[stratum])
+        rng = random.Random(f"{seed}:{stratum}")
+        rng.shuffle(members)
+        k = int(round(len(members) * holdout_frac + 1e-9))
+        k = min(k, len(members) - 1) if len(members) > 1 else k
+        holdout.update(members[:k])
+        leftovers.append((stratum, members[k:]))
+    # Top up to the minimum, taking from the strata with the most tune tasks, deterministically.
+    while len(holdout) < MIN_HOLDOUT:
+        leftovers.sort(key=lambda s: (-len(s[1]), s[0]))
+        stratum, rest = leftovers[0]
+        if not rest:
+            raise SplitError(f"cannot reach {MIN_HOLDOUT} holdout tasks")
+        holdout.add(rest.pop(0))
+    tune = sorted(set(ids) - holdout)
+    return {
+        "seed": seed,
+        "holdout_frac": holdout_frac,
+        "stratified_by": "stratum",
+        "tune": tune,
+        "holdout": sorted(holdout),
+        "frozen": True,
+        "note": "Written once by sealbench split. Do not edit; commit it with the pack.",
+    }
+
+
+def validate_manifest(manifest: object, path: Path, strata_of: Mapping[str, str],
+                      seed: int, holdout_frac: float) -> dict:
+    """Check a frozen manifest against the pack and the config; raise :class:`SplitError`."""
+    if not isinstance(manifest, dict):
+        raise SplitError(f"{path}: must be a JSON object")
+    for key, typ in (("seed", int), ("holdout_frac", (int, float)), ("tune", list), ("holdout", list)):
+        if key not in manifest:
+            raise SplitError(f"{path}: missing field '{key}' (was it edited by hand?)")
+        if not isinstance(manifest[key], typ) or isinstance(manifest[key], bool):
+            raise SplitError(f"{path}: field '{key}' has the wrong type")
+    tune, hold = manifest["tune"], manifest["holdout"]
+    if not all(isinstance(x, str) for x in tune + hold):
+        raise SplitError(f"{path}: fields 'tune'/'holdout' must list task ids (strings)")
+    overlap = sorted(set(tune) & set(hold))
+    if overlap:
+        raise SplitError(f"{path}: tasks in both tune and holdout: {overlap}")
+    dup = sorted({x for x in tune + hold if (tune + hold).count(x) > 1})
+    if dup:
+        raise SplitError(f"{path}: duplicate task ids: {dup}")
+    if manifest["seed"] != seed or abs(float(manifest["holdout_frac"]) - float(holdout_frac)) > 1e-12:
+        raise SplitError(
+            f"{path}: refusing to resplit: the frozen split used seed={manifest['seed']}, "
+            f"holdout_frac={manifest['holdout_frac']} but the config asks for seed={seed}, "
+            f"holdout_frac={holdout_frac}. A holdout is frozen once; set the config back, or start "
+            "a new pack (a new experiment) if you really mean a new split."
+        )
+    pack_ids, man_ids = set(strata_of), set(tune) | set(hold)
+    if pack_ids != man_ids:
+        missing = sorted(pack_ids - man_ids)
+        gone = sorted(man_ids - pack_ids)
+        raise SplitError(
+            f"{path}: the frozen split no longer matches the pack (the denominator moved): "
+            f"tasks not in the manifest: {missing or 'none'}; in the manifest but not in the pack: {gone or 'none'}"
+        )
+    if len(hold) < MIN_HOLDOUT:
+        raise SplitError(f"{path}: only {len(hold)} holdout tasks; at least {MIN_HOLDOUT} are needed")
+    return manifest
+
+
+def check(pack: Path, strata_of: Mapping[str, str], seed: int, holdout_frac: float) -> dict:
+    """What ``ensure`` would do, without writing: the manifest (existing or to be made)."""
+    path = Path(pack) / MANIFEST
+    if path.exists():
+        return validate_manifest(read_json(path), path, strata_of, seed, holdout_frac)
+    return make_split(strata_of, seed, holdout_frac)
+
+
+def ensure(pack: Path, strata_of: Mapping[str, str], seed: int, holdout_frac: float) -> tuple[dict, bool]:
+    """Return the frozen manifest, writing it into the pack if absent (never overwriting).
+
+    Returns (manifest, created).
+    """
+    path = Path(pack) / MANIFEST
+    if path.exists():
+        return validate_manifest(read_json(path), path, strata_of, seed, holdout_frac), False
+    manifest = make_split(strata_of, seed, holdout_frac)
+    text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=".split_manifest.", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    try:
+        os.link(tmp, path)  # fails if another process wrote it first: never overwrite
+    except FileExistsError:
+        return validate_manifest(read_json(path), path, strata_of, seed, holdout_frac), False
+    finally:
+        os.unlink(tmp)
+    return manifest, True
+
+
+def manifest_digest(manifest: Mapping) -> str:
+    return sha256_text(canonical_json({"tune": sorted(manifest["tune"]), "holdout": sorted(manifest["holdout"]),
+                                       "seed": manifest["seed"], "holdout_frac": manifest["holdout_frac"]}))
+
+
+def ids_key(strata_of: Mapping[str, str]) -> str:
+    """Digest of the task set and strata: the split job reruns only when these change."""
+    return hashlib.sha256(canonical_json(sorted(strata_of.items())).encode()).hexdigest()[:16]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="sealbench.split", description=__doc__.splitlines()[0])
+    ap.add_argument("--pack", type=Path, required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--holdout-frac", type=float, default=0.4)
+    ap.add_argument("--strata", nargs="*", help="allowed stratum labels")
+    ap.add_argument("--out", type=Path, help="where to copy the manifest for downstream jobs")
+    args = ap.parse_args(argv)
+    try:
+        tasks = load_pack(args.pack, args.strata or None)
+        strata_of = {t.id: t.stratum for t in tasks}
+        manifest, created = ensure(args.pack, strata_of, args.seed, args.holdout_frac)
+        if args.out:
+            write_json(args.out, dict(manifest, digest=manifest_digest(manifest)))
+        verb = "wrote" if created else "kept frozen"
+        print(f"split: {verb} {args.pack / MANIFEST}: tune={len(manifest['tune'])} holdout={len(manifest['holdout'])}")
+        if created:
+            print("split: commit split_manifest.json with the pack; it will not be rewritten.")
+    except SealbenchError as exc:
+        print(f"split: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,210 @@
+"""stratify: the tables every reader opens, for one experiment.
+
+Reads:  experiment.json, the frozen split manifest, every task's sealed.json, leak result,
+        controls.json and every agent score
+Writes: tables/tasks.parquet, tables/runs.parquet, tables/strata.parquet (schemas: ``schema.py``)
+
+Health envelope (seed "session stamp"): an agent row whose stamp is missing, whose server is
+not the required one, whose queue delay or retries exceed the envelope, whose quota state is
+not allowed, or whose route changed gets status ``excluded`` with the reason; excluded rows
+stay in ``runs.parquet`` and are left out of the rates. ``infra_fail`` rows are left out of
+the rates too (the harness broke, not the solver) and reported as the infra rate.
+
+Rates are per task: epochs are averaged per task first (the task is the unit), and intervals
+are Wilson 95% on the per-task pass share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .core import SealbenchError, read_json
+from .schema import write_table
+from .stats import wilson_interval
+
+RATE_EXCLUDED = {"excluded", "infra_fail"}
+
+
+def health_problems(stamp: Mapping[str, Any], health: Mapping[str, Any]) -> list[str]:
+    """Why a row's session stamp falls outside the health envelope (empty list: healthy)."""
+    if all(stamp.get(k) is None for k in ("server_id", "queue_ms", "retries", "quota_state", "route_changed")):
+        return ["stamp.json missing: the session cannot be checked"]
+    out = []
+    req = health.get("required_server_id")
+    if req is not None and stamp.get("server_id") != req:
+        out.append(f"server {stamp.get('server_id')!r} is not the required {req!r}")
+    mq = health.get("max_queue_ms")
+    if mq is not None and (stamp.get("queue_ms") is None or stamp["queue_ms"] > mq):
+        out.append(f"queue delay {stamp.get('queue_ms')} ms exceeds {mq} ms (or is unknown)")
+    mr = health.get("max_retries")
+    if mr is not None and (stamp.get("retries") is None or stamp["retries"] > mr):
+        out.append(f"retries {stamp.get('retries')} exceed {mr} (or are unknown)")
+    allowed = health.get("allowed_quota_states") or []
+    if allowed and stamp.get("quota_state") not in allowed:
+        out.append(f"quota state {stamp.get('quota_state')!r} is not one of {allowed}")
+    if stamp.get("route_changed") is not False:
+        out.append("the route changed during the session (or is unknown)")
+    return out
+
+
+def rate_interval(passes: float, n: int) -> tuple[float | None, float | None]:
+    """Wilson 95% interval of a per-task pass share (``passes`` may be fractional with epochs)."""
+    if n == 0:
+        return None, None
+    if abs(passes - round(passes)) < 1e-9:
+        return wilson_interval(int(round(passes)), n)
+    z = 1.959963984540054
+    p = passes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def build_tasks(experiment: Mapping, split_of: Mapping[str, str], sealed: Iterable[Mapping],
+                leaks: Iterable[Mapping], controls: Iterable[Mapping]) -> list[dict]:
+    leak_by = {r["task_id"]: r for r in leaks}
+    ctl_by = {r["task_id"]: r for r in controls}
+    rows = []
+    for rec in sorted(sealed, key=lambda r: r["task_id"]):
+        tid = rec["task_id"]
+        meta_stratum = experiment["strata_of"][tid]
+        c = ctl_by[tid]
+        rows.append({
+            "task_id": tid, "stratum": meta_stratum, "split": split_of[tid], "task_digest": rec["task_digest"],
+            "title": rec.get("title") or experiment.get("titles", {}).get(tid) or "",
+            "time_box_sec": int(rec.get("time_box_sec") or 0),
+            "leak_suspect": bool(leak_by[tid]["suspect"]), "oracle_ok": bool(c["oracle_ok"]),
+            "oracle_passes": int(c["oracle_passes"]), "oracle_runs": int(c["oracle_runs"]),
+            "weak_test": bool(c["weak_test"]), "stub_passes": bool(c["stub_passes"]), "flaky": bool(c["flaky"]),
+            "control_infra_fail": bool(c["control_infra_fail"]),
+        })
+    return rows
+
+
+def _nulls() -> dict[str, Any]:
+    return {k: None for k in ("time_to_green_s", "wall_s", "time_box_s", "end_reason", "exit_code", "steps",
+                              "tokens_in", "tokens_out", "cost_usd", "steer_count", "visible_attempts",
+                              "excluded_reason", "server_id", "queue_ms", "retries", "quota_state", "route_changed")}
+
+
+def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mapping], scores: Iterable[Mapping],
+               health: Mapping[str, Any]) -> list[dict]:
+    task_by = {t["task_id"]: t for t in tasks}
+    pack_digest = experiment["pack_digest"]
+    rows: list[dict] = []
+    for c in sorted(controls, key=lambda r: r["task_id"]):
+        t = task_by[c["task_id"]]
+        for r in c["results"]:
+            row = _nulls()
+            row.update({
+                "task_id": t["task_id"], "stratum": t["stratum"], "split": t["split"], "solver": r["solver"],
+                "role": "control", "fingerprint": r["fingerprint"], "epoch": int(r["epoch"]), "status": r["status"],
+                "visible_pass": r["visible_pass"], "hidden_pass": r["hidden_pass"], "end_reason": "control",
+                "patch_bytes": r["patch_bytes"], "reason": r["reason"], "task_digest": t["task_digest"],
+                "pack_digest": pack_digest,
+            })
+            rows.append(row)
+    for s in sorted(scores, key=lambda r: (r["task_id"], r["solver"], r["epoch"])):
+        t = task_by[s["task_id"]]
+        run = s["run"]
+        usage, stamp = run.get("usage") or {}, run.get("stamp") or {}
+        row = _nulls()
+        row.update({
+            "task_id": t["task_id"], "stratum": t["stratum"], "split": t["split"], "solver": s["solver"],
+            "role": run.get("role", "agent"), "fingerprint": s["fingerprint"], "epoch": int(s["epoch"]),
+            "status": s["status"], "visible_pass": s["visible_pass"], "hidden_pass": s["hidden_pass"],
+            "time_to_green_s": s["time_to_green_s"], "wall_s": run.get("wall_s"), "time_box_s": run.get("time_box_s"),
+            "end_reason": run.get("end_reason"), "exit_code": run.get("exit_code"),
+            "steps": usage.get("steps"), "tokens_in": usage.get("tokens_in"), "tokens_out": usage.get("tokens_out"),
+            "cost_usd": None if usage.get("cost_usd") is None else float(usage["cost_usd"]),
+            "steer_count": run.get("steer_count"), "visible_attempts": len(run.get("attempts") or []),
+            "patch_bytes": run.get("patch_bytes"), "reason": s.get("reason"),
+            "server_id": stamp.get("server_id"), "queue_ms": stamp.get("queue_ms"), "retries": stamp.get("retries"),
+            "quota_state": stamp.get("quota_state"), "route_changed": stamp.get("route_changed"),
+            "task_digest": t["task_digest"], "pack_digest": pack_digest,
+        })
+        problems = health_problems(stamp, health)
+        if problems and row["status"] != "infra_fail":
+            row["excluded_reason"] = "; ".join(problems)
+            row["reason"] = f"{row['status']} before exclusion" + (f": {row['reason']}" if row["reason"] else "")
+            row["status"] = "excluded"
+        rows.append(row)
+    return rows
+
+
+def build_strata(runs: list[dict], strata_order: list[str]) -> list[dict]:
+    """Per (solver, split, stratum): n tasks, per-task pass share, Wilson interval, rates."""
+    cells: dict[tuple, list[dict]] = defaultdict(list)
+    for r in runs:
+        cells[(r["solver"], r["role"], r["split"], r["stratum"])].append(r)
+    order = {s: i for i, s in enumerate(strata_order)}
+    out = []
+    for (solver, role, split, stratum), rows in sorted(
+            cells.items(), key=lambda kv: (kv[0][1] != "agent", kv[0][0], kv[0][2], order.get(kv[0][3], 99), kv[0][3])):
+        per_task: dict[str, list[float]] = defaultdict(list)
+        for r in rows:
+            if r["status"] not in RATE_EXCLUDED:
+                per_task[r["task_id"]].append(1.0 if r["status"] == "pass" else 0.0)
+        n = len(per_task)
+        passes = float(sum(sum(v) / len(v) for v in per_task.values()))
+        lo, hi = rate_interval(passes, n)
+        total = len(rows)
+        out.append({
+            "solver": solver, "role": role, "split": split, "stratum": stratum, "n": n, "passes": passes,
+            "pass_rate": passes / n if n else None, "ci_low": lo, "ci_high": hi,
+            "timeout_rate": sum(r["status"] == "timeout" for r in rows) / total,
+            "infra_rate": sum(r["status"] == "infra_fail" for r in rows) / total,
+            "excluded_rate": sum(r["status"] == "excluded" for r in rows) / total,
+        })
+    return out
+
+
+def stratify(experiment_path: Path, split_path: Path, sealed: list[Path], leaks: list[Path],
+             controls: list[Path], scores: list[Path], out_dir: Path) -> dict[str, int]:
+    experiment = read_json(experiment_path)
+    manifest = read_json(split_path)
+    split_of = {tid: "tune" for tid in manifest["tune"]}
+    split_of.update({tid: "holdout" for tid in manifest["holdout"]})
+    sealed_recs = [read_json(p) for p in sealed]
+    for rec, p in zip(sealed_recs, sealed):
+        meta = read_json(Path(p).parent / "sealed" / "meta.json")
+        rec["title"], rec["time_box_sec"] = meta["title"], meta["time_box_sec"]
+    tasks = build_tasks(experiment, split_of, sealed_recs, [read_json(p) for p in leaks],
+                        [read_json(p) for p in controls])
+    health = experiment["config_full"]["health"]
+    runs = build_runs(experiment, tasks, [read_json(p) for p in controls], [read_json(p) for p in scores], health)
+    strata = build_strata(runs, experiment["config_full"]["strata"])
+    out_dir = Path(out_dir)
+    write_table(tasks, "tasks", out_dir / "tasks.parquet")
+    write_table(runs, "runs", out_dir / "runs.parquet")
+    write_table(strata, "strata", out_dir / "strata.parquet")
+    return {"tasks": len(tasks), "runs": len(runs), "strata": len(strata)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="sealbench.stratify", description=__doc__.splitlines()[0])
+    ap.add_argument("--experiment", type=Path, required=True)
+    ap.add_argument("--split", type=Path, required=True)
+    ap.add_argument("--out-dir", type=Path, required=True)
+    ap.add_argument("--sealed", type=Path, nargs="+", required=True)
+    ap.add_argument("--leaks", type=Path, nargs="+", required=True)
+    ap.add_argument("--controls", type=Path, nargs="+", required=True)
+    ap.add_argument("--scores", type=Path, nargs="*", default=[])
+    args = ap.parse_args(argv)
+    try:
+        counts = stratify(args.experiment, args.split, args.sealed, args.leaks, args.controls, args.scores, args.out_dir)
+    except SealbenchError as exc:
+        print(f"stratify: {exc}", file=sys.stderr)
+        return 1
+    print("stratify: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

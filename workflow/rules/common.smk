@@ -1,0 +1,161 @@
+# Shared set-up: validate the config and the pack before any job, digest every task, and
+# name the experiment. Nothing here runs tests; it only reads and hashes.
+
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+
+SCRIPTS = str(Path(workflow.basedir) / "scripts")
+if SCRIPTS not in sys.path:
+    sys.path.insert(0, SCRIPTS)
+
+from sealbench.core import (  # noqa: E402
+    CONTROLS,
+    SealbenchError,
+    agent_fingerprint,
+    canonical_json,
+    code_digest,
+    control_fingerprint,
+    sha256_text,
+    toolchain,
+    toolchain_digest,
+    validate_config,
+    write_json,
+)
+from sealbench import hash_pack as _hash_pack  # noqa: E402
+from sealbench import split as _split  # noqa: E402
+from sealbench import leak_check as _leak_check  # noqa: E402
+
+PY = sys.executable
+RESULTS = "results"
+shell.prefix(f"export PYTHONPATH={SCRIPTS}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; ")
+
+wildcard_constraints:
+    task=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    tdigest=r"[0-9a-f]{64}",
+    ddigest=r"[0-9a-f]{64}",
+    pdigest=r"[0-9a-f]{64}",
+    agent=r"[A-Za-z][A-Za-z0-9_]*",
+    fp=r"[0-9a-f]{16}",
+    epoch=r"[0-9]+",
+    exp=r"[0-9a-f]{16}",
+    key=r"[0-9a-f]{16}",
+
+
+def _fail(exc):
+    sys.stderr.write(f"\nsealbench: {exc}\n\nNothing was run; no result was changed.\n")
+    sys.exit(1)
+
+
+try:
+    CFG = validate_config(config, where="config (config/config.yaml + --config overrides)")
+except SealbenchError as exc:
+    _fail(exc)
+
+AGENTS = {name: dict(spec, fingerprint=agent_fingerprint(name, spec)) for name, spec in CFG["agents"].items()}
+EPOCHS = list(range(1, int(CFG["epochs"]) + 1))
+
+
+@functools.cache
+def plan():
+    """Validate and digest the pack; check the split. Raises SealbenchError."""
+    p = _hash_pack.plan_pack(Path(CFG["pack"]), CFG["strata"], Path(RESULTS) / ".sealbench" / "hashcache.json")
+    strata_of = {tid: t.stratum for tid, t in p.tasks.items()}
+    manifest = _split.check(p.pack, strata_of, CFG["seed"], CFG["holdout_frac"])
+    return p, strata_of, manifest
+
+
+@functools.cache
+def experiment():
+    """The experiment record: everything that makes this result this result."""
+    p, strata_of, manifest = plan()
+    tc = toolchain()
+    cfg_for_id = {k: v for k, v in CFG.items() if k != "pack"}
+    ident = {
+        "pack_digest": p.pack_digest,
+        "split_manifest_digest": _split.manifest_digest(manifest),
+        "config": cfg_for_id,
+        "code": code_digest("hash_pack", "leak_check", "split", "run_dummy", "run_agent", "hidden_score",
+                            "stratify", "gate", "stats"),
+        "toolchain_digest": toolchain_digest(tc),
+        "agent_fingerprints": {a: s["fingerprint"] for a, s in AGENTS.items()},
+    }
+    exp_id = sha256_text(canonical_json(ident))[:16]
+    commands = {}
+    for tid, t in sorted(p.tasks.items()):
+        key = f"visible: {t.meta['visible_command']} | hidden: {t.meta['hidden_command']}"
+        commands.setdefault(key, []).append(tid)
+    deny = _leak_check.read_denylist(Path(CFG["pack"]) / "denylist.txt")
+    return dict(ident, exp_id=exp_id, pack=str(CFG["pack"]), task_digests=p.task_digests,
+                oracle_commands=[{"commands": k, "tasks": v} for k, v in commands.items()],
+                denylist_lines=len(deny),
+                denylist_digest=p.denylist_digest, strata_of=strata_of, toolchain=tc, config_full=CFG)
+
+
+if workflow.is_main_process:
+    try:
+        plan()
+        EXP = experiment()
+    except SealbenchError as exc:
+        _fail(exc)
+    _exp_dir = Path(RESULTS) / "experiments" / EXP["exp_id"]
+    if not (_exp_dir / "experiment.json").exists():
+        write_json(_exp_dir / "experiment.json", EXP)
+    # results/latest follows the experiment of the current inputs once it is complete.
+    if (_exp_dir / "decision.json").exists():
+        _latest = Path(RESULTS) / "latest"
+        if not (_latest.is_symlink() and os.readlink(_latest) == f"experiments/{EXP['exp_id']}"):
+            _tmp = Path(RESULTS) / ".latest.tmp"
+            if _tmp.is_symlink() or _tmp.exists():
+                _tmp.unlink()
+            os.symlink(f"experiments/{EXP['exp_id']}", _tmp)
+            os.replace(_tmp, _latest)
+
+
+def task_dir(task):
+    return f"{RESULTS}/tasks/{task}/{{tdigest}}".replace("{tdigest}", plan()[0].task_digests[task])
+
+
+def sealed(w):
+    return f"{RESULTS}/tasks/{w.task}/{w.tdigest}/sealed"
+
+
+def leak_file(w):
+    return f"{RESULTS}/tasks/{w.task}/{w.tdigest}/leak-{plan()[0].denylist_digest}.json"
+
+
+def exp_dir():
+    return f"{RESULTS}/experiments/{experiment()['exp_id']}"
+
+
+def all_sealed_records():
+    return [f"{task_dir(t)}/sealed.json" for t in sorted(plan()[0].tasks)]
+
+
+def all_leak_files():
+    d = plan()[0].denylist_digest
+    return [f"{task_dir(t)}/leak-{d}.json" for t in sorted(plan()[0].tasks)]
+
+
+def all_controls():
+    return [f"{task_dir(t)}/controls/controls.json" for t in sorted(plan()[0].tasks)]
+
+
+def all_scores():
+    return [
+        f"{task_dir(t)}/scores/{a}/{s['fingerprint']}/{e}.json"
+        for t in sorted(plan()[0].tasks)
+        for a, s in sorted(AGENTS.items())
+        for e in EPOCHS
+    ]
+
+
+def split_file():
+    p, strata_of, _ = plan()
+    return f"{RESULTS}/split/{_split.ids_key(strata_of)}/split_manifest.json"
+
+
+def pack_hash_file():
+    return f"{RESULTS}/packs/{plan()[0].pack_digest}/PACK_HASH.txt"

@@ -1,0 +1,35 @@
+# gate: the decision (publishable or not, and why), the card and the report. `gate` is the
+# target users type; `decide` writes the files of one experiment.
+
+
+rule decide:
+    input:
+        experiment=f"{RESULTS}/experiments/{{exp}}/experiment.json",
+        split=lambda w: split_file(),
+        pack_hash=lambda w: pack_hash_file(),
+        tasks=f"{RESULTS}/experiments/{{exp}}/tables/tasks.parquet",
+        runs=f"{RESULTS}/experiments/{{exp}}/tables/runs.parquet",
+        strata=f"{RESULTS}/experiments/{{exp}}/tables/strata.parquet",
+    output:
+        decision=f"{RESULTS}/experiments/{{exp}}/decision.json",
+        card=f"{RESULTS}/experiments/{{exp}}/card.json",
+        report=f"{RESULTS}/experiments/{{exp}}/report.md",
+    params:
+        code=code_digest("gate", "stats"),
+    log:
+        f"{RESULTS}/experiments/{{exp}}/logs/gate.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    shell:
+        "{PY} -m sealbench.gate --experiment-dir {RESULTS}/experiments/{wildcards.exp}"
+        " --split {input.split:q} --pack-hash {input.pack_hash:q} --latest {RESULTS}/latest"
+        " > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+
+
+rule gate:
+    default_target: True
+    input:
+        lambda w: f"{exp_dir()}/decision.json",
+    localrule: True

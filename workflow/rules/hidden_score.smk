@@ -1,0 +1,24 @@
+# hidden_score: each agent attempt's patch on a pristine snapshot with the sealed tests.
+
+
+rule hidden_score:
+    input:
+        sealed=sealed,
+        run=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/runs/{{agent}}/{{fp}}/{{epoch}}/run.json",
+        patch=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/runs/{{agent}}/{{fp}}/{{epoch}}/patch.diff",
+    output:
+        f"{RESULTS}/tasks/{{task}}/{{tdigest}}/scores/{{agent}}/{{fp}}/{{epoch}}.json",
+    params:
+        rundir=lambda w, input: str(Path(input.run).parent),
+        timeout=CFG["score_timeout_s"],
+        code=code_digest("hidden_score"),
+        toolchain=lambda w: experiment()["toolchain_digest"],
+    log:
+        f"{RESULTS}/tasks/{{task}}/{{tdigest}}/logs/hidden_score-{{agent}}-{{fp}}-{{epoch}}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=lambda w: 5 + 2 * CFG["score_timeout_s"] // 60,
+    shell:
+        "{PY} -m sealbench.hidden_score --sealed {input.sealed:q} --run-dir {params.rundir:q}"
+        " --out {output:q} --timeout {params.timeout} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"

@@ -1,0 +1,28 @@
+# stratify: the three tables every reader opens (tasks, runs, strata) for one experiment.
+
+
+rule stratify:
+    input:
+        experiment=f"{RESULTS}/experiments/{{exp}}/experiment.json",
+        split=lambda w: split_file(),
+        sealed=lambda w: all_sealed_records(),
+        leaks=lambda w: all_leak_files(),
+        controls=lambda w: all_controls(),
+        scores=lambda w: all_scores(),
+    output:
+        tasks=f"{RESULTS}/experiments/{{exp}}/tables/tasks.parquet",
+        runs=f"{RESULTS}/experiments/{{exp}}/tables/runs.parquet",
+        strata=f"{RESULTS}/experiments/{{exp}}/tables/strata.parquet",
+    params:
+        code=code_digest("stratify", "stats"),
+    log:
+        f"{RESULTS}/experiments/{{exp}}/logs/stratify.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    shell:
+        "{PY} -m sealbench.stratify --experiment {input.experiment:q} --split {input.split:q}"
+        " --out-dir {RESULTS}/experiments/{wildcards.exp}/tables"
+        " --sealed {input.sealed:q} --leaks {input.leaks:q} --controls {input.controls:q} --scores {input.scores:q}"
+        " > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
