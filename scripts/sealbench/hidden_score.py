@@ -16,7 +16,6 @@ pack; then the visible and hidden commands run. Status:
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
@@ -38,9 +37,7 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float) -> dict:
     meta = read_json(sealed / "meta.json")
     run = read_json(run_dir / "run.json")
     patch = (run_dir / "patch.diff").read_bytes()
-    work = Path(out).with_suffix(".work")
-    res = score_patch(sealed, meta, patch, work, timeout_s)
-    shutil.rmtree(work, ignore_errors=True)
+    res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s)
     status, reason = res.status, res.reason
     if run["exit_code"] in SHELL_INFRA_CODES and not run["timed_out"]:
         status, reason = "infra_fail", f"agent command: {SHELL_INFRA_CODES[run['exit_code']]} (exit {run['exit_code']})"

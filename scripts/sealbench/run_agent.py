@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .core import SealbenchError, harness_env, read_json, write_json
-from .workspace import make_workspace, run_process, workspace_patch
+from .workspace import make_workspace, run_process, scratch_dir, workspace_patch
 
 USAGE_KEYS = {"tokens_in": int, "tokens_out": int, "cost_usd": (int, float), "steps": int}
 STAMP_KEYS = {"server_id": str, "queue_ms": int, "retries": int, "quota_state": str, "route_changed": bool}
@@ -116,7 +116,18 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
     out.mkdir()
     for stale in ("attempts.jsonl", "patch.diff"):
         (run_dir / stale).unlink(missing_ok=True)
-    ws = make_workspace(sealed, run_dir / "ws", run_dir / "shadow.git")
+    scratch = scratch_dir("run")
+    try:
+        return _run_in(scratch, sealed, run_dir, agent, fingerprint, command, agent_env, epoch, envelope)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_in(scratch: Path, sealed: Path, run_dir: Path, agent: str, fingerprint: str, command: str,
+            agent_env: Mapping[str, Any], epoch: int, envelope: Mapping[str, Any]) -> dict:
+    meta = read_json(sealed / "meta.json")
+    out = run_dir / "out"
+    ws = make_workspace(sealed, scratch / "ws", scratch / "shadow.git")
     prompt = run_dir / "prompt.md"
     shutil.copyfile(sealed / "prompt.md", prompt)
     prompt.chmod(0o444)
@@ -156,8 +167,6 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
         "envelope": dict(envelope),
     }
     write_json(run_dir / "run.json", record)
-    shutil.rmtree(ws.root, ignore_errors=True)
-    shutil.rmtree(ws.shadow, ignore_errors=True)
     return record
 
 

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from .core import SealbenchError, control_fingerprint, read_json, write_json
-from .workspace import make_workspace, score_patch, workspace_patch
+from .workspace import make_workspace, score_patch, scratch_dir, workspace_patch
 
 #: Comment syntax per language for the stub edit (a trailing comment changes no behaviour).
 COMMENT = {"python": "#", "ruby": "#", "shell": "#", "bash": "#", "r": "#", "perl": "#",
@@ -32,7 +32,7 @@ SOURCE_SUFFIX = {"python": ".py", "javascript": ".js", "typescript": ".ts", "go"
 
 def stub_patch(sealed: Path, meta: dict, workdir: Path) -> tuple[bytes, str]:
     """Append a comment line to the first source file of ``repo/``; return (patch, path)."""
-    ws = make_workspace(sealed, workdir / "stub_ws", workdir / "stub_shadow")
+    ws = make_workspace(sealed, workdir / "ws", workdir / "shadow.git")
     lang = meta["language"].lower()
     suffix = SOURCE_SUFFIX.get(lang)
     files = sorted(p for p in (Path(sealed) / "repo").rglob("*") if p.is_file())
@@ -46,10 +46,7 @@ def stub_patch(sealed: Path, meta: dict, workdir: Path) -> tuple[bytes, str]:
     sep = b"" if data.endswith(b"\n") or not data else b"\n"
     addition = (f"{marker} sealbench stub: no behaviour change\n" if marker else "\n").encode()
     target.write_bytes(data + sep + addition)
-    patch = workspace_patch(ws)
-    shutil.rmtree(ws.root, ignore_errors=True)
-    shutil.rmtree(ws.shadow, ignore_errors=True)
-    return patch, rel.as_posix()
+    return workspace_patch(ws), rel.as_posix()
 
 
 def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: float = 300) -> dict:
@@ -57,15 +54,18 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
     sealed, out_dir = Path(sealed), Path(out_dir)
     meta = read_json(sealed / "meta.json")
     out_dir.mkdir(parents=True, exist_ok=True)
-    work = out_dir / "work"
-    stub, stub_path = stub_patch(sealed, meta, work)
+    scratch = scratch_dir("stub")
+    try:
+        stub, stub_path = stub_patch(sealed, meta, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     patches = {"empty_diff": b"", "stub": stub, "oracle": (sealed / "oracle.patch").read_bytes()}
     for name, data in patches.items():
         (out_dir / f"{name}.patch").write_bytes(data)
     plan = [("empty_diff", 1), ("stub", 1)] + [("oracle", i) for i in range(1, oracle_runs + 1)]
     results = []
     for solver, epoch in plan:
-        res = score_patch(sealed, meta, patches[solver], work / f"{solver}-{epoch}", timeout_s)
+        res = score_patch(sealed, meta, patches[solver], out_dir / "logs" / f"{solver}-{epoch}", timeout_s)
         results.append({
             "solver": solver, "epoch": epoch, "fingerprint": control_fingerprint(solver),
             "status": res.status, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
@@ -74,7 +74,6 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
             "hidden_wall_s": res.hidden.wall_s if res.hidden else None,
             "log_tail": (res.hidden.log_tail if res.hidden else "")[-1500:],
         })
-    shutil.rmtree(work, ignore_errors=True)
     oracle = [r for r in results if r["solver"] == "oracle"]
     oracle_passes = sum(r["status"] == "pass" for r in oracle)
     record = {

@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,6 +48,14 @@ TEST_DIRS = ("visible_tests", "hidden_tests")
 
 #: Output kept per captured stream (bytes); the rest is counted, not stored.
 LOG_CAP_BYTES = 256 * 1024
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A fresh private folder outside the project tree (``$SEALBENCH_TMPDIR`` or the system
+    temp dir), so no ``pytest.ini``/``pyproject.toml``/``.git`` of the caller's tree is seen
+    from a workspace."""
+    base = os.environ.get("SEALBENCH_TMPDIR") or None
+    return Path(tempfile.mkdtemp(prefix=f"sealbench-{prefix}-", dir=base))
 
 
 class WorkspaceError(RuntimeError):
@@ -334,31 +343,30 @@ def apply_patch(ws: Path, patch: bytes) -> tuple[bool, str, list[str]]:
     return True, "applied", sorted(set(dropped))
 
 
-def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, workdir: Path, timeout_s: float) -> ScoreResult:
+def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout_s: float) -> ScoreResult:
     """Score ``patch`` on a sealed task (CONTRACTS §1 scoring workspace).
 
     ``pass`` needs the visible and the hidden command to exit 0. A command that cannot run
     (missing interpreter, no tests collected, pytest usage error) is ``infra_fail``, never
     ``fail``. A scoring command that exceeds ``timeout_s`` is a ``fail`` (the patch hangs).
     """
-    sealed_task, workdir = Path(sealed_task).resolve(), Path(workdir).absolute()
-    ws = workdir / "ws"
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    ws.mkdir(parents=True)
-    copy_tree(sealed_task / "repo", ws)
-    applied, message, dropped = apply_patch(ws, patch)
-    if not applied:
-        shutil.rmtree(ws, ignore_errors=True)
-        return ScoreResult("fail", None, None, message, False, dropped)
-    for d in TEST_DIRS:
-        if (ws / d).exists():
-            shutil.rmtree(ws / d)
-        copy_tree(sealed_task / d, ws / d)
-    logdir = workdir / "logs"
-    visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s)
-    hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s)
-    shutil.rmtree(ws, ignore_errors=True)
+    sealed_task, logdir = Path(sealed_task).resolve(), Path(logdir).absolute()
+    scratch = scratch_dir("score")
+    try:
+        ws = scratch / "ws"
+        ws.mkdir()
+        copy_tree(sealed_task / "repo", ws)
+        applied, message, dropped = apply_patch(ws, patch)
+        if not applied:
+            return ScoreResult("fail", None, None, message, False, dropped)
+        for d in TEST_DIRS:
+            if (ws / d).exists():
+                shutil.rmtree(ws / d)
+            copy_tree(sealed_task / d, ws / d)
+        visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s)
+        hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     for name, out in (("visible", visible), ("hidden", hidden)):
         if out.infra_reason:
             return ScoreResult("infra_fail", None, None, f"{name} command: {out.infra_reason} (exit {out.returncode})",

@@ -1,0 +1,150 @@
+"""The ``sealbench`` command: what users run outside Snakemake.
+
+    sealbench validate [--config config/config.yaml]   check config + pack, no work done
+    sealbench hash PACK                                 task digests and the pack digest
+    sealbench leak-check PACK                           the denylist check (exit 1 on a suspect)
+    sealbench split PACK --seed N [--holdout-frac F]    freeze the split once (never rewritten)
+    sealbench show [results/latest]                     the decision and the strata table
+    sealbench check [results/latest]                    exit 0 only if the decision is publishable
+
+The pipeline itself is ``snakemake --cores 4 gate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .core import SealbenchError, load_config_file, load_pack, read_json
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from . import hash_pack, split
+
+    cfg = load_config_file(args.config)
+    plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
+    strata_of = {tid: t.stratum for tid, t in plan.tasks.items()}
+    manifest = split.check(plan.pack, strata_of, cfg["seed"], cfg["holdout_frac"])
+    frozen = (plan.pack / split.MANIFEST).exists()
+    print(f"{args.config}: valid. pack {plan.pack}: {len(plan.tasks)} tasks, digest {plan.pack_digest}")
+    print(f"split: {'frozen' if frozen else 'not yet written'}; tune={len(manifest['tune'])} holdout={len(manifest['holdout'])}")
+    return 0
+
+
+def cmd_hash(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from . import hash_pack
+
+    plan = hash_pack.plan_pack(Path(args.pack))
+    table = Table(title=f"pack {args.pack}")
+    for col in ("task", "stratum", "digest"):
+        table.add_column(col)
+    for tid in sorted(plan.tasks):
+        table.add_row(tid, plan.tasks[tid].stratum, plan.task_digests[tid])
+    _console().print(table)
+    print(f"denylist {plan.denylist_digest}")
+    print(f"PACK {plan.pack_digest}")
+    return 0
+
+
+def cmd_leak(args: argparse.Namespace) -> int:
+    from . import leak_check
+
+    return leak_check.main(["--pack", str(args.pack), "--denylist", str(Path(args.pack) / "denylist.txt")])
+
+
+def cmd_split(args: argparse.Namespace) -> int:
+    from . import split
+
+    argv = ["--pack", str(args.pack), "--seed", str(args.seed), "--holdout-frac", str(args.holdout_frac)]
+    return split.main(argv)
+
+
+def _decision(path: Path) -> dict:
+    path = Path(path)
+    f = path / "decision.json" if path.is_dir() else path
+    if not f.exists():
+        raise SealbenchError(f"{f}: no decision here; run `snakemake --cores 4 gate` first")
+    return read_json(f)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    d = _decision(args.results)
+    con = _console()
+    state = "[green]PUBLISHABLE[/green]" if d["publishable"] else "[red]NOT PUBLISHABLE[/red]"
+    con.print(f"experiment {d['experiment']}: {state}; headline {d['headline']} ({d['headline_metric']})")
+    for r in d["reasons"]:
+        con.print(f"  [red]{r['code']}[/red] {r['sentence']}")
+    for r in d.get("notes", []):
+        con.print(f"  [yellow]{r['code']}[/yellow] {r['sentence']}")
+    t = Table(title="candidate per stratum")
+    for col in ("stratum", "n", "passes", "rate", "95% interval", "timeouts"):
+        t.add_column(col)
+    for p in d["per_stratum"]:
+        ci = "—" if p["ci_low"] is None else f"[{p['ci_low']:.2f}, {p['ci_high']:.2f}]"
+        rate = "—" if p["pass_rate"] is None else f"{p['pass_rate']:.2f}"
+        t.add_row(p["stratum"], str(p["n"]), f"{p['passes']:g}", rate, ci, f"{p['timeout_rate']:.2f}")
+    con.print(t)
+    c = d["comparison"]
+    if "delta" in c:
+        con.print(f"{c['candidate']} - {c['baseline']}: delta {c['delta']:+.3f} "
+                  f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}] ({c['method']}, n={c['matched_tasks']}): {c['verdict_label']}")
+    con.print("May publish:" if d["allowed_sentences"] else "May publish: nothing.")
+    for s in d["allowed_sentences"]:
+        con.print(f"  - {s}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    d = _decision(args.results)
+    if d["publishable"]:
+        print(f"publishable: headline {d['headline']}")
+        return 0
+    print("not publishable: " + "; ".join(f"{r['code']}: {r['sentence']}" for r in d["reasons"]), file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="sealbench", description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("validate", help="check the config and the pack")
+    p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    p.set_defaults(func=cmd_validate)
+    p = sub.add_parser("hash", help="task digests and the pack digest")
+    p.add_argument("pack", type=Path)
+    p.set_defaults(func=cmd_hash)
+    p = sub.add_parser("leak-check", help="the denylist check")
+    p.add_argument("pack", type=Path)
+    p.set_defaults(func=cmd_leak)
+    p = sub.add_parser("split", help="freeze the tune/holdout split once")
+    p.add_argument("pack", type=Path)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--holdout-frac", type=float, default=0.4)
+    p.set_defaults(func=cmd_split)
+    for name, func, helptext in (("show", cmd_show, "print the decision"),
+                                 ("check", cmd_check, "exit 0 only if publishable")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("results", type=Path, nargs="?", default=Path("results/latest"))
+        p.set_defaults(func=func)
+    args = ap.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except SealbenchError as exc:
+        print(f"sealbench: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

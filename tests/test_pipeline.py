@@ -1,0 +1,180 @@
+"""Real snakemake runs on a small generated pack: the DAG end to end, content addressing,
+and refusals before any job runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from packgen import make_pack, write_config, write_task  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.snakemake
+
+
+def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(workdir / "cfg.yaml"), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+
+
+def job_counts(out: str) -> dict[str, int]:
+    """Parse snakemake's 'Job stats' table."""
+    counts: dict[str, int] = {}
+    m = re.search(r"Job stats:\n(.*?)\n\n", out, re.S)
+    if not m:
+        return counts
+    for line in m.group(1).splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory) -> Path:
+    """One complete run of the pipeline on a 12-task pack."""
+    wd = tmp_path_factory.mktemp("pipeline")
+    make_pack(wd / "pack")
+    write_config(wd / "cfg.yaml", wd / "pack")
+    res = smk(wd, "--cores", "2", "gate")
+    assert res.returncode == 0, res.stderr[-4000:]
+    return wd
+
+
+def test_full_run_writes_decision_tables_and_card(done: Path) -> None:
+    import pandas as pd
+
+    latest = done / "results" / "latest"
+    decision = json.loads((latest / "decision.json").read_text())
+    assert decision["publishable"] is True, decision["reasons"]
+    assert decision["headline"] == 1.0
+    assert decision["digests"]["pack"] and decision["digests"]["split_manifest"]
+    card = json.loads((latest / "card.json").read_text())
+    assert set(card) >= {"dataset", "oracle", "metric_family", "envelope", "contamination"}
+    tasks = pd.read_parquet(latest / "tables" / "tasks.parquet")
+    assert len(tasks) == 12 and tasks.oracle_ok.all() and not tasks.weak_test.any() and not tasks.flaky.any()
+    runs = pd.read_parquet(latest / "tables" / "runs.parquet")
+    ctl = runs[runs.role == "control"]
+    assert (ctl[ctl.solver == "oracle"].status == "pass").all()
+    assert (ctl[ctl.solver.isin(["empty_diff", "stub"])].status == "fail").all()
+    agents = runs[runs.role == "agent"]
+    assert set(agents[agents.solver == "fixer"].status) == {"pass"}
+    assert set(agents[agents.solver == "idle"].status) == {"fail"}
+    assert agents.steer_count.eq(0).all() and agents.server_id.eq("local").all()
+    strata = pd.read_parquet(latest / "tables" / "strata.parquet")
+    assert {"solver", "split", "stratum", "n", "ci_low", "ci_high", "timeout_rate"} <= set(strata.columns)
+    manifest = json.loads((done / "pack" / "split_manifest.json").read_text())
+    assert len(manifest["holdout"]) >= 5 and not set(manifest["holdout"]) & set(manifest["tune"])
+
+
+def test_dry_run_after_is_up_to_date(done: Path) -> None:
+    res = smk(done, "-n", "gate")
+    assert res.returncode == 0
+    assert "Nothing to be done" in res.stdout + res.stderr
+
+
+def test_one_byte_reruns_only_that_task_and_revert_reuses(done: Path) -> None:
+    hidden = done / "pack" / "tasks" / "t03" / "hidden_tests" / "check_hidden.py"
+    original = hidden.read_bytes()
+    old_latest = (done / "results" / "latest").resolve()
+    hidden.write_bytes(original.replace(b"add(3, 4) == 7", b"add(3, 5) == 8"))
+    try:
+        res = smk(done, "-n", "gate")
+        out = res.stdout + res.stderr
+        counts = job_counts(out)
+        assert counts == {"hash_pack": 1, "leak_check": 1, "run_dummy": 1, "run_agent": 2, "hidden_score": 2,
+                          "pack_hash": 1, "stratify": 1, "decide": 1, "gate": 1}, out[-3000:]
+        tasks_in_plan = set(re.findall(r"wildcards: task=([^,\s]+)", out))
+        assert tasks_in_plan == {"t03"}
+        res = smk(done, "--cores", "2", "gate")
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert (done / "results" / "latest").resolve() != old_latest
+    finally:
+        hidden.write_bytes(original)
+    res = smk(done, "-n", "gate")
+    assert "Nothing to be done" in res.stdout + res.stderr, (res.stdout + res.stderr)[-3000:]
+    assert (done / "results" / "latest").resolve() == old_latest
+
+
+def test_touch_without_change_reruns_nothing(done: Path) -> None:
+    f = done / "pack" / "tasks" / "t05" / "repo" / "calc.py"
+    f.write_bytes(f.read_bytes())
+    res = smk(done, "-n", "gate")
+    assert "Nothing to be done" in res.stdout + res.stderr
+
+
+def _fresh(tmp_path: Path, n: int = 12, **cfg) -> Path:
+    make_pack(tmp_path / "pack", n=n)
+    write_config(tmp_path / "cfg.yaml", tmp_path / "pack", **cfg)
+    return tmp_path
+
+
+def test_leak_suspect_stops_the_run_naming_task_and_line(tmp_path: Path) -> None:
+    wd = _fresh(tmp_path)
+    shutil.rmtree(wd / "pack" / "tasks" / "t04")
+    write_task(wd / "pack" / "tasks", "t04", "s",
+               title="Modeling's separability_matrix does not compute separability correctly for nested models")
+    res = smk(wd, "--cores", "2", "gate")
+    assert res.returncode != 0
+    err = res.stdout + res.stderr
+    assert "LEAK SUSPECT: task 't04'" in err
+    assert "separability_matrix" in err and "denylist.txt:2" in err
+    assert not (wd / "results" / "latest").exists()
+    assert not list((wd / "results" / "tasks" / "t04").glob("*/controls/controls.json"))
+    assert not list((wd / "results" / "tasks" / "t04").glob("*/runs/*/*/*/run.json"))
+
+
+def test_eleven_tasks_stop_at_split_before_any_job(tmp_path: Path) -> None:
+    wd = _fresh(tmp_path, n=11)
+    res = smk(wd, "--cores", "2", "gate")
+    assert res.returncode != 0
+    assert "the pack has 11 tasks; a holdout needs at least 12" in res.stderr
+    assert not (wd / "results" / "tasks").exists()
+
+
+def test_second_split_with_another_seed_is_refused(tmp_path: Path) -> None:
+    wd = _fresh(tmp_path)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from sealbench import split
+
+    strata_of = {f"t{i:02d}": ("xs", "s", "m")[i % 3] for i in range(12)}
+    split.ensure(wd / "pack", strata_of, 7, 0.5)
+    before = (wd / "pack" / "split_manifest.json").read_bytes()
+    res = smk(wd, "-n", "gate", "--config", "seed=8")
+    assert res.returncode != 0
+    assert "refusing to resplit" in res.stderr and "seed=7" in res.stderr
+    assert (wd / "pack" / "split_manifest.json").read_bytes() == before
+
+
+def test_unknown_config_key_and_missing_pack_fail_before_any_job(tmp_path: Path) -> None:
+    wd = _fresh(tmp_path)
+    res = smk(wd, "--cores", "2", "gate", "--config", "holdut_frac=0.3")
+    assert res.returncode != 0
+    assert "unknown key 'holdut_frac'" in res.stderr and "did you mean 'holdout_frac'" in res.stderr
+    assert not (wd / "results" / "tasks").exists()
+    res = smk(wd, "--cores", "2", "gate", "--config", "pack=nowhere")
+    assert res.returncode != 0
+    assert "field 'pack': 'nowhere' does not exist" in res.stderr
+
+
+def test_bad_meta_fails_before_any_job_and_keeps_results(done: Path, tmp_path: Path) -> None:
+    wd = tmp_path / "copy"
+    shutil.copytree(done, wd, symlinks=True)
+    write_config(wd / "cfg.yaml", wd / "pack")
+    before = sorted(p.relative_to(wd) for p in (wd / "results").rglob("*"))
+    meta = wd / "pack" / "tasks" / "t01" / "meta.json"
+    data = json.loads(meta.read_text())
+    data["time_box_sec"] = -5
+    meta.write_text(json.dumps(data))
+    res = smk(wd, "--cores", "2", "gate")
+    assert res.returncode != 0
+    assert "t01/meta.json: field 'time_box_sec'" in res.stderr
+    assert sorted(p.relative_to(wd) for p in (wd / "results").rglob("*")) == before
