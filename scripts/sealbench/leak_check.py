@@ -92,9 +92,9 @@ def leak_hits(task_id: str, title: str, notes: str, prompt: str, identifiers: se
         shared = hay & needle
         if len(shared) >= MIN_SHARED:
             hits.append(LeakHit("token_overlap", d.lineno, d.text, "shared tokens: " + ", ".join(sorted(shared))))
-        elif d.text.lower() in low:
+        if d.text.lower() in low:
             hits.append(LeakHit("contains_line", d.lineno, d.text, "the task text contains this line"))
-        elif IDENT_LINE.match(d.text) and (d.text == task_id or d.text in identifiers or d.text in words):
+        if IDENT_LINE.match(d.text) and (d.text == task_id or d.text in identifiers or d.text in words):
             where = "task id" if d.text == task_id else ("repo/ definition" if d.text in identifiers else "task text")
             hits.append(LeakHit("identifier", d.lineno, d.text, f"identifier matches ({where})"))
     return hits
