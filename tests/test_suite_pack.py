@@ -49,7 +49,6 @@ def test_pack_has_eight_tasks_per_stratum():
 
 def test_pack_level_checks():
     assert verify_suite.check_pack(SUITE) == []
-    assert not (SUITE / "split_manifest.json").exists()
 
 
 @pytest.mark.parametrize("task_dir", TASK_DIRS, ids=TASK_IDS)
@@ -94,12 +93,21 @@ def dynamic_results():
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_fail_before_pass_after(task_id, dynamic_results):
-    problems, _slowest = dynamic_results[task_id]
+    problems, slowest = dynamic_results[task_id]
     assert problems == []
+    # the contract asks for well under 1 s per run; tools/verify_suite.py
+    # enforces that on an idle machine, here we only guard against gross drift
+    assert slowest < 3.0
 
 
 def test_pack_matches_generator(tmp_path):
-    build_suite.main(["--root", str(tmp_path)])
+    # failing_tests is taken from the shipped meta.json instead of being
+    # re-measured: test_fail_before_pass_after already checks it against a
+    # real run, and this keeps the module well inside its time budget
+    def shipped_failing(task_dir):
+        return load_meta(TASKS / Path(task_dir).name)["failing_tests"]
+
+    build_suite.main(["--root", str(tmp_path)], measure=shipped_failing)
     built = tmp_path / "suite" / "tasks"
 
     def walk(root):

@@ -90,7 +90,7 @@ def plant(base, edits, task_id):
     return files
 
 
-def build_task(src, base, out_tasks):
+def build_task(src, base, out_tasks, measure=None):
     task_id = src.name
     spec = tomllib.loads((src / "task.toml").read_text(encoding="utf-8"))
     stratum = spec["stratum"]
@@ -109,7 +109,7 @@ def build_task(src, base, out_tasks):
     write_text(dest / "oracle.patch", unified_patch(buggy, base))
 
     loc = sum(len(text.splitlines()) for text in buggy.values())
-    failing = verify_suite.measure_failing(dest)
+    failing = (measure or verify_suite.measure_failing)(dest)
     meta = {
         "id": task_id,
         "title": spec["title"],
@@ -127,7 +127,8 @@ def build_task(src, base, out_tasks):
     return task_id, failing
 
 
-def main(argv=None):
+def main(argv=None, measure=None):
+    """measure(task_dir) -> failing hidden tests; defaults to running them."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=str(TOOLS.parent), help="project root")
     args = parser.parse_args(argv)
@@ -139,7 +140,7 @@ def main(argv=None):
         shutil.rmtree(out_tasks)
     out_tasks.mkdir(parents=True)
     for src in sorted(p for p in (src_root / "tasks").iterdir() if p.is_dir()):
-        task_id, failing = build_task(src, base, out_tasks)
+        task_id, failing = build_task(src, base, out_tasks, measure)
         print("built %-28s failing_tests=%d" % (task_id, failing))
     return 0
 

@@ -9,8 +9,10 @@ hidden_tests/):
   * with a stub change (a comment appended to the first .py file): both fail;
   * meta.json keys/types, failing_tests (measured) and loc (counted) are right;
   * every pytest run is fast.
-Pack-wide: no symlinks / __pycache__ / .pytest_cache, no split_manifest.json,
-task ids match directory names, strata counts, and the denylist leak rule.
+Pack-wide: no symlinks / __pycache__ / .pytest_cache, task ids match
+directory names, 8 tasks per stratum, and the denylist leak rule.
+(suite/split_manifest.json is written by the pipeline's split stage and is
+not looked at here.)
 
 Usage: python tools/verify_suite.py [--suite DIR] [--jobs N] [TASK_ID ...]
 Exit status 0 when clean, 1 otherwise.
@@ -214,8 +216,6 @@ def check_hygiene(suite):
                 problems.append("symlink: %s" % path)
             if name in ("__pycache__", ".pytest_cache", ".git") or name.endswith(".pyc"):
                 problems.append("stray artefact: %s" % path)
-    if (suite / "split_manifest.json").exists():
-        problems.append("suite/split_manifest.json must not be shipped")
     return problems
 
 
@@ -334,12 +334,10 @@ def check_runs(task_dir, meta):
             if rc != 1:
                 problems.append("stub: %s exit %d (want 1)" % (label, rc))
     slow = max(timings) if timings else 0.0
-    if slow > MAX_RUN_SEC:
-        problems.append("slow pytest run: %.2fs" % slow)
     return problems, slow
 
 
-def check_task(task_dir, denylist=(), dynamic=True):
+def check_task(task_dir, denylist=(), dynamic=True, max_run_sec=MAX_RUN_SEC):
     """All problems found for one task directory (empty list when clean)."""
     task_dir = Path(task_dir)
     problems = check_layout(task_dir)
@@ -360,6 +358,8 @@ def check_task(task_dir, denylist=(), dynamic=True):
     if dynamic:
         more, slow = check_runs(task_dir, meta)
         problems += more
+        if slow > max_run_sec:
+            problems.append("slow pytest run: %.2fs (limit %.2fs)" % (slow, max_run_sec))
     return problems, slow
 
 
@@ -389,7 +389,9 @@ def check_pack(suite):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", default=str(ROOT / "suite"))
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="tasks checked in parallel (timings are only "
+                             "meaningful on an otherwise idle machine)")
     parser.add_argument("--static", action="store_true", help="skip running tests")
     parser.add_argument("tasks", nargs="*")
     args = parser.parse_args(argv)

@@ -94,7 +94,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     for p in d["per_stratum"]:
         ci = "—" if p["ci_low"] is None else f"[{p['ci_low']:.2f}, {p['ci_high']:.2f}]"
         rate = "—" if p["pass_rate"] is None else f"{p['pass_rate']:.2f}"
-        t.add_row(p["stratum"], str(p["n"]), f"{p['passes']:g}", rate, ci, f"{p['timeout_rate']:.2f}")
+        tr = "—" if p["timeout_rate"] is None else f"{p['timeout_rate']:.2f}"
+        t.add_row(p["stratum"], str(p["n"]), f"{p['passes']:g}", rate, ci, tr)
     con.print(t)
     c = d["comparison"]
     if "delta" in c:

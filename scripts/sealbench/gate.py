@@ -43,8 +43,9 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.0f}%"
 
 
-def _fmt(x: float | None, nd: int = 3) -> str | None:
-    return None if x is None else round(float(x), nd)
+def _fmt(x: float | None, nd: int = 3) -> float | None:
+    """Round for JSON; None and NaN (pandas' null) stay null."""
+    return None if x is None or x != x else round(float(x), nd)
 
 
 def per_task_scores(runs, solver: str, split: str) -> dict[str, float]:

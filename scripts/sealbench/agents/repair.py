@@ -690,7 +690,10 @@ class LineMutator:
             c0, c1 = tok.start[1], tok.end[1]
             if tok.type == tokenize.OP and tok.string in COMPARE_SWAPS:
                 for r in COMPARE_SWAPS[tok.string]:
-                    muts.append(Mutation(f"cmp {tok.string}->{r}", TIER_COMPARE, splice(c0, c1, r)))
+                    # boundary swaps (< vs <=) are far more common than inverted directions (< vs >)
+                    flip = {tok.string, r} in ({"<", ">"}, {"<=", ">="})
+                    muts.append(Mutation(f"cmp {tok.string}->{r}", TIER_LOGIC if flip else TIER_COMPARE,
+                                         splice(c0, c1, r)))
             elif tok.type == tokenize.OP and tok.string in ARITH_SWAPS:
                 for r in ARITH_SWAPS[tok.string]:
                     muts.append(Mutation(f"arith {tok.string}->{r}", self.tier(TIER_LOGIC, "arith"),
