@@ -331,3 +331,9 @@ def test_time_box_kills_the_process_group(tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 10
     time.sleep(3.5)
     assert not marker.exists(), "a child of the worker survived the time box"
+
+
+def test_missing_test_runner_is_infra_not_fail() -> None:
+    assert workspace.classify_exit("python -m pytest -q t", 1, "/usr/bin/python: No module named pytest") is not None
+    assert workspace.classify_exit("python -m pytest -q t", 1, "1 failed, 2 passed") is None
+    assert workspace.classify_exit("python -m pytest -q t", 5, "") == "no tests collected"

@@ -297,7 +297,10 @@ class ScoreResult:
         return asdict(self)
 
 
-def classify_exit(command: str, rc: int | None) -> str | None:
+_MISSING_RUNNER = re.compile(r"No module named '?pytest'?\b|ModuleNotFoundError: No module named '?_?pytest")
+
+
+def classify_exit(command: str, rc: int | None, output: str = "") -> str | None:
     """Infra reason for an exit code, or None when the code is the test outcome."""
     if rc is None:
         return "no exit code"
@@ -305,13 +308,15 @@ def classify_exit(command: str, rc: int | None) -> str | None:
         return SHELL_INFRA_CODES[rc]
     if "pytest" in command and rc in PYTEST_INFRA_CODES:
         return PYTEST_INFRA_CODES[rc]
+    if "pytest" in command and rc != 0 and _MISSING_RUNNER.search(output):
+        return "the test runner (pytest) is not installed for this interpreter"
     return None
 
 
 def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float) -> CommandOutcome:
     res = run_process(command, ws, harness_env(), timeout_s, logdir / f"{name}.stdout", logdir / f"{name}.stderr")
     tail = tail_text(logdir / f"{name}.stdout") + tail_text(logdir / f"{name}.stderr", 2000)
-    infra = None if res.timed_out else classify_exit(command, res.returncode)
+    infra = None if res.timed_out else classify_exit(command, res.returncode, tail)
     return CommandOutcome(command, res.returncode, res.wall_s, res.timed_out, infra, tail)
 
 
