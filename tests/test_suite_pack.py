@@ -93,11 +93,9 @@ def dynamic_results():
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_fail_before_pass_after(task_id, dynamic_results):
-    problems, slowest = dynamic_results[task_id]
+    problems, _slowest = dynamic_results[task_id]
+    # speed is measured by tools/verify_suite.py, never asserted in a test
     assert problems == []
-    # the contract asks for well under 1 s per run; tools/verify_suite.py
-    # enforces that on an idle machine, here we only guard against gross drift
-    assert slowest < 3.0
 
 
 def test_pack_matches_generator(tmp_path):
