@@ -154,6 +154,9 @@ def test_fixes_off_by_one(tmp_path: Path, agent_env) -> None:
     assert 0 < steps <= repair.DEFAULT_MAX_CANDIDATES
     assert usage(out) == {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "steps": steps}
     assert log(out)[-1]["accepted"] is True
+    stamp = json.loads((out / "stamp.json").read_text())
+    assert stamp["server_id"].startswith("offline:") and stamp["route_changed"] is False
+    assert (out / "steers.jsonl").read_text() == ""
     assert subprocess.run(VISIBLE_CMD, shell=True, cwd=ws, capture_output=True).returncode == 0
 
 

@@ -159,3 +159,9 @@ def split_file():
 
 def pack_hash_file():
     return f"{RESULTS}/packs/{plan()[0].pack_digest}/PACK_HASH.txt"
+
+
+def agent_runtime_min(w):
+    """Cluster runtime request of one agent attempt: its clock plus set-up and scoring."""
+    box = CFG["envelope"].get("max_wall_s") or 3600
+    return 5 + int(box) // 60

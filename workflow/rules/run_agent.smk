@@ -2,11 +2,6 @@
 # the visible tests, the task's clock, the whole process group killed at the time box.
 
 
-def _agent_runtime_min(w):
-    box = CFG["envelope"].get("max_wall_s") or 3600
-    return 5 + int(box) // 60
-
-
 rule run_agent:
     input:
         sealed=sealed,
@@ -25,7 +20,7 @@ rule run_agent:
     threads: 1
     resources:
         mem_mb=2000,
-        runtime=_agent_runtime_min,
+        runtime=agent_runtime_min,
     shell:
         "{PY} -m sealbench.run_agent --sealed {input.sealed:q} --run-dir {params.rundir:q}"
         " --agent {wildcards.agent} --fingerprint {wildcards.fp} --spec {params.spec:q} --epoch {wildcards.epoch}"

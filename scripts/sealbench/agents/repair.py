@@ -18,6 +18,9 @@ Writes
       number of failing tests, otherwise every file is restored (empty diff);
     * ``$SEALBENCH_OUT/usage.json``  ({"tokens_in": 0, "tokens_out": 0,
       "cost_usd": 0.0, "steps": <number of visible runs>});
+    * ``$SEALBENCH_OUT/stamp.json`` (an offline process: server
+      ``offline:sealbench.agents.repair``, queue 0, retries 0, quota ``unmetered``, no
+      route change) and an empty ``steers.jsonl`` (it takes no input once started);
     * ``$SEALBENCH_OUT/repair_log.jsonl`` (one JSON object per visible run).
 
 Executes
@@ -986,6 +989,13 @@ def write_reports(settings: Settings, steps: int, log: list[dict[str, object]]) 
         settings.out_dir.mkdir(parents=True, exist_ok=True)
         usage = {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "steps": steps}
         (settings.out_dir / "usage.json").write_text(json.dumps(usage) + "\n", encoding="utf-8")
+        # The session stamp of an offline process: no model server, no queue, no quota, no
+        # route. These are facts about this agent, not defaults: it calls no service.
+        stamp = {"server_id": "offline:sealbench.agents.repair", "queue_ms": 0, "retries": 0,
+                 "quota_state": "unmetered", "route_changed": False}
+        (settings.out_dir / "stamp.json").write_text(json.dumps(stamp) + "\n", encoding="utf-8")
+        # Nobody can steer it: it reads no input after the clock starts (an empty file = 0 steers).
+        (settings.out_dir / "steers.jsonl").touch()
         with open(settings.out_dir / "repair_log.jsonl", "a", encoding="utf-8") as fh:
             for entry in log:
                 fh.write(json.dumps(entry) + "\n")
