@@ -331,8 +331,13 @@ def envelope_digest(cfg: Mapping[str, Any]) -> str:
 
 
 def agent_fingerprint(name: str, spec: Mapping[str, Any]) -> str:
-    """What makes two runs of an agent the same method: its command and its environment."""
-    return sha256_text(canonical_json({"name": name, "command": spec["command"], "env": spec.get("env", {})}))[:16]
+    """What makes two runs of an agent the same method: its command and its environment, and
+    for the agents shipped with sealbench (``sealbench.agents.*``) their source code too."""
+    ident: dict[str, Any] = {"name": name, "command": spec["command"], "env": spec.get("env", {})}
+    if "sealbench.agents" in spec["command"]:
+        agents = Path(__file__).resolve().parent / "agents"
+        ident["builtin_code"] = {p.name: file_sha256(p) for p in sorted(agents.glob("*.py"))}
+    return sha256_text(canonical_json(ident))[:16]
 
 
 def control_fingerprint(name: str) -> str:
