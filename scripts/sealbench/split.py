@@ -33,6 +33,9 @@ MANIFEST = "split_manifest.json"
 class SplitError(SealbenchError):
     """The split cannot be made or the frozen one does not fit the pack."""
 
+    def __str__(self) -> str:
+        return "split: " + super().__str__()
+
 
 def make_split(strata_of: Mapping[str, str], seed: int, holdout_frac: float) -> dict:
     """Compute the manifest for ``{task_id: stratum}`` (pure; see module docstring)."""
@@ -172,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         if created:
             print("split: commit split_manifest.json with the pack; it will not be rewritten.")
     except SealbenchError as exc:
-        print(f"split: {exc}", file=sys.stderr)
+        print(str(exc) if isinstance(exc, SplitError) else f"split: {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -50,7 +50,8 @@ def _fail(exc):
 
 
 try:
-    CFG = validate_config(config, where="config (config/config.yaml + --config overrides)")
+    _files = ", ".join(str(f) for f in getattr(workflow, "configfiles", [])) or "config/config.yaml"
+    CFG = validate_config(config, where=f"config ({_files} + --config overrides)")
 except SealbenchError as exc:
     _fail(exc)
 
