@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import FIXED, ORACLE, make_pack, write_config  # noqa: E402
-from sealbench import core, hash_pack, leak_check, split, workspace  # noqa: E402
+from sealbench import core, hash_pack, leak_check, scoring, split, workspace  # noqa: E402
 from sealbench.core import ConfigError, PackError  # noqa: E402
 
 
@@ -290,8 +290,8 @@ def test_patch_ignores_artefacts_and_survives_git_rewrite(sealed, tmp_path: Path
 
 def test_score_oracle_pass_empty_fail(sealed, tmp_path: Path) -> None:
     t, meta = sealed
-    assert workspace.score_patch(t, meta, ORACLE.encode(), tmp_path / "l1", 30).status == "pass"
-    res = workspace.score_patch(t, meta, b"", tmp_path / "l2", 30)
+    assert scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l1", 30).status == "pass"
+    res = scoring.score_patch(t, meta, b"", tmp_path / "l2", 30)
     assert res.status == "fail" and res.hidden_pass is False
 
 
@@ -303,7 +303,7 @@ def test_score_drops_test_changes(sealed, tmp_path: Path) -> None:
             "diff --git a/visible_tests/check_visible.py b/visible_tests/check_visible.py\n"
             "--- a/visible_tests/check_visible.py\n+++ b/visible_tests/check_visible.py\n"
             "@@ -1 +1 @@\n-x\n+import sys; sys.exit(0)\n")
-    res = workspace.score_patch(t, meta, evil.encode(), tmp_path / "l", 30)
+    res = scoring.score_patch(t, meta, evil.encode(), tmp_path / "l", 30)
     assert res.status == "fail"
     assert res.dropped_test_paths == ["hidden_tests/check_hidden.py", "visible_tests/check_visible.py"]
 
@@ -311,14 +311,14 @@ def test_score_drops_test_changes(sealed, tmp_path: Path) -> None:
 def test_missing_interpreter_is_infra_fail(sealed, tmp_path: Path) -> None:
     t, meta = sealed
     meta = dict(meta, hidden_command="no-such-interpreter hidden_tests/check_hidden.py")
-    res = workspace.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 30)
+    res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 30)
     assert res.status == "infra_fail" and "command not found" in res.reason
 
 
 def test_patch_with_parent_paths_is_refused(sealed, tmp_path: Path) -> None:
     t, meta = sealed
     bad = "diff --git a/../x b/../x\n--- a/../x\n+++ b/../x\n@@ -0,0 +1 @@\n+hi\n"
-    res = workspace.score_patch(t, meta, bad.encode(), tmp_path / "l", 30)
+    res = scoring.score_patch(t, meta, bad.encode(), tmp_path / "l", 30)
     assert res.status == "fail" and "outside the workspace" in res.reason
 
 
@@ -334,6 +334,6 @@ def test_time_box_kills_the_process_group(tmp_path: Path) -> None:
 
 
 def test_missing_test_runner_is_infra_not_fail() -> None:
-    assert workspace.classify_exit("python -m pytest -q t", 1, "/usr/bin/python: No module named pytest") is not None
-    assert workspace.classify_exit("python -m pytest -q t", 1, "1 failed, 2 passed") is None
-    assert workspace.classify_exit("python -m pytest -q t", 5, "") == "no tests collected"
+    assert scoring.classify_exit("python -m pytest -q t", 1, "/usr/bin/python: No module named pytest") is not None
+    assert scoring.classify_exit("python -m pytest -q t", 1, "1 failed, 2 passed") is None
+    assert scoring.classify_exit("python -m pytest -q t", 5, "") == "no tests collected"

@@ -13,11 +13,10 @@ The pipeline itself is ``snakemake --cores 4 gate``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from .core import SealbenchError, load_config_file, load_pack, read_json
+from .core import SealbenchError, load_config_file, read_json
 
 
 def _console():

@@ -480,7 +480,7 @@ def code_digest(*modules: str) -> str:
     stages whose code changed.
     """
     here = Path(__file__).resolve().parent
-    names = sorted(set(modules) | {"core", "workspace", "schema", "__init__"})
+    names = sorted(set(modules) | {"core", "workspace", "scoring", "schema", "__init__"})
     h = hashlib.sha256()
     for name in names:
         p = here / (name.replace(".", "/") + ".py")

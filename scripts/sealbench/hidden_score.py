@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from .core import SealbenchError, read_json, write_json
-from .workspace import SHELL_INFRA_CODES, score_patch
+from .scoring import SHELL_INFRA_CODES, score_patch
 
 
 def time_to_green(attempts: list[dict], final_visible_green: bool | None) -> float | None:

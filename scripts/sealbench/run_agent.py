@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -108,7 +107,6 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
               agent_env: Mapping[str, Any], epoch: int, envelope: Mapping[str, Any]) -> dict:
     """Run one attempt (see module docstring) and write ``run.json`` and ``patch.diff``."""
     sealed, run_dir = Path(sealed).resolve(), Path(run_dir).absolute()
-    meta = read_json(sealed / "meta.json")
     run_dir.mkdir(parents=True, exist_ok=True)
     out = run_dir / "out"
     if out.exists():

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 from .core import SealbenchError, control_fingerprint, read_json, write_json
-from .workspace import make_workspace, score_patch, scratch_dir, workspace_patch
+from .scoring import score_patch
+from .workspace import make_workspace, scratch_dir, workspace_patch
 
 #: Comment syntax per language for the stub edit (a trailing comment changes no behaviour).
 COMMENT = {"python": "#", "ruby": "#", "shell": "#", "bash": "#", "r": "#", "perl": "#",
