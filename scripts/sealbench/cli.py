@@ -7,6 +7,12 @@
     sealbench show [results/latest]                     the decision and the strata table
     sealbench check [results/latest]                    exit 0 only if the decision is publishable
 
+    sealbench session start TASK --role human --who NAME  a person gets the agent's workspace and clock
+    sealbench session check                             run the visible tests (recorded as an attempt)
+    sealbench session steer "TEXT"                      record help the person received
+    sealbench session submit                            stop the clock; write run.json + patch.diff
+    sealbench session status                            elapsed/remaining time and attempts so far
+
 The pipeline itself is ``snakemake --cores 4 gate``.
 """
 
@@ -115,6 +121,69 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1
 
 
+def cmd_session_start(args: argparse.Namespace) -> int:
+    from . import session
+
+    s = session.start_session(args.task, args.who, args.role, args.config, args.results)
+    print(session.describe_start(s))
+    return 0
+
+
+def cmd_session_check(args: argparse.Namespace) -> int:
+    from . import session
+
+    rc, attempt = session.check(args.session, args.results)
+    s = session.resolve(args.results, args.session)
+    verdict = "GREEN" if rc == 0 else f"failing (exit {rc})"
+    print(f"\nvisible tests: {verdict} — attempt {len(session.read_jsonl(s.attempts_path))} "
+          f"at {session.fmt_s(attempt['end_s'])}; {session.clock_line(s)}")
+    return rc
+
+
+def cmd_session_steer(args: argparse.Namespace) -> int:
+    from . import session
+
+    line = session.steer(args.text, args.session, args.results)
+    print(f"steer recorded at {session.fmt_s(line['t_s'])}")
+    return 0
+
+
+def cmd_session_submit(args: argparse.Namespace) -> int:
+    from . import session
+
+    print(session.describe_submit(session.submit(args.session, args.results)))
+    return 0
+
+
+def cmd_session_status(args: argparse.Namespace) -> int:
+    from . import session
+
+    print(session.describe_status(session.status(args.session, args.results)))
+    return 0
+
+
+def _add_session(sub: argparse._SubParsersAction) -> None:
+    sp = sub.add_parser("session", help="a human session: the agent's workspace, visible command and clock")
+    ssub = sp.add_subparsers(dest="session_cmd", required=True)
+    p = ssub.add_parser("start", help="build the workspace and start the clock")
+    p.add_argument("task")
+    p.add_argument("--role", required=True, help="who works the task: only 'human'")
+    p.add_argument("--who", required=True, help="the person's name: ^[A-Za-z][A-Za-z0-9_]*$")
+    p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    p.add_argument("--results", type=Path, default=Path("results"))
+    p.set_defaults(func=cmd_session_start)
+    for name, func, helptext in (("check", cmd_session_check, "run the visible tests and record the attempt"),
+                                 ("steer", cmd_session_steer, "record help the person received"),
+                                 ("submit", cmd_session_submit, "stop the clock and write the run record"),
+                                 ("status", cmd_session_status, "the session, its clock and attempts")):
+        p = ssub.add_parser(name, help=helptext)
+        if name == "steer":
+            p.add_argument("text")
+        p.add_argument("--session", default=None, help="session id (default: the one in RESULTS/sessions/current)")
+        p.add_argument("--results", type=Path, default=Path("results"))
+        p.set_defaults(func=func)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench", description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -138,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name, help=helptext)
         p.add_argument("results", type=Path, nargs="?", default=Path("results/latest"))
         p.set_defaults(func=func)
+    _add_session(sub)
     args = ap.parse_args(argv)
     try:
         return int(args.func(args))

@@ -18,13 +18,18 @@ import argparse
 import json
 import shlex
 import shutil
-import subprocess
+import threading
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import bridge as bridge_module
+from .bridge import UnixToTcp, parse_endpoint
 from .core import SealbenchError, harness_env, read_json, write_json
+from .sandbox import make_sandbox, resolve_level
+from .visible import VisibleServer, write_client_script
 from .workspace import make_workspace, run_process, scratch_dir, workspace_patch
 
 USAGE_KEYS = {"tokens_in": int, "tokens_out": int, "cost_usd": (int, float), "steps": int}
@@ -76,64 +81,77 @@ def read_attempts(path: Path) -> list[dict]:
     return out
 
 
-def write_visible_wrapper(run_dir: Path, ws: Path, command: str, clock_start: float) -> Path:
-    """A script that runs the visible command at the workspace root and logs each attempt."""
-    script = run_dir / "visible.sh"
-    log = run_dir / "attempts.jsonl"
-    py = shlex.quote(sys.executable)
-    scripts_dir = shlex.quote(str(Path(__file__).resolve().parents[1]))
-    script.write_text(
-        "#!/bin/sh\n# sealbench: runs the task's visible command and records the attempt\n"
-        f"PYTHONPATH={scripts_dir} exec {py} -m sealbench.run_agent visible "
-        f"--ws {shlex.quote(str(ws))} --log {shlex.quote(str(log))} --clock-start {clock_start!r} "
-        f"--command {shlex.quote(command)}\n"
-    )
-    script.chmod(0o755)
-    return script
+@dataclass(frozen=True)
+class RunOptions:
+    """How attempts are run (from the config): isolation, caps and the human-protocol stop."""
+
+    sandbox_mode: str = "auto"          #: auto | required | off (see sandbox.py)
+    stop_on_green: bool = False         #: end the session at the first green visible run
+    cap_bytes: int | None = 1 << 20     #: kept bytes per output stream
+    hide: tuple[Path, ...] = ()         #: extra folders hidden from the worker (the pack, results/)
+    endpoint: str | None = None         #: the one loopback host:port the agent may reach
+    readonly_paths: tuple[Path, ...] = ()  #: extra read-only paths the agent needs
 
 
-def visible_main(ws: Path, log: Path, clock_start: float, command: str) -> int:
-    """Run the visible command (output passes through) and append (time, exit code) to the log."""
-    t0 = time.time()
-    proc = subprocess.run(["bash", "-c", command], cwd=ws, env=harness_env())
-    t1 = time.time()
-    with open(log, "a") as fh:
-        fh.write(json.dumps({"start_s": round(t0 - clock_start, 3), "end_s": round(t1 - clock_start, 3),
-                             "exit": proc.returncode}) + "\n")
-    return proc.returncode
+def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list[str]:
+    """Why reported usage exceeds the envelope (empty: within it or unknown)."""
+    out = []
+    steps, cap = usage.get("steps"), envelope.get("max_steps")
+    if steps is not None and cap is not None and steps > cap:
+        out.append(f"steps {steps} > max_steps {cap}")
+    tok, cap = usage.get("tokens_out"), envelope.get("max_output_tokens")
+    if tok is not None and cap is not None and tok > cap:
+        out.append(f"tokens_out {tok} > max_output_tokens {cap}")
+    return out
 
 
 def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command: str,
-              agent_env: Mapping[str, Any], epoch: int, envelope: Mapping[str, Any]) -> dict:
+              agent_env: Mapping[str, Any], epoch: int, envelope: Mapping[str, Any],
+              options: RunOptions | None = None) -> dict:
     """Run one attempt (see module docstring) and write ``run.json`` and ``patch.diff``."""
+    options = options or RunOptions()
     sealed, run_dir = Path(sealed).resolve(), Path(run_dir).absolute()
+    level = resolve_level(options.sandbox_mode)
     run_dir.mkdir(parents=True, exist_ok=True)
     out = run_dir / "out"
     if out.exists():
         shutil.rmtree(out)
     out.mkdir()
-    for stale in ("attempts.jsonl", "patch.diff"):
+    for stale in ("attempts.jsonl", "patch.diff", "run.json"):
         (run_dir / stale).unlink(missing_ok=True)
     scratch = scratch_dir("run")
     try:
-        return _run_in(scratch, sealed, run_dir, agent, fingerprint, command, agent_env, epoch, envelope)
+        return _run_in(scratch, level, sealed, run_dir, agent, fingerprint, command, agent_env, epoch,
+                       envelope, options)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _run_in(scratch: Path, sealed: Path, run_dir: Path, agent: str, fingerprint: str, command: str,
-            agent_env: Mapping[str, Any], epoch: int, envelope: Mapping[str, Any]) -> dict:
+def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, fingerprint: str, command: str,
+            agent_env: Mapping[str, Any], epoch: int, envelope: Mapping[str, Any], options: RunOptions) -> dict:
     meta = read_json(sealed / "meta.json")
     out = run_dir / "out"
     ws = make_workspace(sealed, scratch / "ws", scratch / "shadow.git")
-    prompt = run_dir / "prompt.md"
+    ctl = scratch / "ctl"
+    ctl.mkdir()
+    prompt = ctl / "prompt.md"
     shutil.copyfile(sealed / "prompt.md", prompt)
+    shutil.copyfile(sealed / "prompt.md", run_dir / "prompt.md")
     prompt.chmod(0o444)
     clock = float(meta["time_box_sec"])
     if envelope.get("max_wall_s"):
         clock = min(clock, float(envelope["max_wall_s"]))
+    hide = (sealed.parent, run_dir.parent, *options.hide)
+    worker_box = make_sandbox(level, writable=[ws.root, out], hide=hide,
+                              readable=[ctl, *options.readonly_paths])
+    tests_box = make_sandbox(level, writable=[ws.root], hide=hide)
+    stop = threading.Event()
     started = time.time()
-    visible = write_visible_wrapper(run_dir, ws.root, meta["visible_command"], started)
+    server = VisibleServer(ctl / "visible.sock", meta["visible_command"], ws.root, started, started + clock,
+                           run_dir / "attempts.jsonl", run_dir / "visible_logs", sandbox=tests_box,
+                           cap_bytes=options.cap_bytes, on_green=stop.set if options.stop_on_green else None)
+    (run_dir / "visible_logs").mkdir(exist_ok=True)
+    visible = write_client_script(ctl / "visible", ctl / "visible.sock")
     env = harness_env({
         "SEALBENCH_TASK_ID": meta["id"],
         "SEALBENCH_PROMPT": str(prompt),
@@ -144,24 +162,46 @@ def _run_in(scratch: Path, sealed: Path, run_dir: Path, agent: str, fingerprint:
         "SEALBENCH_MAX_OUTPUT_TOKENS": "" if envelope.get("max_output_tokens") is None else str(envelope["max_output_tokens"]),
         "SEALBENCH_OUT": str(out),
         "SEALBENCH_EPOCH": str(epoch),
+        "SEALBENCH_ISOLATION": level,
         # lets `python -m sealbench.agents.*` work without an install
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     })
+    if level == "bwrap":
+        env["HOME"] = "/tmp"
+        env["TMPDIR"] = "/tmp"
     env.update({k: str(v) for k, v in agent_env.items()})
-    res = run_process(command, ws.root, env, clock, run_dir / "agent.stdout", run_dir / "agent.stderr")
+    bridge = None
+    worker_cmd = command
+    if options.endpoint:
+        host, port = parse_endpoint(options.endpoint)
+        if level == "bwrap":
+            bridge = UnixToTcp(str(ctl / "endpoint.sock"), host, port)
+            worker_cmd = (f"exec {shlex.quote(sys.executable)} -S {shlex.quote(str(Path(bridge_module.__file__).resolve()))} "
+                          f"{host} {port} {shlex.quote(str(ctl / 'endpoint.sock'))} -- bash -c {shlex.quote(command)}")
+    try:
+        res = run_process(worker_cmd, ws.root, env, clock, run_dir / "agent.stdout", run_dir / "agent.stderr",
+                          sandbox=worker_box, cap_bytes=options.cap_bytes, stop_event=stop)
+    finally:
+        server.close()
+        if bridge is not None:
+            bridge.close()
     patch = workspace_patch(ws)
     (run_dir / "patch.diff").write_bytes(patch)
     usage, usage_problem = read_report(out / "usage.json", USAGE_KEYS)
     stamp, stamp_problem = read_report(out / "stamp.json", STAMP_KEYS)
     attempts = read_attempts(run_dir / "attempts.jsonl")
+    end_reason = "green" if res.end_reason == "stopped" else res.end_reason
     record = {
         "task_id": meta["id"], "solver": agent, "fingerprint": fingerprint, "epoch": epoch, "role": "agent",
         "command": command, "time_box_s": clock, "task_time_box_s": meta["time_box_sec"],
-        "wall_s": res.wall_s, "exit_code": res.returncode, "end_reason": res.end_reason, "timed_out": res.timed_out,
+        "wall_s": res.wall_s, "exit_code": res.returncode, "end_reason": end_reason, "timed_out": res.timed_out,
         "base_commit": ws.base_commit, "patch_bytes": len(patch),
         "usage": usage, "stamp": stamp, "steer_count": count_steers(out / "steers.jsonl"),
         "report_problems": [p for p in (usage_problem, stamp_problem) if p],
         "attempts": attempts, "stdout_bytes": res.stdout_bytes, "stderr_bytes": res.stderr_bytes,
+        "stdout_truncated_bytes": res.stdout_truncated_bytes, "stderr_truncated_bytes": res.stderr_truncated_bytes,
+        "log_cap_bytes": res.cap_bytes, "isolation": res.isolation, "endpoint": options.endpoint,
+        "over_envelope": over_envelope(usage, envelope), "stop_on_green": options.stop_on_green,
         "envelope": dict(envelope),
     }
     write_json(run_dir / "run.json", record)
@@ -169,15 +209,6 @@ def _run_in(scratch: Path, sealed: Path, run_dir: Path, agent: str, fingerprint:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["visible"]:
-        vp = argparse.ArgumentParser(prog="sealbench.run_agent visible")
-        vp.add_argument("--ws", type=Path, required=True)
-        vp.add_argument("--log", type=Path, required=True)
-        vp.add_argument("--clock-start", type=float, required=True)
-        vp.add_argument("--command", required=True)
-        a = vp.parse_args(argv[1:])
-        return visible_main(a.ws, a.log, a.clock_start, a.command)
     ap = argparse.ArgumentParser(prog="sealbench.run_agent", description=__doc__.splitlines()[0])
     ap.add_argument("--sealed", type=Path, required=True)
     ap.add_argument("--run-dir", type=Path, required=True)
@@ -186,11 +217,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spec", required=True, help="JSON: {command, env?}")
     ap.add_argument("--epoch", type=int, required=True)
     ap.add_argument("--envelope", required=True, help="JSON: the config's envelope")
+    ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    ap.add_argument("--stop-on-green", action="store_true")
+    ap.add_argument("--log-cap-bytes", type=int, default=1 << 20)
+    ap.add_argument("--hide", type=Path, action="append", default=[], help="a folder the worker must not see")
     args = ap.parse_args(argv)
     try:
         spec = json.loads(args.spec)
+        options = RunOptions(sandbox_mode=args.sandbox, stop_on_green=args.stop_on_green,
+                             cap_bytes=args.log_cap_bytes, hide=tuple(p.absolute() for p in args.hide),
+                             endpoint=spec.get("endpoint"),
+                             readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []))
         rec = run_agent(args.sealed, args.run_dir, args.agent, args.fingerprint, spec["command"],
-                        spec.get("env") or {}, args.epoch, json.loads(args.envelope))
+                        spec.get("env") or {}, args.epoch, json.loads(args.envelope), options)
     except SealbenchError as exc:
         print(f"run_agent: {exc}", file=sys.stderr)
         return 1

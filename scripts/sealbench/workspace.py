@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,7 +155,8 @@ def workspace_patch(ws: Workspace) -> bytes:
 
 @dataclass
 class ProcessResult:
-    """How a command ended. ``end_reason`` is data: ``exit`` or ``time_box``."""
+    """How a command ended. ``end_reason`` is data: ``exit``, ``time_box`` or ``stopped``
+    (ended by the harness, e.g. at the first green visible run under ``stop_on_green``)."""
 
     returncode: int | None
     wall_s: float
@@ -162,6 +164,85 @@ class ProcessResult:
     end_reason: str
     stdout_bytes: int = 0
     stderr_bytes: int = 0
+    stdout_truncated_bytes: int = 0
+    stderr_truncated_bytes: int = 0
+    cap_bytes: int | None = None
+    isolation: str = "none"
+
+
+_SUBREAPER_SET = False
+#: Process ids of commands run_process is running now (several threads may run commands).
+_ACTIVE: set[int] = set()
+_ACTIVE_LOCK = threading.Lock()
+
+
+def become_subreaper() -> bool:
+    """Make this process adopt orphans of its descendants (Linux PR_SET_CHILD_SUBREAPER), so a
+    worker's double-forked daemons can still be found and killed. Returns whether it worked."""
+    global _SUBREAPER_SET
+    if _SUBREAPER_SET:
+        return True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        _SUBREAPER_SET = libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        _SUBREAPER_SET = False
+    return _SUBREAPER_SET
+
+
+def descendants(root: int) -> list[int]:
+    """All live descendants of ``root`` (from /proc), deepest last."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        ppid = int(data[data.rindex(b")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def kill_descendants(root: int | None = None, keep: set[int] | None = None) -> int:
+    """SIGKILL every descendant of ``root`` (default: this process) until none is left; reap
+    zombies. Returns how many processes were killed."""
+    root = os.getpid() if root is None else root
+    keep = keep or set()
+    killed = 0
+    for _ in range(50):
+        pids = [p for p in descendants(root) if p not in keep]
+        if not pids:
+            break
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+        _reap()
+        time.sleep(0.02)
+    _reap()
+    return killed
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _kill_group(pgid: int) -> None:
@@ -174,32 +255,88 @@ def _kill_group(pgid: int) -> None:
             time.sleep(0.2)
 
 
-def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float,
-                stdout_path: Path, stderr_path: Path) -> ProcessResult:
-    """Run ``command`` with bash in its own session; at ``timeout_s`` kill its whole group.
+def _pump(src, dest_path: Path, cap: int | None, counts: dict, key: str) -> None:
+    """Copy a pipe to a file, keeping at most ``cap`` bytes and counting the rest."""
+    kept = dropped = 0
+    with open(dest_path, "wb") as out:
+        while True:
+            chunk = src.read1(1 << 16) if hasattr(src, "read1") else src.read(1 << 16)
+            if not chunk:
+                break
+            if cap is None or kept + len(chunk) <= cap:
+                out.write(chunk)
+                kept += len(chunk)
+            else:
+                room = max(0, cap - kept)
+                out.write(chunk[:room])
+                kept += room
+                dropped += len(chunk) - room
+    counts[key] = (kept, dropped)
 
-    Standard input is ``/dev/null``; stdout/stderr go to files. Processes the command left
-    behind in its group are killed when it exits too.
+
+def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float,
+                stdout_path: Path, stderr_path: Path, *, sandbox=None, cap_bytes: int | None = None,
+                stop_event: threading.Event | None = None) -> ProcessResult:
+    """Run ``command`` with bash in its own session (and ``sandbox`` if given); at
+    ``timeout_s`` — or when ``stop_event`` is set — kill its whole process tree.
+
+    Standard input is ``/dev/null``; stdout/stderr go to files, each capped at ``cap_bytes``
+    (the rest is counted, not stored). Nothing the command started survives: its process
+    group is killed, and (this process being a subreaper) so is every orphan it left behind.
     """
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    become_subreaper()
+    argv = ["bash", "-c", command]
+    isolation = "none"
+    if sandbox is not None:
+        argv = sandbox.wrap(argv, Path(cwd))
+        isolation = sandbox.level
+    before = set(descendants(os.getpid()))
     start = time.monotonic()
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, start_new_session=True)
-        timed_out = False
+    proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    with _ACTIVE_LOCK:
+        _ACTIVE.add(proc.pid)
+    counts: dict[str, tuple[int, int]] = {}
+    pumps = [threading.Thread(target=_pump, args=(proc.stdout, stdout_path, cap_bytes, counts, "out"), daemon=True),
+             threading.Thread(target=_pump, args=(proc.stderr, stderr_path, cap_bytes, counts, "err"), daemon=True)]
+    for t in pumps:
+        t.start()
+    timed_out = stopped = False
+    deadline = start + timeout_s
+    rc: int | None = None
+    while True:
         try:
-            rc: int | None = proc.wait(timeout=timeout_s)
+            rc = proc.wait(timeout=0.05)
+            break
         except subprocess.TimeoutExpired:
+            pass
+        if stop_event is not None and stop_event.is_set():
+            stopped = True
+            break
+        if time.monotonic() >= deadline:
             timed_out = True
-            _kill_group(proc.pid)
-            rc = proc.wait()
-        finally:
-            _kill_group(proc.pid)
+            break
     wall = time.monotonic() - start
+    _kill_group(proc.pid)
+    with _ACTIVE_LOCK:
+        _ACTIVE.discard(proc.pid)
+        others = set(_ACTIVE)
+    keep = set(before)
+    for other in others:  # commands other threads are running are not ours to kill
+        keep |= {other, *descendants(other)}
+    kill_descendants(keep=keep)
+    if rc is None:
+        rc = proc.wait()
+    for t in pumps:
+        t.join(timeout=30)
+    out_kept, out_dropped = counts.get("out", (0, 0))
+    err_kept, err_dropped = counts.get("err", (0, 0))
     return ProcessResult(
         returncode=rc, wall_s=round(wall, 3), timed_out=timed_out,
-        end_reason="time_box" if timed_out else "exit",
-        stdout_bytes=stdout_path.stat().st_size, stderr_bytes=stderr_path.stat().st_size,
+        end_reason="time_box" if timed_out else ("stopped" if stopped else "exit"),
+        stdout_bytes=out_kept, stderr_bytes=err_kept, stdout_truncated_bytes=out_dropped,
+        stderr_truncated_bytes=err_dropped, cap_bytes=cap_bytes, isolation=isolation,
     )
 
 
