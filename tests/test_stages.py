@@ -304,8 +304,9 @@ def test_score_drops_test_changes(sealed, tmp_path: Path) -> None:
             "--- a/visible_tests/check_visible.py\n+++ b/visible_tests/check_visible.py\n"
             "@@ -1 +1 @@\n-x\n+import sys; sys.exit(0)\n")
     res = scoring.score_patch(t, meta, evil.encode(), tmp_path / "l", 30)
-    assert res.status == "fail"
-    assert res.dropped_test_paths == ["hidden_tests/check_hidden.py", "visible_tests/check_visible.py"]
+    assert res.status == "tamper"
+    assert res.tamper_paths == ["hidden_tests/check_hidden.py", "visible_tests/check_visible.py"]
+    assert res.hidden_pass is False, "the dropped test edits must not make the buggy code pass"
 
 
 def test_missing_interpreter_is_infra_fail(sealed, tmp_path: Path) -> None:

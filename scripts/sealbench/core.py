@@ -277,7 +277,8 @@ def schema_errors(instance: Any, schema: dict, where: str) -> list[str]:
 # --------------------------------------------------------------------------------------------
 # Configuration
 
-CONFIG_DEFAULTS: dict[str, Any] = {"oracle_runs": 3, "score_timeout_s": 300}
+CONFIG_DEFAULTS: dict[str, Any] = {"oracle_runs": 3, "score_timeout_s": 300, "humans": [], "sandbox": "auto",
+                                   "stop_on_green": False, "log_cap_bytes": 1 << 20}
 CONTROLS = ("empty_diff", "stub", "oracle")
 
 
@@ -293,15 +294,18 @@ def validate_config(config: Mapping[str, Any], where: str = "config") -> dict:
         agents = cfg["agents"]
         for key in ("candidate", "baseline"):
             name = cfg[key]
-            if name not in agents and name not in CONTROLS:
+            if name not in agents and name not in CONTROLS and name not in cfg["humans"]:
                 errors.append(
                     f"{where}: field '{key}': '{name}' is neither an agent in 'agents' "
-                    f"({', '.join(sorted(agents)) or 'none'}) nor a control ({', '.join(CONTROLS)})"
+                    f"({', '.join(sorted(agents)) or 'none'}), a person in 'humans', nor a control ({', '.join(CONTROLS)})"
                 )
         if cfg["candidate"] in CONTROLS:
             errors.append(f"{where}: field 'candidate': a control ('{cfg['candidate']}') cannot be the candidate")
         if cfg["candidate"] == cfg["baseline"]:
             errors.append(f"{where}: fields 'candidate' and 'baseline' name the same solver")
+        for who in cfg["humans"]:
+            if who in agents or who in CONTROLS:
+                errors.append(f"{where}: field 'humans': '{who}' is already an agent or control name")
         for name in agents:
             if name in CONTROLS:
                 errors.append(f"{where}: field 'agents.{name}': '{name}' is reserved for a control solver")
@@ -333,7 +337,8 @@ def envelope_digest(cfg: Mapping[str, Any]) -> str:
 def agent_fingerprint(name: str, spec: Mapping[str, Any]) -> str:
     """What makes two runs of an agent the same method: its command and its environment, and
     for the agents shipped with sealbench (``sealbench.agents.*``) their source code too."""
-    ident: dict[str, Any] = {"name": name, "command": spec["command"], "env": spec.get("env", {})}
+    ident: dict[str, Any] = {"name": name, "command": spec["command"], "env": spec.get("env", {}),
+                             "endpoint": spec.get("endpoint"), "readonly_paths": spec.get("readonly_paths", [])}
     if "sealbench.agents" in spec["command"]:
         agents = Path(__file__).resolve().parent / "agents"
         ident["builtin_code"] = {p.name: file_sha256(p) for p in sorted(agents.glob("*.py"))}

@@ -32,6 +32,8 @@ REFUSALS: dict[str, str] = {
     "ENVELOPE_INCOMPLETE": "the pre-registered envelope (clock, steps, output tokens) has a blank",
     "TOO_FEW_CLEAN_TASKS": "fewer clean tasks than min_kept_tasks remain after exclusions",
     "NO_CANDIDATE_ROWS": "the candidate has no scored rows in the slice",
+    "UNSANDBOXED": "agent runs in the slice were not sandboxed: they could have read the hidden tests",
+    "OVER_ENVELOPE": "the candidate reported more steps or output tokens than the pre-registered envelope",
 }
 
 
@@ -123,6 +125,22 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path) -> tuple[dict,
     if len(clean) < cfg["min_kept_tasks"]:
         reasons.append(_reason("TOO_FEW_CLEAN_TASKS", f"Only {len(clean)} clean {split} task(s) remain for {cand}; "
                                                       f"min_kept_tasks is {cfg['min_kept_tasks']}.", len(clean)))
+    compared = runs[(runs.split == split) & (runs.role == "agent") & (runs.solver.isin([cand, base]))]
+    loose = compared[compared.isolation != "bwrap"]
+    if len(loose):
+        ev = sorted({f"{r.solver}:{r.isolation}" for r in loose.itertuples()})
+        reasons.append(_reason("UNSANDBOXED", f"{len(loose)} agent run(s) on the {split} split ran without the "
+                                              f"sandbox ({', '.join(ev)}); install bubblewrap or set sandbox: required.",
+                               ev))
+    over = cand_rows[cand_rows.over_envelope.fillna(False).astype(bool)]
+    if len(over):
+        reasons.append(_reason("OVER_ENVELOPE", f"{len(over)} {cand} run(s) exceeded the envelope "
+                                                f"({', '.join(sorted(over.task_id))}).", sorted(over.task_id)))
+    tampered = runs[(runs.split == split) & (runs.status == "tamper")]
+    if len(tampered):
+        notes.append({"code": "TAMPER", "sentence": f"{len(tampered)} run(s) touched tests or test configuration and "
+                                                    "were scored tamper (not pass): "
+                      + ", ".join(sorted(f"{r.solver}:{r.task_id}" for r in tampered.itertuples()))})
     n_c = len(cand_scores)
     passes = sum(cand_scores.values())
     rate = passes / n_c if n_c else None
@@ -253,6 +271,12 @@ def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
                           "exclusion rate", "paired delta vs baseline (stratified t 95%)", "McNemar exact p",
                           "time to green", "steps, tokens, cost (as reported)"],
         "envelope": {**cfg["envelope"], "health": cfg["health"]},
+        "isolation": {
+            "mode": cfg.get("sandbox", "auto"),
+            "levels": sorted({str(x) for x in runs[runs.role == "agent"].isolation.dropna()}),
+            "sandbox": "bubblewrap: read-only system, workspace and SEALBENCH_OUT writable, private /tmp, "
+                       "PID namespace, no network; pack, results/, home hidden",
+        },
         "contamination": {
             "posture": "filename_scan" if deny_lines else "unchecked",
             "checks": (["denylist: title/notes/prompt token overlap (>=4 tokens >3 chars) and containment",

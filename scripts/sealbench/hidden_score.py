@@ -3,13 +3,17 @@
 Reads:  a sealed task; run.json and patch.diff of one attempt
 Writes: results/tasks/<id>/<digest>/scores/<agent>/<fingerprint>/<epoch>.json
 
-The patch is applied to a fresh copy of ``repo/``; its changes to ``visible_tests/`` and
-``hidden_tests/`` are dropped (and listed) and both folders are copied in from the sealed
-pack; then the visible and hidden commands run. Status:
+The patch is applied to a fresh copy of ``repo/``; its changes to protected paths (test
+folders, pytest configuration, ``conftest.py``, start-up hooks, ``.pth`` files) are dropped
+and listed as ``tamper_paths``, and both test folders are copied in from the sealed pack;
+then the visible and hidden commands run (see ``scoring.score_patch``). Status:
 - ``timeout``: the worker ran out of clock (its patch is still scored and shown, never a pass);
 - ``infra_fail``: the agent command could not run (exit 126/127) or a scoring command could
   not run (missing interpreter, no tests collected);
-- ``pass``: visible and hidden commands exit 0; otherwise ``fail``.
+- ``tamper``: the patch touched protected paths (the rest is still scored and shown);
+- ``pass``: visible and hidden commands exit 0 and their JUnit reports (when pytest wrote
+  one) agree; otherwise ``fail``.
+``gold_like``/``gold_similarity`` compare the patch with the sealed ``oracle.patch``.
 ``time_to_green_s`` is the end of the first green visible attempt, if the final state is green.
 """
 
@@ -37,7 +41,9 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float) -> dict:
     meta = read_json(sealed / "meta.json")
     run = read_json(run_dir / "run.json")
     patch = (run_dir / "patch.diff").read_bytes()
-    res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s)
+    oracle_file = sealed / "oracle.patch"
+    oracle = oracle_file.read_bytes() if oracle_file.exists() else None
+    res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle)
     status, reason = res.status, res.reason
     if run["exit_code"] in SHELL_INFRA_CODES and not run["timed_out"]:
         status, reason = "infra_fail", f"agent command: {SHELL_INFRA_CODES[run['exit_code']]} (exit {run['exit_code']})"
@@ -48,7 +54,8 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float) -> dict:
         "task_id": meta["id"], "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
         "status": status, "reason": reason, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
         "time_to_green_s": time_to_green(run.get("attempts", []), res.visible_pass),
-        "dropped_test_paths": res.dropped_test_paths, "patch_applied": res.patch_applied,
+        "tamper_paths": res.tamper_paths, "patch_applied": res.patch_applied,
+        "gold_like": res.gold_like, "gold_similarity": res.gold_similarity,
         "score": res.to_dict(), "run": run,
     }
     write_json(out, record)

@@ -90,7 +90,9 @@ def build_tasks(experiment: Mapping, split_of: Mapping[str, str], sealed: Iterab
 def _nulls() -> dict[str, Any]:
     return {k: None for k in ("time_to_green_s", "wall_s", "time_box_s", "end_reason", "exit_code", "steps",
                               "tokens_in", "tokens_out", "cost_usd", "steer_count", "visible_attempts",
-                              "excluded_reason", "server_id", "queue_ms", "retries", "quota_state", "route_changed")}
+                              "excluded_reason", "server_id", "queue_ms", "retries", "quota_state", "route_changed",
+                              "isolation", "over_envelope", "tamper_paths", "gold_like", "gold_similarity",
+                              "stdout_truncated_bytes", "stderr_truncated_bytes")}
 
 
 def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mapping], scores: Iterable[Mapping],
@@ -128,8 +130,15 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             "server_id": stamp.get("server_id"), "queue_ms": stamp.get("queue_ms"), "retries": stamp.get("retries"),
             "quota_state": stamp.get("quota_state"), "route_changed": stamp.get("route_changed"),
             "task_digest": t["task_digest"], "pack_digest": pack_digest,
+            "isolation": "human" if run.get("role") == "human" else run.get("isolation", "none"),
+            "over_envelope": (None if usage.get("steps") is None and usage.get("tokens_out") is None
+                              else bool(run.get("over_envelope"))),
+            "tamper_paths": ";".join(s.get("tamper_paths") or []) or None,
+            "gold_like": s.get("gold_like"), "gold_similarity": s.get("gold_similarity"),
+            "stdout_truncated_bytes": run.get("stdout_truncated_bytes"),
+            "stderr_truncated_bytes": run.get("stderr_truncated_bytes"),
         })
-        problems = health_problems(stamp, health)
+        problems = [] if row["role"] == "human" else health_problems(stamp, health)
         if problems and row["status"] != "infra_fail":
             row["excluded_reason"] = "; ".join(problems)
             row["reason"] = f"{row['status']} before exclusion" + (f": {row['reason']}" if row["reason"] else "")

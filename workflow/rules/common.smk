@@ -3,6 +3,7 @@
 
 import functools
 import json
+import shlex
 import os
 import sys
 from pathlib import Path
@@ -38,6 +39,7 @@ wildcard_constraints:
     ddigest=r"[0-9a-f]{64}",
     pdigest=r"[0-9a-f]{64}",
     agent=r"[A-Za-z][A-Za-z0-9_]*",
+    who=r"[A-Za-z][A-Za-z0-9_]*",
     fp=r"[0-9a-f]{16}",
     epoch=r"[0-9]+",
     exp=r"[0-9a-f]{16}",
@@ -82,6 +84,7 @@ def experiment():
                             "stratify", "gate", "stats"),
         "toolchain_digest": toolchain_digest(tc),
         "agent_fingerprints": {a: s["fingerprint"] for a, s in AGENTS.items()},
+        "human_sessions": [list(x) for x in human_sessions()],
     }
     exp_id = sha256_text(canonical_json(ident))[:16]
     commands = {}
@@ -151,6 +154,25 @@ def all_scores():
         for a, s in sorted(AGENTS.items())
         for e in EPOCHS
     ]
+
+
+def human_sessions():
+    """Submitted human sessions (sealbench session submit) for the configured people, on the
+    current task digests: (task, digest, who, epoch)."""
+    out = []
+    p = plan()[0]
+    for t in sorted(p.tasks):
+        for who in CFG["humans"]:
+            base = Path(RESULTS) / "tasks" / t / p.task_digests[t] / "sessions" / who
+            if base.is_dir():
+                for e in sorted(base.iterdir(), key=lambda d: d.name):
+                    if e.name.isdigit() and (e / "run.json").exists() and (e / "patch.diff").exists():
+                        out.append((t, p.task_digests[t], who, e.name))
+    return out
+
+
+def all_session_scores():
+    return [f"{RESULTS}/tasks/{t}/{d}/scores/human_{who}/{e}.json" for t, d, who, e in human_sessions()]
 
 
 def split_file():

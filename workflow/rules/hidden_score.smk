@@ -11,6 +11,7 @@ rule hidden_score:
     params:
         rundir=lambda w, input: str(Path(input.run).parent),
         timeout=CFG["score_timeout_s"],
+        sandbox=CFG["sandbox"],
         code=code_digest("hidden_score"),
         toolchain=lambda w: experiment()["toolchain_digest"],
     log:
@@ -21,4 +22,30 @@ rule hidden_score:
         runtime=lambda w: 5 + 2 * CFG["score_timeout_s"] // 60,
     shell:
         "{PY} -m sealbench.hidden_score --sealed {input.sealed:q} --run-dir {params.rundir:q}"
-        " --out {output:q} --timeout {params.timeout} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " --out {output:q} --timeout {params.timeout} --sandbox {params.sandbox}"
+        " > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+
+
+rule hidden_score_session:
+    input:
+        sealed=sealed,
+        run=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/sessions/{{who}}/{{epoch}}/run.json",
+        patch=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/sessions/{{who}}/{{epoch}}/patch.diff",
+    output:
+        f"{RESULTS}/tasks/{{task}}/{{tdigest}}/scores/human_{{who}}/{{epoch}}.json",
+    params:
+        rundir=lambda w, input: str(Path(input.run).parent),
+        timeout=CFG["score_timeout_s"],
+        sandbox=CFG["sandbox"],
+        code=code_digest("hidden_score"),
+        toolchain=lambda w: experiment()["toolchain_digest"],
+    log:
+        f"{RESULTS}/tasks/{{task}}/{{tdigest}}/logs/hidden_score-human-{{who}}-{{epoch}}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=lambda w: 5 + 2 * CFG["score_timeout_s"] // 60,
+    shell:
+        "{PY} -m sealbench.hidden_score --sealed {input.sealed:q} --run-dir {params.rundir:q}"
+        " --out {output:q} --timeout {params.timeout} --sandbox {params.sandbox}"
+        " > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"

@@ -13,6 +13,10 @@ rule run_agent:
         rundir=lambda w, output: str(Path(output.run).parent),
         spec=lambda w: json.dumps({k: v for k, v in AGENTS[w.agent].items() if k != "fingerprint"}),
         envelope=json.dumps(CFG["envelope"]),
+        sandbox=CFG["sandbox"],
+        stop=" --stop-on-green" if CFG["stop_on_green"] else "",
+        cap=CFG["log_cap_bytes"],
+        hide=lambda w: f"--hide {shlex.quote(str(Path(CFG['pack']).absolute()))} --hide {shlex.quote(str(Path(RESULTS).absolute()))}",
         code=code_digest("run_agent"),
         toolchain=lambda w: experiment()["toolchain_digest"],
     log:
@@ -24,4 +28,5 @@ rule run_agent:
     shell:
         "{PY} -m sealbench.run_agent --sealed {input.sealed:q} --run-dir {params.rundir:q}"
         " --agent {wildcards.agent} --fingerprint {wildcards.fp} --spec {params.spec:q} --epoch {wildcards.epoch}"
-        " --envelope {params.envelope:q} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " --envelope {params.envelope:q} --sandbox {params.sandbox}{params.stop} --log-cap-bytes {params.cap}"
+        " {params.hide} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"

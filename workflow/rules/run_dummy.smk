@@ -12,6 +12,7 @@ rule run_dummy:
         outdir=lambda w, output: str(Path(output[0]).parent),
         runs=CFG["oracle_runs"],
         timeout=CFG["score_timeout_s"],
+        sandbox=CFG["sandbox"],
         code=code_digest("run_dummy"),
         toolchain=lambda w: experiment()["toolchain_digest"],
     log:
@@ -22,4 +23,4 @@ rule run_dummy:
         runtime=lambda w: 10 + CFG["score_timeout_s"] * (2 + CFG["oracle_runs"]) * 2 // 60,
     shell:
         "{PY} -m sealbench.run_dummy --sealed {input.sealed:q} --out-dir {params.outdir:q}"
-        " --oracle-runs {params.runs} --timeout {params.timeout} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " --oracle-runs {params.runs} --timeout {params.timeout} --sandbox {params.sandbox} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"

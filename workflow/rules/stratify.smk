@@ -8,7 +8,7 @@ rule stratify:
         sealed=lambda w: all_sealed_records(),
         leaks=lambda w: all_leak_files(),
         controls=lambda w: all_controls(),
-        scores=lambda w: all_scores(),
+        scores=lambda w: all_scores() + all_session_scores(),
     output:
         tasks=f"{RESULTS}/experiments/{{exp}}/tables/tasks.parquet",
         runs=f"{RESULTS}/experiments/{{exp}}/tables/runs.parquet",
