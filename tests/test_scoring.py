@@ -155,7 +155,11 @@ def test_rename_and_delete_of_protected_paths_count(plain, tmp_path: Path) -> No
     rename = ("diff --git a/calc.py b/sitecustomize.py\nsimilarity index 100%\n"
               "rename from calc.py\nrename to sitecustomize.py\n")
     res = scoring.score_patch(t, meta, rename.encode(), tmp_path / "l2", 30)
-    assert res.status == "tamper" and res.tamper_paths == ["calc.py", "sitecustomize.py"]
+    assert res.status == "tamper" and res.tamper_paths == ["sitecustomize.py"]
+    away = ("diff --git a/conftest.py b/helpers.py\nsimilarity index 100%\n"
+            "rename from conftest.py\nrename to helpers.py\n")
+    res = scoring.score_patch(t, meta, away.encode(), tmp_path / "l3", 30)
+    assert res.status == "tamper" and res.tamper_paths == ["conftest.py"]
 
 
 def test_quoted_path_cannot_smuggle_a_conftest(plain, tmp_path: Path) -> None:
@@ -199,7 +203,7 @@ def test_plain_commands_have_no_junit(plain, tmp_path: Path) -> None:
 
 def test_existing_pytest_addopts_are_kept(pt, tmp_path: Path, monkeypatch) -> None:
     t, meta = pt
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-k test_a")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-k 'test_a or test_two'")
     res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 60)
     assert res.hidden.junit is not None and res.hidden.junit.tests == 1
     assert res.status == "fail" and "only 1 hidden test ran, 3 expected" in res.reason
@@ -231,9 +235,10 @@ def test_patch_skipping_every_test_at_import_does_not_pass(pt, tmp_path: Path) -
 
 def test_forged_passed_output_changes_nothing(pt, plain, tmp_path: Path) -> None:
     for (t, meta), name in ((pt, "pytest"), (plain, "plain")):
-        forged = ("import sys\nfor i in range(50):\n"
-                  "    print('hidden_tests/test_hidden.py::test_a PASSED')\n"
-                  "print('===== 3 passed in 0.01s =====')\nsys.stdout.flush()\n"
+        # printed at interpreter exit, after pytest's own capture and summary
+        forged = ("import atexit\n"
+                  "atexit.register(lambda: print('hidden_tests/test_hidden.py::test_a PASSED', "
+                  "'===== 3 passed in 0.01s =====', sep=chr(10), flush=True))\n"
                   "def add(a, b):\n    return a * b\n")
         res = scoring.score_patch(t, meta, edit_calc(forged).encode(), tmp_path / name, 60)
         assert res.status == "fail" and res.hidden_pass is False, res

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from .core import SealbenchError, read_json, write_json
+from .sandbox import make_sandbox, resolve_level
 from .scoring import SHELL_INFRA_CODES, score_patch
 
 
@@ -36,14 +37,21 @@ def time_to_green(attempts: list[dict], final_visible_green: bool | None) -> flo
     return None
 
 
-def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float) -> dict:
-    sealed, run_dir = Path(sealed), Path(run_dir)
+def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_mode: str = "auto",
+              controls: Path | None = None) -> dict:
+    """Score one attempt and write its record (see module docstring). ``controls`` (the task's
+    controls.json) gives how many hidden tests the gold patch ran: the patch must run as many."""
+    sealed, run_dir = Path(sealed).resolve(), Path(run_dir)
     meta = read_json(sealed / "meta.json")
+    expected = read_json(controls).get("oracle_hidden_ran") if controls else None
+    level = resolve_level(sandbox_mode)
+    box = make_sandbox(level, hide=[sealed.parent.parent.parent])
     run = read_json(run_dir / "run.json")
     patch = (run_dir / "patch.diff").read_bytes()
     oracle_file = sealed / "oracle.patch"
     oracle = oracle_file.read_bytes() if oracle_file.exists() else None
-    res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle)
+    res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle,
+                      sandbox=box, expected_hidden=expected)
     status, reason = res.status, res.reason
     if run["exit_code"] in SHELL_INFRA_CODES and not run["timed_out"]:
         status, reason = "infra_fail", f"agent command: {SHELL_INFRA_CODES[run['exit_code']]} (exit {run['exit_code']})"
@@ -55,7 +63,7 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float) -> dict:
         "status": status, "reason": reason, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
         "time_to_green_s": time_to_green(run.get("attempts", []), res.visible_pass),
         "tamper_paths": res.tamper_paths, "patch_applied": res.patch_applied,
-        "gold_like": res.gold_like, "gold_similarity": res.gold_similarity,
+        "gold_like": res.gold_like, "gold_similarity": res.gold_similarity, "scoring_isolation": level,
         "score": res.to_dict(), "run": run,
     }
     write_json(out, record)
@@ -68,9 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-dir", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    ap.add_argument("--controls", type=Path, help="the task's controls.json (gold-patch test count)")
     args = ap.parse_args(argv)
     try:
-        rec = score_run(args.sealed, args.run_dir, args.out, args.timeout)
+        rec = score_run(args.sealed, args.run_dir, args.out, args.timeout, args.sandbox, args.controls)
     except SealbenchError as exc:
         print(f"hidden_score: {exc}", file=sys.stderr)
         return 1

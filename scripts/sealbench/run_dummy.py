@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from .core import SealbenchError, control_fingerprint, read_json, write_json
+from .sandbox import make_sandbox, resolve_level
 from .scoring import score_patch
 from .workspace import make_workspace, scratch_dir, workspace_patch
 
@@ -50,9 +51,12 @@ def stub_patch(sealed: Path, meta: dict, workdir: Path) -> tuple[bytes, str]:
     return workspace_patch(ws), rel.as_posix()
 
 
-def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: float = 300) -> dict:
+def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: float = 300,
+                 sandbox_mode: str = "auto") -> dict:
     """Run every control on one sealed task and write ``controls.json`` (see module docstring)."""
-    sealed, out_dir = Path(sealed), Path(out_dir)
+    sealed, out_dir = Path(sealed).resolve(), Path(out_dir).absolute()
+    level = resolve_level(sandbox_mode)
+    box = make_sandbox(level, hide=[sealed.parent.parent.parent])
     meta = read_json(sealed / "meta.json")
     out_dir.mkdir(parents=True, exist_ok=True)
     scratch = scratch_dir("stub")
@@ -66,7 +70,8 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
     plan = [("empty_diff", 1), ("stub", 1)] + [("oracle", i) for i in range(1, oracle_runs + 1)]
     results = []
     for solver, epoch in plan:
-        res = score_patch(sealed, meta, patches[solver], out_dir / "logs" / f"{solver}-{epoch}", timeout_s)
+        res = score_patch(sealed, meta, patches[solver], out_dir / "logs" / f"{solver}-{epoch}", timeout_s,
+                          sandbox=box)
         results.append({
             "solver": solver, "epoch": epoch, "fingerprint": control_fingerprint(solver),
             "status": res.status, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
@@ -74,6 +79,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
             "visible_wall_s": res.visible.wall_s if res.visible else None,
             "hidden_wall_s": res.hidden.wall_s if res.hidden else None,
             "log_tail": (res.hidden.log_tail if res.hidden else "")[-1500:],
+            "hidden_ran": res.hidden.junit.ran if res.hidden and res.hidden.junit else None,
         })
     oracle = [r for r in results if r["solver"] == "oracle"]
     oracle_passes = sum(r["status"] == "pass" for r in oracle)
@@ -88,6 +94,9 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         "weak_test": any(r["status"] == "pass" for r in results if r["solver"] == "empty_diff"),
         "stub_passes": any(r["status"] == "pass" for r in results if r["solver"] == "stub"),
         "control_infra_fail": any(r["status"] == "infra_fail" for r in results),
+        # hidden tests the gold patch ran (JUnit): a scored patch must run at least as many
+        "oracle_hidden_ran": min((r["hidden_ran"] for r in oracle if r["hidden_ran"] is not None), default=None),
+        "isolation": level,
     }
     write_json(out_dir / "controls.json", record)
     return record
@@ -99,9 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--oracle-runs", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
     args = ap.parse_args(argv)
     try:
-        rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout)
+        rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox)
     except SealbenchError as exc:
         print(f"run_dummy: {exc}", file=sys.stderr)
         return 1

@@ -20,12 +20,19 @@ import shlex
 import shutil
 import tomllib
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from .core import harness_env
-from .workspace import TEST_DIRS, run_git, copy_tree, run_process, scratch_dir, tail_text
+from .workspace import (
+    TEST_DIRS,
+    copy_tree,
+    run_git,
+    run_process,
+    scratch_dir,
+    tail_text,
+)
 
 # --------------------------------------------------------------------------------------------
 # Patches
@@ -173,8 +180,8 @@ def split_patch(patch: bytes) -> list[FilePatch]:
 
 def unsafe_path(relpath: str) -> bool:
     p = relpath.strip()
-    return (p.startswith("/") or any(part == ".." for part in p.split("/")) or p.startswith(".git/")
-            or p == ".git")
+    parts = p.split("/")
+    return p.startswith("/") or any(part in ("..", ".git") for part in parts)
 
 
 def touches_tests(relpath: str) -> bool:
@@ -190,7 +197,7 @@ PYTEST_CONFIG_FILES = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml
 #: Modules the interpreter imports by itself at start-up.
 STARTUP_HOOKS = ("sitecustomize.py", "usercustomize.py")
 
-_CFG_PYTEST = re.compile(r"^\s*\[\s*(?:tool:)?pytest\s*\]", re.M)
+_CFG_PYTEST = re.compile(r"^\s*\[\s*(?:tool:)?pytest\s*\]", re.MULTILINE)
 _TOML_PYTEST = re.compile(r"""\[\s*["']?tool["']?\s*\.\s*["']?pytest\b|\btool\s*\.\s*["']?pytest\b""")
 
 
@@ -516,13 +523,17 @@ def _junit_env(junit_path: Path) -> dict[str, str]:
 
 
 def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float,
-               sandbox: object | None = None) -> CommandOutcome:
+               sandbox: object | None = None, junit_dir: Path | None = None) -> CommandOutcome:
     logdir.mkdir(parents=True, exist_ok=True)
-    junit_path = logdir / f"{name}.junit.xml"
+    junit_dir = junit_dir or logdir
+    junit_dir.mkdir(parents=True, exist_ok=True)
+    junit_path = junit_dir / f"{name}.junit.xml"
     junit_path.unlink(missing_ok=True)          # a stale report must never count
     kwargs = {} if sandbox is None else {"sandbox": sandbox}
     res = run_process(command, ws, harness_env(_junit_env(junit_path)), timeout_s,
                       logdir / f"{name}.stdout", logdir / f"{name}.stderr", **kwargs)
+    if junit_dir != logdir and junit_path.exists():
+        shutil.copyfile(junit_path, logdir / junit_path.name)
     tail = tail_text(logdir / f"{name}.stdout") + tail_text(logdir / f"{name}.stderr", 2000)
     infra = None if res.timed_out else classify_exit(command, res.returncode, tail)
     junit, junit_error = None, None
@@ -546,20 +557,21 @@ def judge(name: str, out: CommandOutcome, expected: int = 0) -> tuple[str, str |
     """
     if out.timed_out:
         return "fail", f"{name} tests timed out"
+    j = out.junit
+    if j is not None and j.tests > 0 and j.ran <= 0 and out.returncode in (0, 5):
+        # Tests were collected, then every one skipped (pytest exits 5 when a module-level skip
+        # leaves no item): a sealed suite that skips everything is caught by the gold-patch
+        # control, so here the patch did it. Not a pass, and not infra either (infra rows
+        # leave the rates, which would reward the trick).
+        return "fail", f"{name} tests: every one of the {_plural(j.tests, 'collected test')} was skipped"
     if out.infra_reason:
         return "infra_fail", f"{name} command: {out.infra_reason} (exit {out.returncode})"
     if out.junit_error:
         return "fail", f"{name} tests: exit {out.returncode} but the {out.junit_error}"
-    j = out.junit
     if j is None:
         return ("pass", None) if out.returncode == 0 else ("fail", f"{name} tests failed (exit {out.returncode})")
     if j.tests == 0:
         return "infra_fail", f"{name} command: the suite ran no test (JUnit report: 0 tests)"
-    if j.ran <= 0:
-        # Tests were collected, then every one skipped: a sealed suite that skips everything
-        # is caught by the gold-patch control, so here the patch did it. Not a pass, and not
-        # infra either (infra rows leave the rates, which would reward the trick).
-        return "fail", f"{name} tests: every one of the {_plural(j.tests, 'collected test')} was skipped"
     problems = []
     if j.failures:
         problems.append(_plural(j.failures, "failure"))
@@ -576,7 +588,8 @@ def judge(name: str, out: CommandOutcome, expected: int = 0) -> tuple[str, str |
 
 
 def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout_s: float, *,
-                oracle: bytes | None = None, sandbox: object | None = None) -> ScoreResult:
+                oracle: bytes | None = None, sandbox: object | None = None,
+                expected_hidden: int | None = None) -> ScoreResult:
     """Score ``patch`` on a sealed task (CONTRACTS §1 scoring workspace).
 
     The patch's protected sections (:func:`protected_reason`) are not applied; the rest is,
@@ -589,8 +602,10 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     hangs). Status precedence: patch refused (unsafe path, malformed, does not apply) →
     ``fail``, except that a patch which also touched protected paths is ``tamper``; harness
     ``infra_fail``; ``tamper`` whenever protected paths were touched; then pass/fail.
-    ``oracle`` (the gold patch) fills ``gold_similarity``/``gold_like``. ``sandbox`` is passed
-    to :func:`run_process` when given.
+    ``oracle`` (the gold patch) fills ``gold_similarity``/``gold_like``. ``sandbox`` (a
+    :class:`~sealbench.sandbox.Sandbox`) isolates both commands: only the scoring workspace and
+    the report folder are writable. ``expected_hidden`` (hidden tests the gold patch ran)
+    raises the number of hidden tests that must run, so a patch cannot skip its way to a pass.
     """
     sealed_task, logdir = Path(sealed_task).resolve(), Path(logdir).absolute()
     sim = gold_similarity(patch, oracle) if oracle is not None else None
@@ -615,12 +630,16 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
                 else:
                     (ws / d).unlink()
             copy_tree(sealed_task / d, ws / d)
-        visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, sandbox)
-        hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, sandbox)
+        junit_dir = scratch / "reports"
+        junit_dir.mkdir()
+        if sandbox is not None and hasattr(sandbox, "with_writable"):
+            sandbox = sandbox.with_writable(ws, junit_dir)
+        visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, sandbox, junit_dir)
+        hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, sandbox, junit_dir)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     v_status, v_why = judge("visible", visible)
-    h_status, h_why = judge("hidden", hidden, int(meta.get("failing_tests") or 0))
+    h_status, h_why = judge("hidden", hidden, max(int(meta.get("failing_tests") or 0), int(expected_hidden or 0)))
     for st, why in ((v_status, v_why), (h_status, h_why)):
         if st == "infra_fail":
             return ScoreResult("infra_fail", None, None, why, True, tamper, visible, hidden, **gold)

@@ -349,6 +349,9 @@ def submit(session_id: str | None = None, results: Path = Path("results")) -> di
         "usage": {k: None for k in USAGE_KEYS}, "stamp": dict(HUMAN_STAMP),
         "steer_count": len(steers), "report_problems": [], "attempts": read_jsonl(s.attempts_path),
         "stdout_bytes": 0, "stderr_bytes": 0, "envelope": dict(d["envelope"]),
+        # a person works on their own machine: no sandbox, no output capture, no stop at green
+        "stdout_truncated_bytes": 0, "stderr_truncated_bytes": 0, "log_cap_bytes": None,
+        "isolation": "human", "endpoint": None, "over_envelope": [], "stop_on_green": False,
         "who": d["who"], "session_id": s.id,
     }
     write_json(run_dir / "run.json", record)

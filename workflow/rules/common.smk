@@ -98,26 +98,6 @@ def experiment():
                 denylist_digest=p.denylist_digest, strata_of=strata_of, toolchain=tc, config_full=CFG)
 
 
-if workflow.is_main_process:
-    try:
-        plan()
-        EXP = experiment()
-    except SealbenchError as exc:
-        _fail(exc)
-    _exp_dir = Path(RESULTS) / "experiments" / EXP["exp_id"]
-    if not (_exp_dir / "experiment.json").exists():
-        write_json(_exp_dir / "experiment.json", EXP)
-    # results/latest follows the experiment of the current inputs once it is complete.
-    if (_exp_dir / "decision.json").exists():
-        _latest = Path(RESULTS) / "latest"
-        if not (_latest.is_symlink() and os.readlink(_latest) == f"experiments/{EXP['exp_id']}"):
-            _tmp = Path(RESULTS) / ".latest.tmp"
-            if _tmp.is_symlink() or _tmp.exists():
-                _tmp.unlink()
-            os.symlink(f"experiments/{EXP['exp_id']}", _tmp)
-            os.replace(_tmp, _latest)
-
-
 def task_dir(task):
     return f"{RESULTS}/tasks/{task}/{{tdigest}}".replace("{tdigest}", plan()[0].task_digests[task])
 
@@ -188,3 +168,24 @@ def agent_runtime_min(w):
     """Cluster runtime request of one agent attempt: its clock plus set-up and scoring."""
     box = CFG["envelope"].get("max_wall_s") or 3600
     return 5 + int(box) // 60
+
+
+# Before any job: validate and digest the pack, name the experiment (main process only).
+if workflow.is_main_process:
+    try:
+        plan()
+        EXP = experiment()
+    except SealbenchError as exc:
+        _fail(exc)
+    _exp_dir = Path(RESULTS) / "experiments" / EXP["exp_id"]
+    if not (_exp_dir / "experiment.json").exists():
+        write_json(_exp_dir / "experiment.json", EXP)
+    # results/latest follows the experiment of the current inputs once it is complete.
+    if (_exp_dir / "decision.json").exists():
+        _latest = Path(RESULTS) / "latest"
+        if not (_latest.is_symlink() and os.readlink(_latest) == f"experiments/{EXP['exp_id']}"):
+            _tmp = Path(RESULTS) / ".latest.tmp"
+            if _tmp.is_symlink() or _tmp.exists():
+                _tmp.unlink()
+            os.symlink(f"experiments/{EXP['exp_id']}", _tmp)
+            os.replace(_tmp, _latest)

@@ -4,6 +4,7 @@
 rule hidden_score:
     input:
         sealed=sealed,
+        controls=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/controls/controls.json",
         run=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/runs/{{agent}}/{{fp}}/{{epoch}}/run.json",
         patch=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/runs/{{agent}}/{{fp}}/{{epoch}}/patch.diff",
     output:
@@ -23,12 +24,14 @@ rule hidden_score:
     shell:
         "{PY} -m sealbench.hidden_score --sealed {input.sealed:q} --run-dir {params.rundir:q}"
         " --out {output:q} --timeout {params.timeout} --sandbox {params.sandbox}"
+        " --controls {input.controls:q}"
         " > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
 
 
 rule hidden_score_session:
     input:
         sealed=sealed,
+        controls=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/controls/controls.json",
         run=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/sessions/{{who}}/{{epoch}}/run.json",
         patch=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/sessions/{{who}}/{{epoch}}/patch.diff",
     output:
@@ -48,4 +51,5 @@ rule hidden_score_session:
     shell:
         "{PY} -m sealbench.hidden_score --sealed {input.sealed:q} --run-dir {params.rundir:q}"
         " --out {output:q} --timeout {params.timeout} --sandbox {params.sandbox}"
+        " --controls {input.controls:q}"
         " > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
