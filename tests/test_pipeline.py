@@ -16,6 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import make_pack, write_config, write_task  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from sealbench.sandbox import bwrap_problem  # noqa: E402
+
+BWRAP_PROBLEM = bwrap_problem()
 pytestmark = pytest.mark.snakemake
 
 
@@ -54,8 +58,11 @@ def test_full_run_writes_decision_tables_and_card(done: Path) -> None:
 
     latest = done / "results" / "latest"
     decision = json.loads((latest / "decision.json").read_text())
-    assert decision["publishable"] is True, decision["reasons"]
-    assert decision["headline"] == 1.0
+    if BWRAP_PROBLEM:  # without bubblewrap the runs are unsandboxed and the gate says so
+        assert [r["code"] for r in decision["reasons"]] == ["UNSANDBOXED"]
+    else:
+        assert decision["publishable"] is True, decision["reasons"]
+        assert decision["headline"] == 1.0
     assert decision["digests"]["pack"] and decision["digests"]["split_manifest"]
     card = json.loads((latest / "card.json").read_text())
     assert set(card) >= {"dataset", "oracle", "metric_family", "envelope", "contamination"}
@@ -178,3 +185,16 @@ def test_bad_meta_fails_before_any_job_and_keeps_results(done: Path, tmp_path: P
     assert res.returncode != 0
     assert "t01/meta.json: field 'time_box_sec'" in res.stderr
     assert sorted(p.relative_to(wd) for p in (wd / "results").rglob("*")) == before
+
+
+def test_unsandboxed_runs_refuse_a_headline(done: Path, tmp_path: Path) -> None:
+    wd = tmp_path / "copy"
+    shutil.copytree(done, wd, symlinks=True)
+    write_config(wd / "cfg.yaml", wd / "pack", sandbox="off")
+    res = smk(wd, "--cores", "2", "gate")
+    assert res.returncode == 0, res.stderr[-3000:]
+    decision = json.loads((wd / "results" / "latest" / "decision.json").read_text())
+    assert decision["publishable"] is False
+    assert [r["code"] for r in decision["reasons"]] == ["UNSANDBOXED"]
+    card = json.loads((wd / "results" / "latest" / "card.json").read_text())
+    assert card["isolation"]["levels"] == ["none"]

@@ -105,3 +105,17 @@ def test_cli_check_exit_codes(tmp_path: Path, capsys) -> None:
     (tmp_path / "decision.json").write_text(json.dumps({"publishable": True, "headline": 0.5, "reasons": []}))
     assert cli.main(["check", str(tmp_path)]) == 0
     assert cli.main(["check", str(tmp_path / "nothing")]) == 2
+
+
+def test_over_envelope_usage_is_marked(sealed: Path, tmp_path: Path) -> None:
+    rec, _ = attempt(sealed, tmp_path, 'echo \'{"tokens_in": 1, "tokens_out": 500, "cost_usd": 0, "steps": 9}\' '
+                                       '> "$SEALBENCH_OUT/usage.json"')
+    assert rec["over_envelope"] == ["steps 9 > max_steps 5", "tokens_out 500 > max_output_tokens 100"]
+
+
+def test_rewritten_git_history_does_not_change_the_patch(sealed: Path, tmp_path: Path) -> None:
+    cmd = (FIX_AGENT.split(";")[0] + "; rm -rf .git; git init -q; git add -A; "
+           "git -c user.name=x -c user.email=x@y commit -qm fake")
+    rec, score = attempt(sealed, tmp_path, cmd)
+    patch = (tmp_path / "runs" / "a" / "patch.diff").read_text()
+    assert "+    return a + b" in patch and score["status"] == "pass"

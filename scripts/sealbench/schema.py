@@ -92,7 +92,7 @@ STRATA_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("ci_high", "float64", True, "Wilson 95% upper bound"),
     ("timeout_rate", "float64", True, "share of runs that ended at the time box"),
     ("infra_rate", "float64", True, "share of runs that ended in infra_fail"),
-    ("excluded_rate", "float64", True, "share of runs excluded by the health envelope"),
+    ("excluded_rate", "float64", True, "share of runs left out of the rate: health exclusions plus infra_fail"),
 ]
 
 TABLES = {"tasks": TASKS_COLUMNS, "runs": RUNS_COLUMNS, "strata": STRATA_COLUMNS}

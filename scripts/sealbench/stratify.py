@@ -169,7 +169,8 @@ def build_strata(runs: list[dict], strata_order: list[str]) -> list[dict]:
             "pass_rate": passes / n if n else None, "ci_low": lo, "ci_high": hi,
             "timeout_rate": sum(r["status"] == "timeout" for r in rows) / total,
             "infra_rate": sum(r["status"] == "infra_fail" for r in rows) / total,
-            "excluded_rate": sum(r["status"] == "excluded" for r in rows) / total,
+            # infra failures are left out of the denominator and counted as exclusions
+            "excluded_rate": sum(r["status"] in RATE_EXCLUDED for r in rows) / total,
         })
     return out
 
