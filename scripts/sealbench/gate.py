@@ -11,8 +11,12 @@ a gap with a default: an unknown stays unknown and is named.
 from __future__ import annotations
 
 import argparse
+import fcntl
+import json
 import os
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -34,11 +38,100 @@ REFUSALS: dict[str, str] = {
     "NO_CANDIDATE_ROWS": "the candidate has no scored rows in the slice",
     "UNSANDBOXED": "agent runs in the slice were not sandboxed: they could have read the hidden tests",
     "OVER_ENVELOPE": "the candidate reported more steps or output tokens than the pre-registered envelope",
+    "HOLDOUT_TUNED": "the same agent name reached the holdout with more than one fingerprint (tuned on the holdout)",
+    "DENOMINATOR_MOVED": "the holdout's task set or task digests changed after a scored run",
+    "ENVELOPE_CHANGED": "the envelope changed under the same card name after a scored run",
+    "LEDGER_UNREADABLE": "the pack's ledger.jsonl is damaged, so the holdout's history cannot be checked",
 }
+
+#: Non-blocking observations (the decision may still be publishable).
+NOTES: dict[str, str] = {
+    "UNDERPOWERED": "the slice is smaller than the pre-registered MDE needs: no winner is named",
+    "UNBALANCED_STRATA": "the easiest stratum holds more than half the tasks: no pooled headline, per-stratum rates only",
+    "TAMPER": "some runs touched tests or test configuration and were scored tamper",
+}
+
+LEDGER = "ledger.jsonl"
+
+
+# ------------------------------------------------------------------------------ ledger
+
+def ledger_entry(exp: Mapping, manifest: Mapping, agents: Mapping[str, str]) -> dict:
+    """What a holdout scoring leaves in the pack's ledger (``time`` is run-specific)."""
+    cfg = exp["config_full"]
+    return {
+        "card_name": cfg.get("card_name", "default"),
+        "pack_digest": exp["pack_digest"],
+        "split_manifest_digest": exp["split_manifest_digest"],
+        "holdout": {t: exp["task_digests"][t] for t in sorted(manifest["holdout"]) if t in exp["task_digests"]},
+        "envelope_digest": envelope_digest(cfg),
+        "agents": dict(sorted(agents.items())),
+        "experiment": exp["exp_id"],
+    }
+
+
+def read_ledger(path: Path) -> list[dict]:
+    """Entries of ``ledger.jsonl``; raises ValueError naming the line if one is damaged."""
+    if not Path(path).exists():
+        return []
+    out = []
+    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}:{i}: not a JSON line ({exc.msg}); was the ledger truncated or edited?") from exc
+        if not isinstance(entry, dict) or not {"holdout", "agents", "envelope_digest", "card_name"} <= set(entry):
+            raise ValueError(f"{path}:{i}: not a ledger entry (missing fields)")
+        out.append(entry)
+    return out
+
+
+def ledger_reasons(prior: list[dict], entry: Mapping) -> list[dict]:
+    """The holdout's memory: refuse when this scoring contradicts an earlier one."""
+    reasons = []
+    tuned = sorted({f"{name}: {e['agents'][name]} then {fp}" for e in prior for name, fp in entry["agents"].items()
+                    if name in e["agents"] and e["agents"][name] != fp})
+    if tuned:
+        reasons.append(_reason("HOLDOUT_TUNED", "An agent reached this holdout before with another fingerprint ("
+                               + "; ".join(tuned) + "): its command, settings or code changed after it saw the "
+                               "holdout. Score the new version under a new agent name on a fresh holdout.", tuned))
+    if prior and prior[0]["holdout"] != entry["holdout"]:
+        first, now = prior[0]["holdout"], entry["holdout"]
+        moved = sorted(set(first) ^ set(now)) + sorted(t for t in set(first) & set(now) if first[t] != now[t])
+        reasons.append(_reason("DENOMINATOR_MOVED", f"The holdout changed since its first scored run "
+                               f"(tasks added, removed or edited: {', '.join(moved)}).", moved))
+    env = sorted({e["envelope_digest"][:12] for e in prior
+                  if e["card_name"] == entry["card_name"] and e["envelope_digest"] != entry["envelope_digest"]})
+    if env:
+        reasons.append(_reason("ENVELOPE_CHANGED", f"Card '{entry['card_name']}' was scored before under another "
+                               f"envelope ({', '.join(env)}): a new envelope is a new experiment — rename the card.",
+                               env))
+    return reasons
+
+
+def append_ledger(path: Path, entry: Mapping, prior: list[dict]) -> bool:
+    """Append ``entry`` (with the time) unless an identical entry is already there."""
+    if any({k: v for k, v in e.items() if k != "time"} == dict(entry) for e in prior):
+        return False
+    line = json.dumps(dict(entry, time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())), sort_keys=True) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, line.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
 
 
 def _reason(code: str, sentence: str, evidence: Any = None) -> dict:
     return {"code": code, "meaning": REFUSALS[code], "sentence": sentence, "evidence": evidence}
+
+
+def _note(code: str, sentence: str) -> dict:
+    return {"code": code, "meaning": NOTES[code], "sentence": sentence}
 
 
 def _pct(x: float | None) -> str:
@@ -56,8 +149,72 @@ def per_task_scores(runs, solver: str, split: str) -> dict[str, float]:
     return {tid: float(g.status.eq("pass").mean()) for tid, g in sub.groupby("task_id")}
 
 
-def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path) -> tuple[dict, dict, str]:
-    """Compute (decision, card, report markdown) for one experiment folder."""
+def _median(values) -> float | None:
+    vals = [float(v) for v in values if v is not None and v == v]
+    return None if not vals else float(statistics.median(vals))
+
+
+def roles_table(runs, split: str) -> list[dict]:
+    """Humans beside agents on one split: n, hidden pass rate, median time-to-green, steers, timeouts."""
+    out = []
+    sub = runs[(runs.split == split) & (runs.role.isin(["agent", "human"]))]
+    for (solver, role), g in sorted(sub.groupby(["solver", "role"]), key=lambda kv: (kv[0][1], kv[0][0])):
+        scored = g[~g.status.isin(["excluded", "infra_fail"])]
+        per_task = scored.groupby("task_id").status.apply(lambda x: float(x.eq("pass").mean()))
+        steers = g.steer_count
+        out.append({
+            "solver": solver, "role": role, "tasks": int(per_task.size), "runs": int(len(g)),
+            "hidden_pass_rate": _fmt(per_task.mean() if per_task.size else None, 6),
+            "median_time_to_green_s": _fmt(_median(g.time_to_green_s), 3),
+            "greens": int(g.time_to_green_s.notna().sum()),
+            "steers": None if steers.isna().any() else int(steers.sum()),
+            "timeouts": int((g.status == "timeout").sum()),
+            "time_box_s": sorted({float(x) for x in g.time_box_s.dropna()}),
+        })
+    return out
+
+
+def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
+    """Tokens and cost per passing task, per solver and stratum (null when unknown or no pass)."""
+    out = []
+    sub = runs[(runs.split == split) & (runs.role.isin(["agent", "human"]))]
+    for (solver, stratum), g in sub.groupby(["solver", "stratum"]):
+        passes = int((g.status == "pass").sum())
+        tok_known = g.tokens_in.notna().all() and g.tokens_out.notna().all()
+        cost_known = g.cost_usd.notna().all()
+        tokens = int(g.tokens_in.sum() + g.tokens_out.sum()) if tok_known else None
+        cost = float(g.cost_usd.sum()) if cost_known else None
+        out.append({"solver": solver, "stratum": stratum, "runs": int(len(g)), "passes": passes,
+                    "tokens": tokens, "cost_usd": _fmt(cost, 6),
+                    "tokens_per_pass": None if tokens is None or not passes else round(tokens / passes, 1),
+                    "cost_per_pass_usd": None if cost is None or not passes else round(cost / passes, 6)})
+    order = {s: i for i, s in enumerate(strata_order)}
+    return sorted(out, key=lambda r: (r["solver"], order.get(r["stratum"], 99), r["stratum"]))
+
+
+def pass_at_k_table(runs, split: str, epochs: int) -> dict:
+    """Unbiased pass@k and pass^k per agent, averaged over tasks (only when epochs > 1)."""
+    if epochs < 2:
+        return {}
+    out = {}
+    sub = runs[(runs.split == split) & (runs.role == "agent") & (~runs.status.isin(["excluded", "infra_fail"]))]
+    for solver, g in sub.groupby("solver"):
+        per_task = [(len(t), int((t.status == "pass").sum())) for _, t in g.groupby("task_id")]
+        ks = list(range(1, epochs + 1))
+        at = [statistics.fmean(stats.pass_at_k(n, c, k) for n, c in per_task if n >= k) for k in ks
+              if any(n >= k for n, _ in per_task)]
+        hat = [statistics.fmean(stats.pass_hat_k(n, c, k) for n, c in per_task if n >= k) for k in ks
+               if any(n >= k for n, _ in per_task)]
+        out[solver] = {"k": ks[:len(at)], "pass_at_k": [round(x, 6) for x in at], "pass_hat_k": [round(x, 6) for x in hat]}
+    return out
+
+
+def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
+           ledger: Path | None = None) -> tuple[dict, dict, str]:
+    """Compute (decision, card, report markdown) for one experiment folder.
+
+    With ``ledger`` (the pack's ledger.jsonl) and a holdout score, the holdout's history is
+    checked; the entry to append is returned in ``decision["ledger_entry"]``."""
     import pandas as pd
 
     exp = read_json(exp_dir / "experiment.json")
@@ -183,8 +340,32 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path) -> tuple[dict,
         comparison["note"] = "fewer than 2 matched tasks: no interval"
     comparison["verdict_label"] = verdict_label
 
+    # --- the holdout's memory -------------------------------------------------------------
+    ledger_entry_out = None
+    if ledger is not None and split == "holdout":
+        agents = {n: fp for n, fp in exp["agent_fingerprints"].items() if n in (cand, base)}
+        entry = ledger_entry(exp, manifest, agents)
+        try:
+            prior = read_ledger(ledger)
+        except ValueError as exc:
+            reasons.append(_reason("LEDGER_UNREADABLE", f"{exc} Restore it from version control; never edit it.",
+                                   str(ledger)))
+        else:
+            reasons.extend(ledger_reasons([e for e in prior if {k: v for k, v in e.items() if k != "time"} != entry],
+                                          entry))
+            ledger_entry_out = entry
+
+    # --- no pooled headline over unbalanced strata ----------------------------------------
+    easiest = cfg["strata"][0]
+    share = float((slice_tasks.stratum == easiest).mean()) if len(slice_tasks) else 0.0
+    unbalanced = share > 0.5
+    if unbalanced:
+        notes.append(_note("UNBALANCED_STRATA", f"{share:.0%} of the {split} tasks are in the easiest stratum "
+                                                f"'{easiest}': a pooled rate would mostly measure it. Quote the "
+                                                "per-stratum rates, never one pooled number."))
+
     publishable = not reasons
-    headline = round(rate, 6) if (publishable and rate is not None) else None
+    headline = round(rate, 6) if (publishable and rate is not None and not unbalanced) else None
     per_stratum = []
     for s in cfg["strata"]:
         if s in cand_strata.index:
@@ -198,9 +379,10 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path) -> tuple[dict,
     refused: list[dict] = []
     if publishable:
         strata_txt = "; ".join(f"{p['stratum']} {p['passes']:g}/{p['n']}" for p in per_stratum)
+        pooled = "" if unbalanced else f"passed {passes:g} of {n_c} {split} tasks ({_pct(rate)}) on hidden tests, "
         allowed.append(
-            f"On this sealed pack (digest {exp['pack_digest'][:12]}), {cand} passed {passes:g} of {n_c} {split} "
-            f"tasks ({_pct(rate)}) on hidden tests, under a clock of at most {env['max_wall_s']} s per task, "
+            f"On this sealed pack (digest {exp['pack_digest'][:12]}), {cand} {pooled}"
+            f"{'passed hidden tests ' if unbalanced else ''}under a clock of at most {env['max_wall_s']} s per task, "
             f"{env['max_steps']} steps and {env['max_output_tokens']} output tokens; per stratum: {strata_txt}; "
             f"timeouts {timeouts}, exclusions {len(excluded)}."
         )
@@ -217,10 +399,10 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path) -> tuple[dict,
     else:
         refused.append({"sentence": f"{cand} clears {_pct(rate)}.",
                         "why": "the gate refused a headline: " + ", ".join(r["code"] for r in reasons)})
-    human_rows = runs[(runs.role == "human") & (runs.split == split)]
-    if len(human_rows) == 0:
-        refused.append({"sentence": f"On this sealed pack, {cand} matched our developers under the same clock.",
-                        "why": "no human session was scored under the same snapshot and clock"})
+    roles = roles_table(runs, split)
+    allowed_h, refused_h = human_sentences(roles, runs, cand, split, publishable)
+    allowed += allowed_h
+    refused += refused_h
     if not steer_known:
         refused.append({"sentence": f"{cand} ran unsupervised.", "why": "steers were not recorded (steers.jsonl absent)"})
     refused.append({"sentence": "AI is better at coding than most software developers.",
@@ -238,12 +420,67 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path) -> tuple[dict,
         "headline_metric": f"{cand} hidden-test pass rate on the {split} split (per-task, epochs averaged)",
         "n": n_c, "passes": passes, "per_stratum": per_stratum, "timeouts": timeouts,
         "exclusions": len(excluded), "reasons": reasons, "notes": notes, "allowed_sentences": allowed,
-        "refused_sentences": refused, "comparison": comparison, "digests": digests,
+        "refused_sentences": refused, "comparison": comparison, "roles": roles,
+        "cost_per_pass": cost_per_pass(runs, split, cfg["strata"]),
+        "pass_at_k": pass_at_k_table(runs, split, int(cfg["epochs"])),
+        "interval_method": cfg.get("interval_method", "wilson"),
+        "ledger_entry": ledger_entry_out, "digests": digests,
         "toolchain": {"python": exp["toolchain"]["python"], "packages": exp["toolchain"]["packages"]},
     }
     card = build_card(exp, manifest, tasks, runs)
     report = render_report(decision, card, strata, tasks)
     return decision, card, report
+
+
+def human_sentences(roles: list[dict], runs, cand: str, split: str, publishable: bool) -> tuple[list[str], list[dict]]:
+    """The seed's human-clock sentences: allowed only when their conditions hold."""
+    allowed: list[str] = []
+    refused: list[dict] = []
+    agent = next((r for r in roles if r["solver"] == cand), None)
+    humans = [r for r in roles if r["role"] == "human"]
+    if not humans or agent is None:
+        refused.append({"sentence": f"On this sealed pack, {cand} matched our developers under the same clock.",
+                        "why": "no human session was scored on this split under the same snapshot and clock"})
+        refused.append({"sentence": f"{cand} was faster to a green visible suite than our developers.",
+                        "why": "no human time-to-green to compare with"})
+        return allowed, refused
+    for h in humans:
+        who = h["solver"]
+        shared = sorted(set(runs[(runs.solver == who) & (runs.split == split)].task_id)
+                        & set(runs[(runs.solver == cand) & (runs.split == split)].task_id))
+        same_clock = bool(h["time_box_s"]) and h["time_box_s"] == agent["time_box_s"]
+        why_not = []
+        if not publishable:
+            why_not.append("the gate refused a headline")
+        if not shared:
+            why_not.append(f"{who} and {cand} share no scored task")
+        if not same_clock:
+            why_not.append(f"the clocks differ ({who}: {h['time_box_s']}, {cand}: {agent['time_box_s']})")
+        if h["steers"] is None or agent["steers"] is None:
+            why_not.append("steers were not recorded for both")
+        a = runs[(runs.solver == cand) & (runs.split == split) & (runs.task_id.isin(shared))]
+        b = runs[(runs.solver == who) & (runs.split == split) & (runs.task_id.isin(shared))]
+        a_pass, b_pass = int((a.status == "pass").sum()), int((b.status == "pass").sum())
+        clock_min = f"{agent['time_box_s'][0] / 60:g}-minute" if agent["time_box_s"] else "same"
+        matched = f"On this sealed pack, {cand} matched {who} under a {clock_min} clock"
+        if why_not:
+            refused.append({"sentence": matched + ".", "why": "; ".join(why_not)})
+        else:
+            verb = "matched" if a_pass >= b_pass else "did not match"
+            allowed.append(f"On this sealed pack, {cand} {verb} {who} under a {clock_min} clock: hidden tests passed on "
+                           f"{a_pass} vs {b_pass} of the same {len(shared)} {split} tasks (steers: {cand} "
+                           f"{agent['steers']}, {who} {h['steers']}; timeouts {agent['timeouts']} vs {h['timeouts']}).")
+        a_med, b_med = _median(a.time_to_green_s), _median(b.time_to_green_s)
+        faster = f"{cand} was faster to a green visible suite than {who} on these tasks"
+        if why_not or a_med is None or b_med is None:
+            reason = "; ".join(why_not) or "time-to-green is missing for one of them (no green run)"
+            refused.append({"sentence": faster + ".", "why": reason})
+        elif a_med < b_med:
+            allowed.append(f"{faster}: median time-to-green {a_med:.0f} s vs {b_med:.0f} s; timeouts "
+                           f"{agent['timeouts']} vs {h['timeouts']}, counted as failures.")
+        else:
+            refused.append({"sentence": faster + ".", "why": f"it was not: median {a_med:.0f} s vs {b_med:.0f} s"})
+    return allowed, refused
 
 
 def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
@@ -354,14 +591,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", type=Path, required=True)
     ap.add_argument("--pack-hash", type=Path, required=True)
     ap.add_argument("--latest", type=Path)
+    ap.add_argument("--ledger", type=Path, help="the pack's ledger.jsonl (holdout scorings are checked and appended)")
     args = ap.parse_args(argv)
     try:
-        decision, card, report = decide(args.experiment_dir, args.split, args.pack_hash)
+        decision, card, report = decide(args.experiment_dir, args.split, args.pack_hash, args.ledger)
     except SealbenchError as exc:
         print(f"gate: {exc}", file=sys.stderr)
         return 1
     write_json(args.experiment_dir / "card.json", card)
     atomic_write_text(args.experiment_dir / "report.md", report)
+    entry = decision.pop("ledger_entry", None)
+    if args.ledger is not None and entry is not None:
+        append_ledger(args.ledger, entry, read_ledger(args.ledger))
     write_json(args.experiment_dir / "decision.json", decision)
     if args.latest:
         point_latest(args.latest, args.experiment_dir)

@@ -4,12 +4,16 @@ Reads:  a sealed task; the agent's command/env from the config; the envelope
 Writes: results/tasks/<id>/<digest>/runs/<agent>/<fingerprint>/<epoch>/
           run.json      the run record (times, why it ended, usage/stamp/steers or null)
           patch.diff    the workspace's diff against its one commit
-          agent.stdout / agent.stderr, attempts.jsonl (visible-command attempts), out/ (SEALBENCH_OUT)
+          agent.stdout / agent.stderr (capped), attempts.jsonl (visible runs, written by the
+          harness), visible_logs/, out/ (SEALBENCH_OUT)
 
 The agent is a shell command (CONTRACTS §2) run with the workspace as cwd, stdin from
-/dev/null and the SEALBENCH_* variables. Its clock is min(task time_box_sec, envelope
-max_wall_s); at the clock its whole process group is killed. ``usage.json``, ``stamp.json``
-and ``steers.jsonl`` are read when present; a missing file is recorded as unknown (null).
+/dev/null and the SEALBENCH_* variables, inside the sandbox (``sandbox.py``) where it works.
+Its clock is min(task time_box_sec, envelope max_wall_s); at the clock — or at the first green
+visible run under ``stop_on_green`` — its whole process tree is killed. ``SEALBENCH_VISIBLE_CMD``
+asks the harness to run the visible suite (``visible.py``), so the attempt log cannot be forged.
+``usage.json``, ``stamp.json`` and ``steers.jsonl`` are read when present; a missing file is
+recorded as unknown (null). Reported usage over the envelope is recorded as ``over_envelope``.
 """
 
 from __future__ import annotations
@@ -18,8 +22,8 @@ import argparse
 import json
 import shlex
 import shutil
-import threading
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 
 from .core import SealbenchError, read_json
 from .schema import write_table
-from .stats import wilson_interval
+from .stats import clopper_pearson_interval, wilson_interval
 
 RATE_EXCLUDED = {"excluded", "infra_fail"}
 
@@ -52,10 +52,14 @@ def health_problems(stamp: Mapping[str, Any], health: Mapping[str, Any]) -> list
     return out
 
 
-def rate_interval(passes: float, n: int) -> tuple[float | None, float | None]:
-    """Wilson 95% interval of a per-task pass share (``passes`` may be fractional with epochs)."""
+def rate_interval(passes: float, n: int, method: str = "wilson") -> tuple[float | None, float | None]:
+    """95% interval of a per-task pass share: Wilson (default) or Clopper–Pearson. With epochs
+    ``passes`` may be fractional; Wilson then uses the per-task share as p-hat and Clopper–Pearson
+    rounds to the nearest whole count (said in the README)."""
     if n == 0:
         return None, None
+    if method == "clopper_pearson":
+        return clopper_pearson_interval(int(round(passes)), n)
     if abs(passes - round(passes)) < 1e-9:
         return wilson_interval(int(round(passes)), n)
     z = 1.959963984540054
@@ -147,8 +151,8 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
     return rows
 
 
-def build_strata(runs: list[dict], strata_order: list[str]) -> list[dict]:
-    """Per (solver, split, stratum): n tasks, per-task pass share, Wilson interval, rates."""
+def build_strata(runs: list[dict], strata_order: list[str], method: str = "wilson") -> list[dict]:
+    """Per (solver, split, stratum): n tasks, per-task pass share, 95% interval, rates."""
     cells: dict[tuple, list[dict]] = defaultdict(list)
     for r in runs:
         cells[(r["solver"], r["role"], r["split"], r["stratum"])].append(r)
@@ -162,7 +166,7 @@ def build_strata(runs: list[dict], strata_order: list[str]) -> list[dict]:
                 per_task[r["task_id"]].append(1.0 if r["status"] == "pass" else 0.0)
         n = len(per_task)
         passes = float(sum(sum(v) / len(v) for v in per_task.values()))
-        lo, hi = rate_interval(passes, n)
+        lo, hi = rate_interval(passes, n, method)
         total = len(rows)
         out.append({
             "solver": solver, "role": role, "split": split, "stratum": stratum, "n": n, "passes": passes,
@@ -189,7 +193,8 @@ def stratify(experiment_path: Path, split_path: Path, sealed: list[Path], leaks:
                         [read_json(p) for p in controls])
     health = experiment["config_full"]["health"]
     runs = build_runs(experiment, tasks, [read_json(p) for p in controls], [read_json(p) for p in scores], health)
-    strata = build_strata(runs, experiment["config_full"]["strata"])
+    strata = build_strata(runs, experiment["config_full"]["strata"],
+                          experiment["config_full"].get("interval_method", "wilson"))
     out_dir = Path(out_dir)
     write_table(tasks, "tasks", out_dir / "tasks.parquet")
     write_table(runs, "runs", out_dir / "runs.parquet")

@@ -11,11 +11,19 @@ rule decide:
         runs=f"{RESULTS}/experiments/{{exp}}/tables/runs.parquet",
         strata=f"{RESULTS}/experiments/{{exp}}/tables/strata.parquet",
     output:
-        decision=f"{RESULTS}/experiments/{{exp}}/decision.json",
+        decision=report(
+            f"{RESULTS}/experiments/{{exp}}/decision.json", caption="../report/decision.rst", category="Decision"
+        ),
         card=f"{RESULTS}/experiments/{{exp}}/card.json",
-        report=f"{RESULTS}/experiments/{{exp}}/report.md",
+        markdown=report(
+            f"{RESULTS}/experiments/{{exp}}/report.md", caption="../report/report_md.rst", category="Decision"
+        ),
+        report=report(
+            f"{RESULTS}/experiments/{{exp}}/report.html", caption="../report/report_html.rst", category="Decision"
+        ),
     params:
         code=code_digest("gate", "stats"),
+        ledger=str(Path(CFG["pack"]) / "ledger.jsonl"),
     log:
         f"{RESULTS}/experiments/{{exp}}/logs/gate.log",
     threads: 1
@@ -23,8 +31,10 @@ rule decide:
         mem_mb=4000,
         runtime=30,
     shell:
-        "{PY} -m sealbench.gate --experiment-dir {RESULTS}/experiments/{wildcards.exp}"
+        "( {PY} -m sealbench.gate --experiment-dir {RESULTS}/experiments/{wildcards.exp}"
         " --split {input.split:q} --pack-hash {input.pack_hash:q} --latest {RESULTS}/latest"
+        " --ledger {params.ledger:q}"
+        " && {PY} -m sealbench.report {RESULTS}/experiments/{wildcards.exp} )"
         " > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
 
 
