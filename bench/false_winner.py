@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"paired_delta with n_resamples={RESAMPLES} (not lowered); gate n_required = {n_required} "
           f"(required_n_miller(mde={MDE}, psi={PSI}))")
     print()
-    print(f"A. TRUE delta = 0: a named winner is a false winner (either direction)")
+    print("A. TRUE delta = 0: a named winner is a false winner (either direction)")
     hdr = (f"{'n':>4} {'packs':>6} {'strat-t FW':>11} {'95% CP on FW rate':>19} {'boot FW':>8} "
            f"{'gate FW':>8} {'mean disc':>10}")
     print(hdr)

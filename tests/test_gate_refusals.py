@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import copy
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -122,7 +123,8 @@ def write_experiment(root: Path, spec: dict[str, Any]) -> tuple[Path, Path, Path
     ident = {
         "pack_digest": PACK_DIGEST, "split_manifest_digest": split.manifest_digest(manifest),
         "config": config_id, "code": "c" * 16, "toolchain_digest": core.toolchain_digest(tc),
-        "agent_fingerprints": {a: f"fp-{a}" for a in cfg["agents"]}, "human_sessions": [],
+        "agent_fingerprints": {a: core.agent_fingerprint(a, cfg["agents"][a]) for a in cfg["agents"]},
+        "human_sessions": [],
     }
     exp = dict(ident, exp_id=core.sha256_text(core.canonical_json(ident))[:16], pack=cfg["pack"],
                task_digests={t["task_id"]: t["task_digest"] for t in tasks},
@@ -306,9 +308,86 @@ def test_refusal_code_is_raised_by_its_trigger(tmp_path: Path, code: str) -> Non
 
 
 def test_every_refusal_code_has_a_trigger_test() -> None:
-    # The ledger codes and UNBALANCED_STRATA are being added to gate.py by the lead engineer,
-    # who adds their mutators here; until then they are excluded (and may or may not exist yet).
-    assert set(MUTATORS) == set(gate.REFUSALS) - PENDING_CODES
+    # The ledger codes are triggered through the ledger file: see LEDGER_TRIGGERS below.
+    assert set(MUTATORS) | set(LEDGER_TRIGGERS) == set(gate.REFUSALS)
+
+
+# ------------------------------------------------------------------------- the ledger
+
+def _ledger_decide(root: Path, spec: dict, ledger: Path) -> dict:
+    """Decide with the ledger and append like gate.main does; return the decision."""
+    decision, _, _ = gate.decide(*write_experiment(root, spec), ledger=ledger)
+    entry = decision.pop("ledger_entry")
+    if entry is not None:
+        gate.append_ledger(ledger, entry, gate.read_ledger(ledger))
+    return decision
+
+
+def _retune(spec: dict) -> None:
+    spec["cfg"]["agents"][CAND]["command"] += " --tuned"
+
+
+def _move_denominator(spec: dict) -> None:
+    _task_of(spec, "xs01")["task_digest"] = "e" * 64
+
+
+def _change_envelope(spec: dict) -> None:
+    spec["cfg"]["envelope"]["max_steps"] += 1
+
+
+def _truncate(ledger: Path) -> None:
+    ledger.write_bytes(ledger.read_bytes()[:-40])
+
+
+LEDGER_TRIGGERS: dict[str, Callable] = {
+    "HOLDOUT_TUNED": _retune,
+    "DENOMINATOR_MOVED": _move_denominator,
+    "ENVELOPE_CHANGED": _change_envelope,
+    "LEDGER_UNREADABLE": None,
+}
+
+
+@pytest.mark.parametrize("code", ["HOLDOUT_TUNED", "DENOMINATOR_MOVED", "ENVELOPE_CHANGED", "LEDGER_UNREADABLE"])
+def test_ledger_refusals(tmp_path: Path, code: str) -> None:
+    ledger = tmp_path / "pack" / "ledger.jsonl"
+    ledger.parent.mkdir()
+    first = _ledger_decide(tmp_path / "a", build_spec(), ledger)
+    assert codes(first) == [] and len(ledger.read_text().splitlines()) == 1
+    again = _ledger_decide(tmp_path / "b", build_spec(), ledger)
+    assert codes(again) == [] and len(ledger.read_text().splitlines()) == 1, "a rerun appends nothing"
+    spec = build_spec()
+    if code == "LEDGER_UNREADABLE":
+        _truncate(ledger)
+    else:
+        LEDGER_TRIGGERS[code](spec)
+    d = _ledger_decide(tmp_path / "c", spec, ledger)
+    assert code in codes(d) and d["publishable"] is False
+
+
+def test_tune_scoring_does_not_touch_the_ledger(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.jsonl"
+    spec = build_spec()
+    spec["cfg"]["score_split"] = "tune"
+    _ledger_decide(tmp_path / "a", spec, ledger)
+    assert not ledger.exists()
+
+
+# ---------------------------------------------------------------------------- notes
+
+def test_unbalanced_strata_withholds_the_pooled_headline(tmp_path: Path) -> None:
+    spec = build_spec()
+    for t in spec["tasks"]:  # every xs task in the holdout, one s task out: xs is 6 of 11
+        if t["stratum"] == "xs":
+            t["split"] = "holdout"
+    next(t for t in spec["tasks"] if t["stratum"] == "s" and t["split"] == "holdout")["split"] = "tune"
+    for r in spec["runs"]:
+        r["split"] = _task_of(spec, r["task_id"])["split"]
+    d = decide(tmp_path, spec)
+    assert "UNBALANCED_STRATA" in [n["code"] for n in d["notes"]]
+    assert d["publishable"] is True and d["headline"] is None
+    assert d["allowed_sentences"] and "per stratum" in d["allowed_sentences"][0]
+    balanced = decide(tmp_path / "b", build_spec())
+    assert "UNBALANCED_STRATA" not in [n["code"] for n in balanced["notes"]] and balanced["headline"] is not None
 
 
 @pytest.mark.parametrize("mutate", [make_weak_test, make_flaky], ids=["weak_test", "flaky"])

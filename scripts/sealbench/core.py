@@ -279,7 +279,7 @@ def schema_errors(instance: Any, schema: dict, where: str) -> list[str]:
 
 CONFIG_DEFAULTS: dict[str, Any] = {"oracle_runs": 3, "score_timeout_s": 300, "humans": [], "sandbox": "auto",
                                    "stop_on_green": False, "log_cap_bytes": 1 << 20,
-                                   "card_name": "default", "interval_method": "wilson"}
+                                   "card_name": "default", "interval_method": "wilson", "public_results": None}
 CONTROLS = ("empty_diff", "stub", "oracle")
 
 
@@ -310,6 +310,10 @@ def validate_config(config: Mapping[str, Any], where: str = "config") -> dict:
         for name in agents:
             if name in CONTROLS:
                 errors.append(f"{where}: field 'agents.{name}': '{name}' is reserved for a control solver")
+        pub = cfg.get("public_results")
+        if pub is not None and not (Path(pub) / "decision.json").is_file():
+            errors.append(f"{where}: field 'public_results': '{pub}' holds no decision.json "
+                          "(point it at a finished results/experiments/<id> folder)")
         pack = Path(str(cfg["pack"]))
         if not pack.exists():
             errors.append(f"{where}: field 'pack': '{pack}' does not exist")

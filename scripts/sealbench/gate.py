@@ -289,7 +289,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         reasons.append(_reason("UNSANDBOXED", f"{len(loose)} agent run(s) on the {split} split ran without the "
                                               f"sandbox ({', '.join(ev)}); install bubblewrap or set sandbox: required.",
                                ev))
-    over = cand_rows[cand_rows.over_envelope.fillna(False).astype(bool)]
+    over = cand_rows[cand_rows.over_envelope.eq(True)]
     if len(over):
         reasons.append(_reason("OVER_ENVELOPE", f"{len(over)} {cand} run(s) exceeded the envelope "
                                                 f"({', '.join(sorted(over.task_id))}).", sorted(over.task_id)))
@@ -399,6 +399,10 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     else:
         refused.append({"sentence": f"{cand} clears {_pct(rate)}.",
                         "why": "the gate refused a headline: " + ", ".join(r["code"] for r in reasons)})
+    public = public_comparison(cfg, exp, cand, rate, publishable)
+    if public is not None:
+        (allowed if public["allowed"] else refused).append(
+            public["sentence"] if public["allowed"] else {"sentence": public["sentence"], "why": public["why"]})
     roles = roles_table(runs, split)
     allowed_h, refused_h = human_sentences(roles, runs, cand, split, publishable)
     allowed += allowed_h
@@ -424,12 +428,50 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         "cost_per_pass": cost_per_pass(runs, split, cfg["strata"]),
         "pass_at_k": pass_at_k_table(runs, split, int(cfg["epochs"])),
         "interval_method": cfg.get("interval_method", "wilson"),
-        "ledger_entry": ledger_entry_out, "digests": digests,
+        "public_minus_holdout": public, "ledger_entry": ledger_entry_out, "digests": digests,
         "toolchain": {"python": exp["toolchain"]["python"], "packages": exp["toolchain"]["packages"]},
     }
     card = build_card(exp, manifest, tasks, runs)
     report = render_report(decision, card, strata, tasks)
     return decision, card, report
+
+
+EDIT_CODES = {"HOLDOUT_TUNED", "DENOMINATOR_MOVED", "ENVELOPE_CHANGED", "LEDGER_UNREADABLE", "TUNE_SPLIT"}
+
+
+def public_comparison(cfg: Mapping, exp: Mapping, cand: str, rate: float | None, publishable: bool) -> dict | None:
+    """Public-minus-holdout accuracy of the candidate, when a public-pack experiment is given.
+
+    The sentence "public-set accuracy was higher than holdout accuracy" is allowed only when
+    both runs were made without edits (no ledger or split refusal on either side), with the
+    same candidate fingerprint, and this decision is publishable."""
+    if not cfg.get("public_results"):
+        return None
+    pub_dir = Path(cfg["public_results"])
+    pub = read_json(pub_dir / "decision.json")
+    pub_exp = read_json(pub_dir / "experiment.json") if (pub_dir / "experiment.json").exists() else {}
+    pub_rate = None if not pub.get("n") else pub["passes"] / pub["n"]
+    fp_here = exp["agent_fingerprints"].get(cand)
+    fp_there = (pub_exp.get("agent_fingerprints") or {}).get(cand)
+    delta = None if pub_rate is None or rate is None else round(pub_rate - rate, 6)
+    why = []
+    if not publishable:
+        why.append("this decision is not publishable")
+    edits = sorted({r["code"] for r in pub.get("reasons", []) if r["code"] in EDIT_CODES})
+    if edits:
+        why.append(f"the public run was edited or fitted ({', '.join(edits)})")
+    if fp_here is None or fp_here != fp_there:
+        why.append(f"the candidate's fingerprint differs between the runs ({fp_there} vs {fp_here})")
+    if delta is None:
+        why.append("a rate is missing")
+    elif delta <= 0:
+        why.append(f"it was not higher (public {pub_rate:.3f} vs holdout {rate:.3f})")
+    sentence = "Public-set accuracy was higher than holdout accuracy"
+    if delta is not None:
+        sentence += f" ({cand}: public {pub_rate:.0%} vs holdout {rate:.0%}, delta {delta:+.3f})"
+    return {"public_experiment": pub.get("experiment"), "public_pack_digest": (pub.get("digests") or {}).get("pack"),
+            "public_rate": _fmt(pub_rate, 6), "holdout_rate": _fmt(rate, 6), "delta": delta,
+            "allowed": not why, "sentence": sentence + ".", "why": "; ".join(why) or None}
 
 
 def human_sentences(roles: list[dict], runs, cand: str, split: str, publishable: bool) -> tuple[list[str], list[dict]]:
@@ -566,6 +608,24 @@ def render_report(decision: Mapping, card: Mapping, strata, tasks) -> str:
         lines.append(c.get("note", ""))
     lines += ["", f"Power: the pre-registered MDE {c['power']['mde']} needs {c['power']['required_n_miller']} tasks "
                   f"(Miller Eq. 9; Connor: {c['power']['required_n_connor']}).", ""]
+    lines += ["## Humans beside agents", ""]
+    lines.append(_table([[r["solver"], r["role"], r["tasks"], r["hidden_pass_rate"], r["median_time_to_green_s"],
+                          r["steers"], r["timeouts"]] for r in decision.get("roles", [])],
+                        ["solver", "role", "tasks", "hidden pass rate", "median time-to-green (s)", "steers",
+                         "timeouts"]))
+    lines += ["", "## Tokens and cost per passing task", ""]
+    lines.append(_table([[r["solver"], r["stratum"], r["passes"], r["tokens_per_pass"], r["cost_per_pass_usd"]]
+                         for r in decision.get("cost_per_pass", [])],
+                        ["solver", "stratum", "passes", "tokens / pass", "cost / pass (USD)"]))
+    if decision.get("pass_at_k"):
+        lines += ["", "## pass@k and pass^k", ""]
+        lines.append(_table([[solver, k, a, h] for solver, t in decision["pass_at_k"].items()
+                             for k, a, h in zip(t["k"], t["pass_at_k"], t["pass_hat_k"])],
+                            ["solver", "k", "pass@k", "pass^k"]))
+    if decision.get("public_minus_holdout"):
+        p = decision["public_minus_holdout"]
+        lines += ["", f"Public minus holdout: {p['delta']} (public {p['public_rate']}, holdout {p['holdout_rate']}).", ""]
+    lines.append("")
     lines += ["## Tasks", ""]
     lines.append(_table([[t.task_id, t.stratum, t.split, t.oracle_ok, t.weak_test, t.flaky, t.leak_suspect,
                           t.task_digest[:12]] for t in tasks.itertuples()],

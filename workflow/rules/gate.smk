@@ -10,6 +10,7 @@ rule decide:
         tasks=f"{RESULTS}/experiments/{{exp}}/tables/tasks.parquet",
         runs=f"{RESULTS}/experiments/{{exp}}/tables/runs.parquet",
         strata=f"{RESULTS}/experiments/{{exp}}/tables/strata.parquet",
+        public=lambda w: [f"{CFG['public_results']}/decision.json"] if CFG.get("public_results") else [],
     output:
         decision=report(
             f"{RESULTS}/experiments/{{exp}}/decision.json", caption="../report/decision.rst", category="Decision"
