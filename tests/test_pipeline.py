@@ -64,6 +64,8 @@ def test_full_run_writes_decision_tables_and_card(done: Path) -> None:
         assert decision["publishable"] is True, decision["reasons"]
         assert decision["headline"] == 1.0
     assert decision["digests"]["pack"] and decision["digests"]["split_manifest"]
+    html = (latest / "report.html").read_text()
+    assert html.count("<svg") == 3 and "http://" not in html.replace("http://www.w3.org", "")
     card = json.loads((latest / "card.json").read_text())
     assert set(card) >= {"dataset", "oracle", "metric_family", "envelope", "contamination"}
     tasks = pd.read_parquet(latest / "tables" / "tasks.parquet")

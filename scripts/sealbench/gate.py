@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from .core import SealbenchError, canonical_json, envelope_digest, read_json, sha256_text, write_json, atomic_write_text
 from . import stats
+from .report import write_report
 
 #: Every refusal code with what it means (documented in the README).
 REFUSALS: dict[str, str] = {
@@ -664,7 +665,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.ledger is not None and entry is not None:
         append_ledger(args.ledger, entry, read_ledger(args.ledger))
     write_json(args.experiment_dir / "decision.json", decision)
-    if args.latest:
+    write_report(args.experiment_dir)  # the HTML report, from the files just written
+    if args.latest:  # last: results/latest only ever points at a complete experiment
         point_latest(args.latest, args.experiment_dir)
     state = "PUBLISHABLE" if decision["publishable"] else "NOT PUBLISHABLE"
     print(f"gate: {state}; headline={decision['headline']}; reasons={[r['code'] for r in decision['reasons']]}")

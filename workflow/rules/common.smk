@@ -81,7 +81,7 @@ def experiment():
         "split_manifest_digest": _split.manifest_digest(manifest),
         "config": cfg_for_id,
         "code": code_digest("hash_pack", "leak_check", "split", "run_dummy", "run_agent", "hidden_score",
-                            "stratify", "gate", "stats"),
+                            "stratify", "gate", "stats", "report", "sandbox", "visible", "bridge", "session"),
         "toolchain_digest": toolchain_digest(tc),
         "agent_fingerprints": {a: s["fingerprint"] for a, s in AGENTS.items()},
         "human_sessions": [list(x) for x in human_sessions()],

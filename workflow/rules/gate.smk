@@ -23,7 +23,7 @@ rule decide:
             f"{RESULTS}/experiments/{{exp}}/report.html", caption="../report/report_html.rst", category="Decision"
         ),
     params:
-        code=code_digest("gate", "stats"),
+        code=code_digest("gate", "stats", "report"),
         ledger=str(Path(CFG["pack"]) / "ledger.jsonl"),
     log:
         f"{RESULTS}/experiments/{{exp}}/logs/gate.log",
@@ -32,11 +32,9 @@ rule decide:
         mem_mb=4000,
         runtime=30,
     shell:
-        "( {PY} -m sealbench.gate --experiment-dir {RESULTS}/experiments/{wildcards.exp}"
+        "{PY} -m sealbench.gate --experiment-dir {RESULTS}/experiments/{wildcards.exp}"
         " --split {input.split:q} --pack-hash {input.pack_hash:q} --latest {RESULTS}/latest"
-        " --ledger {params.ledger:q}"
-        " && {PY} -m sealbench.report {RESULTS}/experiments/{wildcards.exp} )"
-        " > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " --ledger {params.ledger:q} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
 
 
 rule gate:

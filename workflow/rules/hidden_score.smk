@@ -13,7 +13,7 @@ rule hidden_score:
         rundir=lambda w, input: str(Path(input.run).parent),
         timeout=CFG["score_timeout_s"],
         sandbox=CFG["sandbox"],
-        code=code_digest("hidden_score"),
+        code=code_digest("hidden_score", "sandbox"),
         toolchain=lambda w: experiment()["toolchain_digest"],
     log:
         f"{RESULTS}/tasks/{{task}}/{{tdigest}}/logs/hidden_score-{{agent}}-{{fp}}-{{epoch}}.log",
@@ -40,7 +40,7 @@ rule hidden_score_session:
         rundir=lambda w, input: str(Path(input.run).parent),
         timeout=CFG["score_timeout_s"],
         sandbox=CFG["sandbox"],
-        code=code_digest("hidden_score"),
+        code=code_digest("hidden_score", "sandbox"),
         toolchain=lambda w: experiment()["toolchain_digest"],
     log:
         f"{RESULTS}/tasks/{{task}}/{{tdigest}}/logs/hidden_score-human-{{who}}-{{epoch}}.log",

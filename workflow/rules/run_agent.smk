@@ -17,7 +17,7 @@ rule run_agent:
         stop=" --stop-on-green" if CFG["stop_on_green"] else "",
         cap=CFG["log_cap_bytes"],
         hide=lambda w: f"--hide {shlex.quote(str(Path(CFG['pack']).absolute()))} --hide {shlex.quote(str(Path(RESULTS).absolute()))}",
-        code=code_digest("run_agent"),
+        code=code_digest("run_agent", "sandbox", "visible", "bridge"),
         toolchain=lambda w: experiment()["toolchain_digest"],
     log:
         f"{RESULTS}/tasks/{{task}}/{{tdigest}}/logs/run_agent-{{agent}}-{{fp}}-{{epoch}}.log",

@@ -13,7 +13,7 @@ rule run_dummy:
         runs=CFG["oracle_runs"],
         timeout=CFG["score_timeout_s"],
         sandbox=CFG["sandbox"],
-        code=code_digest("run_dummy"),
+        code=code_digest("run_dummy", "sandbox"),
         toolchain=lambda w: experiment()["toolchain_digest"],
     log:
         f"{RESULTS}/tasks/{{task}}/{{tdigest}}/logs/run_dummy.log",
