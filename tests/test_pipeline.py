@@ -200,3 +200,22 @@ def test_unsandboxed_runs_refuse_a_headline(done: Path, tmp_path: Path) -> None:
     assert [r["code"] for r in decision["reasons"]] == ["UNSANDBOXED"]
     card = json.loads((wd / "results" / "latest" / "card.json").read_text())
     assert card["isolation"]["levels"] == ["none"]
+
+
+def test_one_broken_task_is_infra_fail_and_the_others_finish(tmp_path: Path) -> None:
+    wd = _fresh(tmp_path)
+    git_dir = wd / "pack" / "tasks" / "t07" / "repo" / ".git"
+    git_dir.mkdir()
+    (git_dir / "HEAD").write_text("ref: refs/heads/main\n")  # a snapshot with history: the harness refuses it
+    res = smk(wd, "--cores", "2", "gate")
+    assert res.returncode == 0, res.stderr[-3000:]
+    import pandas as pd
+
+    latest = wd / "results" / "latest"
+    runs = pd.read_parquet(latest / "tables" / "runs.parquet")
+    broken = runs[(runs.task_id == "t07") & (runs.role == "agent")]
+    assert set(broken.status) == {"infra_fail"} and broken.reason.str.contains("harness").all()
+    others = runs[(runs.task_id != "t07") & (runs.solver == "fixer")]
+    assert set(others.status) == {"pass"}
+    decision = json.loads((latest / "decision.json").read_text())
+    assert "CONTROL_INFRA_FAIL" in [r["code"] for r in decision["reasons"]]

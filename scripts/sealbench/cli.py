@@ -13,6 +13,11 @@
     sealbench session submit                            stop the clock; write run.json + patch.diff
     sealbench session status                            elapsed/remaining time and attempts so far
 
+    sealbench predictions import FILE --pack PACK [--out DIR] [--solver NAME]
+                                                        score a SWE-bench predictions JSONL on a pack
+    sealbench predictions export --results results --solver NAME --out FILE
+                                                        a solver's epoch-1 patches as predictions JSONL
+
 The pipeline itself is ``snakemake --cores 4 gate``.
 """
 
@@ -184,6 +189,12 @@ def _add_session(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=func)
 
 
+def _add_predictions(sub: argparse._SubParsersAction) -> None:
+    from . import predictions
+
+    predictions.add_parsers(sub)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench", description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -208,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("results", type=Path, nargs="?", default=Path("results/latest"))
         p.set_defaults(func=func)
     _add_session(sub)
+    _add_predictions(sub)
     args = ap.parse_args(argv)
     try:
         return int(args.func(args))

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
-from .core import SealbenchError, read_json, write_json
-from .sandbox import make_sandbox, resolve_level
+from .core import read_json, write_json
+from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .scoring import SHELL_INFRA_CODES, score_patch
 
 
@@ -43,10 +44,12 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     controls.json) gives how many hidden tests the gold patch ran: the patch must run as many."""
     sealed, run_dir = Path(sealed).resolve(), Path(run_dir)
     meta = read_json(sealed / "meta.json")
+    run = read_json(run_dir / "run.json")
+    if run.get("end_reason") == "harness_error":
+        return _infra_record(out, meta["id"], run, f"the harness could not run the attempt: {run.get('error')}")
     expected = read_json(controls).get("oracle_hidden_ran") if controls else None
     level = resolve_level(sandbox_mode)
     box = make_sandbox(level, hide=[sealed.parent.parent.parent])
-    run = read_json(run_dir / "run.json")
     patch = (run_dir / "patch.diff").read_bytes()
     oracle_file = sealed / "oracle.patch"
     oracle = oracle_file.read_bytes() if oracle_file.exists() else None
@@ -70,6 +73,17 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     return record
 
 
+def _infra_record(out: Path, task_id: str, run: dict, reason: str) -> dict:
+    record = {
+        "task_id": task_id, "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
+        "status": "infra_fail", "reason": reason, "visible_pass": None, "hidden_pass": None,
+        "time_to_green_s": None, "tamper_paths": [], "patch_applied": False, "gold_like": None,
+        "gold_similarity": None, "scoring_isolation": None, "score": None, "run": run,
+    }
+    write_json(out, record)
+    return record
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.hidden_score", description=__doc__.splitlines()[0])
     ap.add_argument("--sealed", type=Path, required=True)
@@ -81,9 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         rec = score_run(args.sealed, args.run_dir, args.out, args.timeout, args.sandbox, args.controls)
-    except SealbenchError as exc:
+    except SandboxUnavailable as exc:
         print(f"hidden_score: {exc}", file=sys.stderr)
         return 1
+    except Exception as exc:  # the harness broke scoring this attempt: record it; the others go on
+        run = read_json(args.run_dir / "run.json")
+        rec = _infra_record(args.out, run.get("task_id", "?"), run,
+                            f"the harness could not score the attempt: {type(exc).__name__}: {exc}")
+        print(f"hidden_score: HARNESS ERROR: {rec['reason']}\n{traceback.format_exc()}", file=sys.stderr)
     print(f"hidden_score {rec['task_id']} {rec['solver']}#{rec['epoch']}: {rec['status']}"
           + (f" ({rec['reason']})" if rec["reason"] else ""))
     return 0

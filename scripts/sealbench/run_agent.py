@@ -25,14 +25,15 @@ import shutil
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import bridge as bridge_module
 from .bridge import UnixToTcp, parse_endpoint
-from .core import SealbenchError, harness_env, read_json, write_json
-from .sandbox import make_sandbox, resolve_level
+from .core import harness_env, read_json, write_json
+from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .visible import VisibleServer, write_client_script
 from .workspace import make_workspace, run_process, scratch_dir, workspace_patch
 
@@ -212,6 +213,28 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     return record
 
 
+def harness_failure(sealed: Path, run_dir: Path, agent: str, fingerprint: str, epoch: int,
+                    exc: BaseException) -> dict:
+    """run.json (and an empty patch) for an attempt the harness could not run: hidden_score
+    turns it into ``infra_fail``; nothing about the agent is invented."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        task_id = read_json(Path(sealed) / "meta.json")["id"]
+    except Exception:  # noqa: BLE001 - the record must be written whatever broke
+        task_id = Path(sealed).parent.parent.name
+    (run_dir / "patch.diff").write_bytes(b"")
+    record = {
+        "task_id": task_id, "solver": agent, "fingerprint": fingerprint, "epoch": epoch, "role": "agent",
+        "command": None, "time_box_s": None, "wall_s": None, "exit_code": None, "end_reason": "harness_error",
+        "timed_out": False, "patch_bytes": 0, "usage": {k: None for k in USAGE_KEYS},
+        "stamp": {k: None for k in STAMP_KEYS}, "steer_count": None, "attempts": [], "isolation": None,
+        "over_envelope": [], "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
+    }
+    write_json(run_dir / "run.json", record)
+    return record
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.run_agent", description=__doc__.splitlines()[0])
     ap.add_argument("--sealed", type=Path, required=True)
@@ -234,9 +257,13 @@ def main(argv: list[str] | None = None) -> int:
                              readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []))
         rec = run_agent(args.sealed, args.run_dir, args.agent, args.fingerprint, spec["command"],
                         spec.get("env") or {}, args.epoch, json.loads(args.envelope), options)
-    except SealbenchError as exc:
+    except SandboxUnavailable as exc:
         print(f"run_agent: {exc}", file=sys.stderr)
         return 1
+    except Exception as exc:  # the harness broke on this attempt: record it; the other jobs go on
+        rec = harness_failure(args.sealed, args.run_dir, args.agent, args.fingerprint, args.epoch, exc)
+        print(f"run_agent: HARNESS ERROR on {rec['task_id']}: {rec['error']}", file=sys.stderr)
+        return 0
     print(f"run_agent {rec['task_id']} {rec['solver']}#{rec['epoch']}: {rec['end_reason']} "
           f"exit={rec['exit_code']} wall={rec['wall_s']}s patch={rec['patch_bytes']}B")
     return 0

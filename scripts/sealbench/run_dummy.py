@@ -17,10 +17,11 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+import traceback
 from pathlib import Path
 
 from .core import SealbenchError, control_fingerprint, read_json, write_json
-from .sandbox import make_sandbox, resolve_level
+from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .scoring import score_patch
 from .workspace import make_workspace, scratch_dir, workspace_patch
 
@@ -102,6 +103,23 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
     return record
 
 
+def harness_failure(sealed: Path, out_dir: Path, exc: BaseException) -> dict:
+    """controls.json for a task whose controls could not run: every control is unknown, so the
+    task counts as a broken grader (the gate refuses CONTROL_INFRA_FAIL / ORACLE_FAILED)."""
+    try:
+        task_id = read_json(Path(sealed) / "meta.json")["id"]
+    except Exception:  # noqa: BLE001 - the record must be written whatever broke
+        task_id = Path(sealed).parent.parent.name
+    record = {
+        "task_id": task_id, "stub_file": None, "results": [], "oracle_runs": 0, "oracle_passes": 0,
+        "oracle_ok": False, "flaky": False, "weak_test": False, "stub_passes": False, "control_infra_fail": True,
+        "oracle_hidden_ran": None, "isolation": None,
+        "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
+    }
+    write_json(Path(out_dir) / "controls.json", record)
+    return record
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.run_dummy", description=__doc__.splitlines()[0])
     ap.add_argument("--sealed", type=Path, required=True)
@@ -112,9 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox)
-    except SealbenchError as exc:
+    except SandboxUnavailable as exc:
         print(f"run_dummy: {exc}", file=sys.stderr)
         return 1
+    except Exception as exc:  # the harness broke on this task: record it; the other tasks go on
+        rec = harness_failure(args.sealed, args.out_dir, exc)
+        print(f"run_dummy: HARNESS ERROR on {rec['task_id']}: {rec['error']}", file=sys.stderr)
+        return 0
     summary = ", ".join(f"{r['solver']}#{r['epoch']}={r['status']}" for r in rec["results"])
     print(f"run_dummy {rec['task_id']}: {summary}")
     for flag in ("weak_test", "flaky", "stub_passes"):

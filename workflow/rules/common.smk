@@ -172,6 +172,11 @@ def agent_runtime_min(w):
 
 # Before any job: validate and digest the pack, name the experiment (main process only).
 if workflow.is_main_process:
+    from sealbench.sandbox import bwrap_problem as _bwrap_problem
+
+    if CFG["sandbox"] == "required" and _bwrap_problem():
+        _fail(f"config field 'sandbox' is 'required', but {_bwrap_problem()}. Install bubblewrap, "
+              "or set sandbox: auto to run unsandboxed (the gate then refuses a headline).")
     try:
         plan()
         EXP = experiment()

@@ -1,0 +1,1 @@
+"""Test helpers that ship with sealbench (standard library only)."""
