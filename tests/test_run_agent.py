@@ -119,3 +119,18 @@ def test_rewritten_git_history_does_not_change_the_patch(sealed: Path, tmp_path:
     rec, score = attempt(sealed, tmp_path, cmd)
     patch = (tmp_path / "runs" / "a" / "patch.diff").read_text()
     assert "+    return a + b" in patch and score["status"] == "pass"
+
+
+def test_progress_counts_follow_the_results(tmp_path: Path) -> None:
+    import yaml
+    from packgen import write_config
+
+    pack = make_pack(tmp_path / "p")
+    cfg = core.validate_config(yaml.safe_load(write_config(tmp_path / "c.yaml", pack).read_text()))
+    rows = dict((s, (d, n)) for s, d, n in cli.progress_counts(cfg, tmp_path / "results"))
+    assert rows["hash_pack"] == (0, 12) and rows["run_agent"] == (0, 24)
+    t = pack / "tasks" / "t00"
+    d = tmp_path / "results" / "tasks" / "t00" / core.task_digest(t)
+    hash_pack.seal_task(t, core.task_digest(t), d / "sealed", d / "sealed.json")
+    rows = dict((s, (d, n)) for s, d, n in cli.progress_counts(cfg, tmp_path / "results"))
+    assert rows["hash_pack"] == (1, 12)

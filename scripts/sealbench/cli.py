@@ -6,6 +6,7 @@
     sealbench split PACK --seed N [--holdout-frac F]    freeze the split once (never rewritten)
     sealbench show [results/latest]                     the decision and the strata table
     sealbench check [results/latest]                    exit 0 only if the decision is publishable
+    sealbench progress [--config F] [--results DIR]     counts per stage while a run goes on
 
     sealbench session start TASK --role human --who NAME  a person gets the agent's workspace and clock
     sealbench session check                             run the visible tests (recorded as an attempt)
@@ -167,6 +168,47 @@ def cmd_session_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def progress_counts(cfg: dict, results: Path) -> list[tuple[str, int, int]]:
+    """(stage, done, expected) for the current pack and config, read from the results folder."""
+    from . import hash_pack
+
+    plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
+    from .core import agent_fingerprint
+
+    fps = {a: agent_fingerprint(a, spec) for a, spec in cfg["agents"].items()}
+    agents, epochs = sorted(fps), int(cfg["epochs"])
+    dirs = {t: results / "tasks" / t / d for t, d in plan.task_digests.items()}
+    n = len(dirs)
+    rows = [
+        ("hash_pack", sum((d / "sealed.json").exists() for d in dirs.values()), n),
+        ("leak_check", sum((d / f"leak-{plan.denylist_digest}.json").exists() for d in dirs.values()), n),
+        ("run_dummy", sum((d / "controls" / "controls.json").exists() for d in dirs.values()), n),
+        ("run_agent", sum((d / "runs" / a / fps[a] / str(e) / "run.json").exists()
+                          for d in dirs.values() for a in agents for e in range(1, epochs + 1)), n * len(agents) * epochs),
+        ("hidden_score", sum((d / "scores" / a / fps[a] / f"{e}.json").exists()
+                             for d in dirs.values() for a in agents for e in range(1, epochs + 1)),
+         n * len(agents) * epochs),
+    ]
+    return rows
+
+
+def cmd_progress(args: argparse.Namespace) -> int:
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+
+    cfg = load_config_file(args.config)
+    rows = progress_counts(cfg, args.results)
+    table = Table(title=f"sealbench progress ({cfg['pack']})")
+    for col in ("stage", "done", "of", ""):
+        table.add_column(col)
+    for stage, done, total in rows:
+        table.add_row(stage, str(done), str(total), ProgressBar(total=max(total, 1), completed=done, width=30))
+    _console().print(table)
+    latest = args.results / "latest" / "decision.json"
+    print(f"decision: {'written' if latest.exists() else 'not yet'} ({latest})")
+    return 0
+
+
 def _add_session(sub: argparse._SubParsersAction) -> None:
     sp = sub.add_parser("session", help="a human session: the agent's workspace, visible command and clock")
     ssub = sp.add_subparsers(dest="session_cmd", required=True)
@@ -219,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("results", type=Path, nargs="?", default=Path("results/latest"))
         p.set_defaults(func=func)
     _add_session(sub)
+    p = sub.add_parser("progress", help="counts per stage of the current run (run it beside snakemake)")
+    p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    p.add_argument("--results", type=Path, default=Path("results"))
+    p.set_defaults(func=cmd_progress)
     _add_predictions(sub)
     args = ap.parse_args(argv)
     try:
