@@ -66,7 +66,7 @@ def _config() -> dict[str, Any]:
 
 def _task(tid: str, stratum: str, split_name: str) -> dict[str, Any]:
     return {"task_id": tid, "stratum": stratum, "split": split_name, "task_digest": f"{tid:0<64}"[:64],
-            "title": f"task {tid}", "time_box_sec": 1800, "leak_suspect": False, "oracle_ok": True,
+            "title": f"task {tid}", "time_box_sec": 1800, "leak_suspect": False, "leak_checks": "denylist;ngram13:humaneval", "oracle_ok": True,
             "oracle_passes": 3, "oracle_runs": 3, "weak_test": False, "stub_passes": False, "flaky": False,
             "control_infra_fail": False}
 

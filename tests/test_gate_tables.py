@@ -69,3 +69,12 @@ def test_no_human_means_no_human_sentence() -> None:
     runs = frame([row("t1", "bot", "agent", "pass")])
     allowed, refused = gate.human_sentences(gate.roles_table(runs, "holdout"), runs, "bot", "holdout", True)
     assert allowed == [] and "no human session" in refused[0]["why"]
+
+
+def test_contamination_posture_says_what_ran_on_every_task() -> None:
+    t = pd.DataFrame({"leak_checks": ["denylist;ngram13:humaneval", "ngram13:humaneval;denylist"]})
+    assert gate.contamination_posture(t) == "ngram_scan"
+    t = pd.DataFrame({"leak_checks": ["denylist;ngram13:humaneval", "denylist"]})
+    assert gate.contamination_posture(t) == "filename_scan"
+    t = pd.DataFrame({"leak_checks": ["", "denylist"]})
+    assert gate.contamination_posture(t) == "unchecked"

@@ -526,6 +526,17 @@ def human_sentences(roles: list[dict], runs, cand: str, split: str, publishable:
     return allowed, refused
 
 
+def contamination_posture(tasks) -> str:
+    """What actually ran on every task: ``ngram_scan`` (public 13-gram check), ``filename_scan``
+    (denylist only) or ``unchecked``."""
+    per_task = [set(str(cs).split(";")) for cs in tasks.leak_checks] if len(tasks) else []
+    if per_task and all("ngram13:humaneval" in c for c in per_task):
+        return "ngram_scan"
+    if per_task and all("denylist" in c for c in per_task):
+        return "filename_scan"
+    return "unchecked"
+
+
 def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
     """The four fields that make a score citeable (seed "four fields") plus contamination posture."""
     cfg = exp["config_full"]
@@ -558,9 +569,8 @@ def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
                        "PID namespace, no network; pack, results/, home hidden",
         },
         "contamination": {
-            "posture": "filename_scan" if deny_lines else "unchecked",
-            "checks": (["denylist: title/notes/prompt token overlap (>=4 tokens >3 chars) and containment",
-                        "denylist identifiers vs task ids, repo/ definitions and task text"] if deny_lines else []),
+            "posture": contamination_posture(tasks),
+            "checks": sorted({c for cs in tasks.leak_checks for c in str(cs).split(";") if c}),
             "denylist_lines": deny_lines, "suspects": int(tasks.leak_suspect.sum()),
             "training_guarantee": "none",
         },

@@ -10,6 +10,7 @@ rule leak_check:
     params:
         denylist=lambda w: str(Path(CFG["pack"]) / "denylist.txt"),
         code=code_digest("leak_check"),
+        corpus=(_leak_check.corpus_info() or {}).get("sha256"),
     log:
         f"{RESULTS}/tasks/{{task}}/{{tdigest}}/logs/leak-{{ddigest}}.log",
     threads: 1

@@ -114,10 +114,10 @@ class FakeLLM:
 
     def conversations(self) -> dict[str, dict]:
         """Per conversation (key: digest of its first user message): the task text and totals."""
-        out: dict[str, dict] = {}
+        groups: dict[str, list[dict]] = {}
         for c in self.calls:
-            out.setdefault(c["conversation"], {"task": c["task"], "calls_list": []})["calls_list"].append(c)
-        return {k: {"task": v["task"], **self.totals(v.pop("calls_list"))} for k, v in out.items()}
+            groups.setdefault(c["conversation"], []).append(c)
+        return {k: {"task": calls[0]["task"], **self.totals(calls)} for k, calls in groups.items()}
 
     # -- the script ------------------------------------------------------------------------
     def reply(self, body: dict) -> tuple[dict, dict]:
