@@ -65,3 +65,20 @@ def test_kill_and_resume(tmp_path: Path) -> None:
     a = json.loads((killed / "results" / "latest" / "decision.json").read_text())
     b = json.loads((straight / "results" / "latest" / "decision.json").read_text())
     assert a == b
+
+
+def test_second_pipeline_on_the_same_results_is_refused(tmp_path: Path) -> None:
+    wd = tmp_path / "w"
+    make_pack(wd / "pack")
+    write_config(wd / "cfg.yaml", wd / "pack", agents={"fixer": {"command": "sleep 0.5; " + FIX_AGENT},
+                                                       "idle": {"command": "sleep 0.5; " + FIX_AGENT.split(";", 1)[1]}})
+    first = subprocess.Popen(smk_cmd(wd, "--cores", "2", "gate"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lock = wd / "results" / ".sealbench" / "run.lock"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (lock.exists() and lock.read_text().startswith("pid")):
+        time.sleep(0.2)
+    second = subprocess.run(smk_cmd(wd, "--cores", "1", "gate"), capture_output=True, text=True)
+    assert second.returncode != 0
+    assert "another sealbench pipeline is running in this working directory" in second.stderr
+    assert first.wait(timeout=300) == 0, "the first pipeline is not disturbed"
+    assert json.loads((wd / "results" / "latest" / "decision.json").read_text())["publishable"] is True

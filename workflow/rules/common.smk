@@ -6,6 +6,7 @@ import json
 import shlex
 import os
 import sys
+import time
 from pathlib import Path
 
 SCRIPTS = str(Path(workflow.basedir) / "scripts")
@@ -170,8 +171,42 @@ def agent_runtime_min(w):
     return 5 + int(box) // 60
 
 
+# One pipeline per working directory: a second one is refused before it touches anything.
+_RUN_LOCK = Path(RESULTS) / ".sealbench" / "run.lock"
+_RUN_LOCK_FD = None
+
+
+def _try_run_lock(hold):
+    """Take (and, with hold, keep for this process's life) the exclusive run lock, or refuse."""
+    import fcntl
+
+    global _RUN_LOCK_FD
+    _RUN_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(_RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+        os.close(fd)
+        _fail(f"another sealbench pipeline is running in this working directory ({holder}); results/ is "
+              "left as it is. Wait for it (`sealbench progress` shows how far it is) or use another "
+              "working directory.")
+    if hold:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}, since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+        _RUN_LOCK_FD = fd  # released by the kernel when this process ends, even on kill -9
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+onstart:
+    _try_run_lock(hold=True)
+
+
 # Before any job: validate and digest the pack, name the experiment (main process only).
 if workflow.is_main_process:
+    _try_run_lock(hold=False)
     from sealbench.sandbox import bwrap_problem as _bwrap_problem
 
     if CFG["sandbox"] == "required" and _bwrap_problem():

@@ -1,0 +1,609 @@
+"""Scale benchmarks of sealbench: one table, one JSON line per run.
+
+    python bench/run_all.py [--quick] [--only NAME] [--keep]
+
+NAME is one of: overhead, replan, incremental, hashing, setup, gate. Each benchmark is also a
+plain function (``bench_overhead(state, n=200)`` …) that returns a row for the table.
+
+Every pipeline run is ``python -m snakemake -s Snakefile -d WORKDIR --configfile cfg.yaml``
+on a pack from ``bench/make_pack.py`` in a temporary folder (never the project's results/),
+with ``--scheduler greedy`` (as workflow/profiles/local sets it; the default ILP scheduler
+is quadratic in ready jobs, see NOTES.md). ``--quick`` uses smaller sizes, labelled
+``QUICK`` in the table: those rows are not the target sizes.
+
+Prints a table (figure, measured, target, met?, notes) and appends one JSON line to
+bench/results/run_all.jsonl with the machine (cpu count, load average before/after, python,
+snakemake). Not a test: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from make_pack import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
+
+SMK_FLAGS = ["--scheduler", "greedy"]
+PER_TASK_JOBS = {"hash_pack": 1, "leak_check": 1, "run_dummy": 1, "run_agent": 2, "hidden_score": 2}
+AGGREGATE_JOBS = {"pack_hash": 1, "stratify": 1, "decide": 1, "gate": 1}  # + split on a first run
+BENCHES = ("overhead", "replan", "incremental", "hashing", "setup", "gate")
+
+
+# ------------------------------------------------------------------------------ helpers
+
+def tmpdir(prefix: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=f"sealbench-bench-{prefix}-"))
+
+
+def smk(workdir: Path, *args: str, snakefile: Path = ROOT / "Snakefile", configfile: bool = True):
+    """Run snakemake like tests/test_pipeline.py does; returns (seconds, CompletedProcess)."""
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir)]
+    if configfile:
+        cmd += ["--configfile", str(workdir / "cfg.yaml")]
+    cmd += [*SMK_FLAGS, *args]
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+    return time.perf_counter() - t0, res
+
+
+def job_counts(out: str) -> dict[str, int]:
+    """Parse snakemake's 'Job stats' table (as tests/test_pipeline.py does)."""
+    counts: dict[str, int] = {}
+    m = re.search(r"Job stats:\n(.*?)\n\n", out, re.S)
+    if not m:
+        return counts
+    for line in m.group(1).splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def row(figure: str, measured: str, target: str, met: bool | None, notes: str, **data) -> dict:
+    return {"figure": figure, "measured": measured, "target": target, "met": met, "notes": notes,
+            "load_before": data.pop("load_before", None), "load_after": loadavg(), "data": data}
+
+
+def pipeline_workdir(state: dict, n: int) -> Path:
+    """A workdir with a complete pipeline run on ``n`` tasks (the overhead run's, or a new one)."""
+    wd = state.get("done", {}).get(n)
+    if wd:
+        return wd
+    wd = tmpdir(f"pipe{n}")
+    state.setdefault("cleanup", []).append(wd)
+    make_pack(wd / "pack", n)
+    write_config(wd / "cfg.yaml", wd / "pack")
+    secs, res = smk(wd, "--cores", "2", "gate")
+    if res.returncode != 0:
+        raise RuntimeError(f"pipeline run on {n} tasks failed:\n{res.stderr[-3000:]}")
+    state.setdefault("done", {})[n] = wd
+    state.setdefault("run_secs", {})[n] = secs
+    return wd
+
+
+# ------------------------------------------------------------------------------ 1. overhead
+
+def _copy(src: Path, dst: Path) -> None:
+    shutil.copytree(src, dst, dirs_exist_ok=True)
+
+
+def _run(cmd: str, cwd: Path, env: dict) -> int:
+    return subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60).returncode
+
+
+def ideal_controls(task: str, oracle_runs: int, scratch: str) -> list[str]:
+    """The controls' commands on fresh copies: empty diff, stub, gold patch x oracle_runs."""
+    from sealbench.core import harness_env, read_json
+
+    task, scratch = Path(task), Path(scratch)
+    meta = read_json(task / "meta.json")
+    env = harness_env({"GIT_CEILING_DIRECTORIES": str(scratch)})
+    out = []
+    for name in ["empty_diff", "stub"] + ["oracle"] * oracle_runs:
+        ws = Path(tempfile.mkdtemp(dir=scratch))
+        for sub in ("visible_tests", "hidden_tests"):
+            _copy(task / sub, ws / sub)
+        _copy(task / "repo", ws)
+        if name == "stub":
+            with open(ws / "calc.py", "a") as fh:
+                fh.write("# stub: no behaviour change\n")
+        elif name == "oracle":
+            subprocess.run(["git", "apply", str(task / "oracle.patch")], cwd=ws, env=env, check=True,
+                           capture_output=True)
+        ok = _run(meta["visible_command"], ws, env) == 0 and _run(meta["hidden_command"], ws, env) == 0
+        out.append(f"{name}:{'pass' if ok else 'fail'}")
+        shutil.rmtree(ws)
+    return out
+
+
+def ideal_agent(task: str, command: str, scratch: str) -> str:
+    """One agent command on a fresh copy, then its scoring commands (hidden tests copied in)."""
+    from sealbench.core import harness_env, read_json
+
+    task, scratch = Path(task), Path(scratch)
+    meta = read_json(task / "meta.json")
+    ws = Path(tempfile.mkdtemp(dir=scratch))
+    outd = Path(tempfile.mkdtemp(dir=scratch))
+    _copy(task / "repo", ws)
+    _copy(task / "visible_tests", ws / "visible_tests")
+    env = harness_env({"SEALBENCH_OUT": str(outd), "SEALBENCH_TASK_ID": meta["id"]})
+    _run(command, ws, env)
+    _copy(task / "hidden_tests", ws / "hidden_tests")
+    ok = _run(meta["visible_command"], ws, env) == 0 and _run(meta["hidden_command"], ws, env) == 0
+    shutil.rmtree(ws)
+    shutil.rmtree(outd)
+    return "pass" if ok else "fail"
+
+
+def ideal_pool(pack: Path, oracle_runs: int = 2, workers: int = 2) -> tuple[float, dict]:
+    scratch = tmpdir("ideal")
+    tasks = sorted((pack / "tasks").iterdir())
+    t0 = time.perf_counter()
+    with cf.ProcessPoolExecutor(workers) as pool:
+        ctl = [pool.submit(ideal_controls, str(t), oracle_runs, str(scratch)) for t in tasks]
+        fix = [pool.submit(ideal_agent, str(t), FIX_AGENT, str(scratch)) for t in tasks]
+        idle = [pool.submit(ideal_agent, str(t), NOOP_AGENT, str(scratch)) for t in tasks]
+        results = {"controls": [f.result() for f in ctl], "fixer": [f.result() for f in fix],
+                   "idle": [f.result() for f in idle]}
+    secs = time.perf_counter() - t0
+    shutil.rmtree(scratch, ignore_errors=True)
+    expected_ctl = ["empty_diff:fail", "stub:fail"] + ["oracle:pass"] * oracle_runs
+    sane = (all(r == expected_ctl for r in results["controls"]) and set(results["fixer"]) == {"pass"}
+            and set(results["idle"]) == {"fail"})
+    return secs, {"sane": sane, "jobs": 3 * len(tasks)}
+
+
+def bench_overhead(state: dict, n: int = 200) -> dict:
+    lb = loadavg()
+    wd = tmpdir(f"pipe{n}")
+    state.setdefault("cleanup", []).append(wd)
+    make_pack(wd / "pack", n)
+    write_config(wd / "cfg.yaml", wd / "pack")  # sandbox: off, oracle_runs: 2, fixer + idle
+    secs, res = smk(wd, "--cores", "2", "gate")
+    if res.returncode != 0:
+        return row("overhead", "pipeline failed", "<= 1.3x", False, res.stderr[-500:], load_before=lb)
+    jobs = sum(job_counts(res.stdout + res.stderr).values())
+    state.setdefault("done", {})[n] = wd
+    state.setdefault("run_secs", {})[n] = secs
+    ideal, info = ideal_pool(wd / "pack", oracle_runs=2, workers=2)
+    ratio = secs / ideal
+    return row("overhead", f"{ratio:.2f}x ({secs:.0f} s / {ideal:.0f} s)", "<= 1.3x", ratio <= 1.3,
+               f"N={n}, {jobs} snakemake jobs ({secs / jobs * 1000:.0f} ms wall/job at --cores 2) vs a 2-process pool "
+               f"over {info['jobs']} jobs (controls | agent+scoring); sandbox off both sides; ideal scores in the agent's "
+               f"copy (no patch/git step); ideal results sane={info['sane']}",
+               load_before=lb, n=n, pipeline_s=secs, ideal_s=ideal, ratio=ratio, jobs=jobs, ideal_sane=info["sane"])
+
+
+# ------------------------------------------------------------------------------ 2. re-plan
+
+def floor_snakefile(n: int) -> str:
+    """A trivial workflow of the same shape and job count as the pipeline: touch rules."""
+    tasks = [f"t{i:05d}" for i in range(n)]
+    return f"""
+TASKS = {tasks!r}
+AGENTS = ["fixer", "idle"]
+
+rule gate:
+    input: "exp/decision.json"
+
+rule decide:
+    input: "exp/tables.txt", "split/manifest.txt", "pack/PACK_HASH.txt"
+    output: "exp/decision.json"
+    shell: "touch {{output}}"
+
+rule stratify:
+    input: expand("t/{{t}}/sealed.txt", t=TASKS), expand("t/{{t}}/leak.txt", t=TASKS),
+           expand("t/{{t}}/controls.txt", t=TASKS), expand("t/{{t}}/score-{{a}}.txt", t=TASKS, a=AGENTS),
+           "split/manifest.txt"
+    output: "exp/tables.txt"
+    shell: "touch {{output}}"
+
+rule split:
+    output: "split/manifest.txt"
+    shell: "touch {{output}}"
+
+rule pack_hash:
+    input: expand("t/{{t}}/sealed.txt", t=TASKS)
+    output: "pack/PACK_HASH.txt"
+    shell: "touch {{output}}"
+
+rule hash_pack:
+    output: "t/{{t}}/sealed.txt"
+    shell: "touch {{output}}"
+
+rule leak_check:
+    input: "t/{{t}}/sealed.txt"
+    output: "t/{{t}}/leak.txt"
+    shell: "touch {{output}}"
+
+rule run_dummy:
+    input: "t/{{t}}/sealed.txt", "t/{{t}}/leak.txt"
+    output: "t/{{t}}/controls.txt"
+    shell: "touch {{output}}"
+
+rule run_agent:
+    input: "t/{{t}}/sealed.txt", "t/{{t}}/leak.txt"
+    output: "t/{{t}}/run-{{a}}.txt"
+    shell: "touch {{output}}"
+
+rule hidden_score:
+    input: "t/{{t}}/sealed.txt", "t/{{t}}/controls.txt", "t/{{t}}/run-{{a}}.txt"
+    output: "t/{{t}}/score-{{a}}.txt"
+    shell: "touch {{output}}"
+"""
+
+
+def median_dry(wd: Path, reps: int, **kw) -> tuple[float, str]:
+    times, out = [], ""
+    for _ in range(reps):
+        secs, res = smk(wd, "-n", "gate", **kw)
+        out = res.stdout + res.stderr
+        times.append(secs)
+    return statistics.median(times), out
+
+
+def bench_replan(state: dict, n: int = 1000, reps: int = 3, use_n: int | None = None) -> dict:
+    """``snakemake -n gate`` on an up-to-date workdir vs a trivial workflow with as many jobs.
+    ``use_n``: measure on an already completed run of that size instead of building ``n``."""
+    lb = loadavg()
+    size = use_n if use_n in state.get("done", {}) else n
+    wd = pipeline_workdir(state, size)
+    pipe, out = median_dry(wd, reps)
+    up_to_date = "Nothing to be done" in out
+    jobs = sum(PER_TASK_JOBS.values()) * size + len(AGGREGATE_JOBS) + 1  # + split
+    fl = tmpdir("floor")
+    state.setdefault("cleanup", []).append(fl)
+    (fl / "Snakefile").write_text(floor_snakefile(size))
+    build_s, res = smk(fl, "--cores", "2", "gate", snakefile=fl / "Snakefile", configfile=False)
+    floor_jobs = sum(job_counts(res.stdout + res.stderr).values())
+    floor, fout = median_dry(fl, reps, snakefile=fl / "Snakefile", configfile=False)
+    ratio = pipe / floor
+    note = (f"N={size}" + ("" if size == n else f" (target N={n} not built: a full run of {n} tasks is "
+                                                  f"~{n / size:.0f}x the {state['run_secs'][size]:.0f} s N={size} run)")
+            + f"; pipeline up to date={up_to_date}; floor: {floor_jobs} touch jobs (pipeline DAG {jobs}), "
+              f"same flags (-n, --scheduler greedy); median of {reps}")
+    return row("re-plan", f"{ratio:.2f}x ({pipe:.1f} s / {floor:.1f} s)", "<= 1.5x", ratio <= 1.5, note,
+               load_before=lb, n=size, target_n=n, pipeline_s=pipe, floor_s=floor, ratio=ratio,
+               up_to_date=up_to_date, floor_up_to_date="Nothing to be done" in fout, floor_jobs=floor_jobs)
+
+
+# ------------------------------------------------------------------------------ 3. incremental
+
+def bench_incremental(state: dict, n: int = 200) -> dict:
+    lb = loadavg()
+    wd = pipeline_workdir(state, n)
+    tid = f"t{n // 2:05d}"
+    hidden = wd / "pack" / "tasks" / tid / "hidden_tests" / "check_hidden.py"
+    original = hidden.read_bytes()
+    hidden.write_bytes(original.replace(b"else 1)", b"else 2)"))  # one byte
+    try:
+        secs, res = smk(wd, "-n", "gate")
+    finally:
+        hidden.write_bytes(original)
+    out = res.stdout + res.stderr
+    counts = job_counts(out)
+    expected = dict(PER_TASK_JOBS, **AGGREGATE_JOBS)
+    tasks_in_plan = set(re.findall(r"wildcards: task=([^,\s]+)", out))
+    matched = counts == expected and tasks_in_plan == {tid}
+    _, back = smk(wd, "-n", "gate")
+    reverted = "Nothing to be done" in back.stdout + back.stderr
+    return row("incremental", f"{sum(counts.values())} jobs", f"= {sum(expected.values())} (1 task + aggregates)",
+               matched, f"N={n}, 1 byte of {tid}'s hidden test; plan {counts}; tasks in plan {sorted(tasks_in_plan)}; "
+                        f"-n took {secs:.1f} s; after revert up to date={reverted}",
+               load_before=lb, n=n, counts=counts, expected=expected, tasks=sorted(tasks_in_plan),
+               dry_s=secs, reverted_up_to_date=reverted)
+
+
+# ------------------------------------------------------------------------------ 4. hashing
+
+def bench_hashing(state: dict, tasks: int = 200, mb_per_task: int = 5, reps: int = 3) -> dict:
+    from sealbench.core import HashCache, task_digest
+
+    lb = loadavg()
+    tmp = tmpdir("hash")
+    try:
+        t0 = time.perf_counter()
+        make_pack(tmp / "pack", tasks, repo_kb=mb_per_task * 1024, pad_file_kb=64)
+        gen = time.perf_counter() - t0
+        tdirs = sorted((tmp / "pack" / "tasks").iterdir())
+        files = [p for p in (tmp / "pack" / "tasks").rglob("*") if p.is_file()]
+        total = sum(p.stat().st_size for p in files)
+        shell_cmd = f"find {tmp / 'pack' / 'tasks'} -type f -print0 | xargs -0 sha256sum > /dev/null"
+        subprocess.run(f"find {tmp / 'pack' / 'tasks'} -type f -print0 | xargs -0 cat > /dev/null",
+                       shell=True, check=True)  # warm the page cache for both
+        py, sh = [], []
+        for _ in range(reps):  # interleaved, so load changes hit both
+            t0 = time.perf_counter()
+            for d in tdirs:
+                task_digest(d, HashCache())  # empty cache: every file read and hashed
+            py.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            subprocess.run(shell_cmd, shell=True, check=True)
+            sh.append(time.perf_counter() - t0)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    mb = total / 1e6
+    py_mbs, sh_mbs = mb / statistics.median(py), mb / statistics.median(sh)
+    ratio = py_mbs / sh_mbs
+    return row("hashing", f"{ratio:.2f}x ({py_mbs:.0f} vs {sh_mbs:.0f} MB/s)", ">= 0.8x sha256sum", ratio >= 0.8,
+               f"{mb:.0f} MB in {len(files)} files, {tasks} tasks; task_digest per task (empty HashCache) vs "
+               f"find|xargs sha256sum; page cache warm; median of {reps}; generation {gen:.0f} s",
+               load_before=lb, bytes=total, files=len(files), py_s=py, sha256sum_s=sh, py_mbs=py_mbs,
+               sha256sum_mbs=sh_mbs, ratio=ratio)
+
+
+# ------------------------------------------------------------------------------ 5. set-up
+
+def bench_setup(state: dict, repo_mb: int = 50, reps: int = 10) -> dict:
+    from sealbench.sandbox import bwrap_problem, make_sandbox
+    from sealbench.workspace import make_workspace
+
+    lb = loadavg()
+    tmp = tmpdir("setup")
+    try:
+        make_pack(tmp / "pack", 1, repo_kb=repo_mb * 1024, pad_file_kb=4)
+        task = tmp / "pack" / "tasks" / "t00000"
+        nfiles = sum(1 for p in (task / "repo").rglob("*") if p.is_file())
+        problem = bwrap_problem()
+        level = "none" if problem else "bwrap"
+        ws_t, box_t, bw_t = [], [], []
+        for i in range(reps):
+            root, shadow, outd = tmp / f"ws{i}", tmp / f"shadow{i}", tmp / f"out{i}"
+            t0 = time.perf_counter()
+            make_workspace(task, root, shadow)
+            ws_t.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            box = make_sandbox(level, writable=[root, outd], hide=[tmp / "pack"])
+            argv = box.wrap(["bash", "-c", "true"], root)
+            box_t.append(time.perf_counter() - t0)
+            if not problem:
+                t0 = time.perf_counter()
+                subprocess.run(argv, cwd=root, check=True, stdin=subprocess.DEVNULL, capture_output=True)
+                bw_t.append(time.perf_counter() - t0)
+            shutil.rmtree(root)
+            shutil.rmtree(shadow)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ws_ms, box_ms = 1000 * statistics.median(ws_t), 1000 * statistics.median(box_t)
+    bw_ms = 1000 * statistics.median(bw_t) if bw_t else None
+    total = ws_ms + box_ms + (bw_ms or 0)
+    return row("set-up", f"{total:.0f} ms (workspace {ws_ms:.0f} + sandbox {box_ms + (bw_ms or 0):.0f})",
+               "<= 100 ms", total <= 100,
+               f"{repo_mb} MB repo, {nfiles} files of 4 KB; make_workspace {ws_ms:.0f} ms; sandbox argv {box_ms:.1f} ms"
+               + (f" + bwrap true {bw_ms:.0f} ms" if bw_ms is not None else f"; bwrap not run ({problem})")
+               + f"; median of {reps}",
+               load_before=lb, repo_mb=repo_mb, files=nfiles, make_workspace_ms=ws_ms, sandbox_argv_ms=box_ms,
+               bwrap_true_ms=bw_ms, total_ms=total)
+
+
+# ------------------------------------------------------------------------------ 6. stratify + gate
+
+def synthetic_spec(n_tasks: int, n_agents: int = 4, epochs: int = 5, seed: int = 1) -> dict:
+    """An experiment as plain data, built like tests/test_gate_refusals.build_spec (bigger)."""
+    from sealbench import core, schema
+
+    strata = ["xs", "s", "m"]
+    agents = [f"agent{i}" for i in range(1, n_agents + 1)]
+    cfg = {**core.CONFIG_DEFAULTS, "pack": "pack", "seed": 20261129, "holdout_frac": 0.5, "score_split": "holdout",
+           "agents": {a: {"command": f"python -m {a}"} for a in agents}, "candidate": agents[0],
+           "baseline": agents[1], "epochs": epochs, "humans": [], "sandbox": "required", "oracle_runs": 3,
+           "envelope": {"max_wall_s": 2700, "max_steps": 60, "max_output_tokens": 8192},
+           "health": {"allowed_quota_states": ["ok", "unmetered"], "max_queue_ms": 60000, "max_retries": 3,
+                      "required_server_id": None},
+           "mde": 0.1, "planning_discordance": 0.3, "min_kept_tasks": 6, "strata": strata}
+    cols = [c[0] for c in schema.RUNS_COLUMNS]
+    rng = random.Random(seed)
+    base_p = {"xs": 0.8, "s": 0.5, "m": 0.2}
+    tasks, runs = [], []
+    for i in range(n_tasks):
+        st = strata[i % 3]
+        tid = f"{st}{i:05d}"
+        tasks.append({"task_id": tid, "stratum": st, "split": "holdout" if (i // 3) % 2 == 0 else "tune",
+                      "task_digest": f"{i:064x}", "title": f"task {tid}", "time_box_sec": 1800, "leak_suspect": False,
+                      "leak_checks": "denylist", "oracle_ok": True, "oracle_passes": 3, "oracle_runs": 3,
+                      "weak_test": False, "stub_passes": False, "flaky": False, "control_infra_fail": False})
+    for t in tasks:
+        def mk(solver, role, epoch, status):
+            r = dict.fromkeys(cols)
+            r.update({"task_id": t["task_id"], "stratum": t["stratum"], "split": t["split"], "solver": solver,
+                      "role": role, "fingerprint": f"fp-{solver}", "epoch": epoch, "status": status,
+                      "visible_pass": status == "pass", "hidden_pass": status == "pass",
+                      "task_digest": t["task_digest"], "pack_digest": "p" * 64, "patch_bytes": 0,
+                      "reason": None if status == "pass" else "hidden tests failed"})
+            if role == "control":
+                r["end_reason"] = "control"
+            else:
+                r.update({"wall_s": 120.0, "time_box_s": 1800.0, "end_reason": "exit", "exit_code": 0, "steps": 12,
+                          "tokens_in": 5000, "tokens_out": 900, "cost_usd": 0.01, "steer_count": 0,
+                          "visible_attempts": 2, "patch_bytes": 300, "isolation": "bwrap", "over_envelope": False,
+                          "server_id": "srv-1", "queue_ms": 100, "retries": 0, "quota_state": "ok",
+                          "route_changed": False, "time_to_green_s": 60.0 if status == "pass" else None})
+            return r
+        runs += [mk("empty_diff", "control", 1, "fail"), mk("stub", "control", 1, "fail")]
+        runs += [mk("oracle", "control", e, "pass") for e in (1, 2, 3)]
+        for k, a in enumerate(agents):
+            p = base_p[t["stratum"]] + 0.05 * (len(agents) - k) / len(agents)
+            runs += [mk(a, "agent", e, "pass" if rng.random() < p else "fail") for e in range(1, epochs + 1)]
+    return {"cfg": cfg, "tasks": tasks, "runs": runs}
+
+
+def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: int = 5) -> dict:
+    """stratify.build_strata + writing the tables + gate.decide on a synthetic experiment,
+    written the way tests/test_gate_refusals.write_experiment does."""
+    from sealbench import core, gate, schema, split, stats
+    from sealbench.stratify import build_strata
+
+    lb = loadavg()
+    t0 = time.perf_counter()
+    spec = synthetic_spec(n_tasks, n_agents, epochs)
+    build_s = time.perf_counter() - t0
+    cfg, tasks, runs = spec["cfg"], spec["tasks"], spec["runs"]
+    root = tmpdir("gate")
+    try:
+        manifest = {"seed": cfg["seed"], "holdout_frac": cfg["holdout_frac"],
+                    "tune": sorted(t["task_id"] for t in tasks if t["split"] == "tune"),
+                    "holdout": sorted(t["task_id"] for t in tasks if t["split"] == "holdout")}
+        split_path = root / "split" / "split_manifest.json"
+        core.write_json(split_path, manifest)
+        pack_hash = root / "packs" / ("p" * 64) / "PACK_HASH.txt"
+        pack_hash.parent.mkdir(parents=True)
+        pack_hash.write_text("# sealbench pack hash\n" + "p" * 64 + "\n")
+        tc = {"python": "3.11.0", "implementation": "cpython", "executable": "/usr/bin/python3",
+              "packages": ["numpy==2.0.0", "pandas==2.2.0"]}
+        ident = {"pack_digest": "p" * 64, "split_manifest_digest": split.manifest_digest(manifest),
+                 "config": {k: v for k, v in cfg.items() if k != "pack"}, "code": "c" * 16,
+                 "toolchain_digest": core.toolchain_digest(tc),
+                 "agent_fingerprints": {a: core.agent_fingerprint(a, cfg["agents"][a]) for a in cfg["agents"]},
+                 "human_sessions": []}
+        exp = dict(ident, exp_id=core.sha256_text(core.canonical_json(ident))[:16], pack=cfg["pack"],
+                   task_digests={t["task_id"]: t["task_digest"] for t in tasks},
+                   oracle_commands=[{"commands": "visible: a | hidden: b", "tasks": sorted(manifest["holdout"])}],
+                   denylist_lines=1, denylist_digest="d" * 64,
+                   strata_of={t["task_id"]: t["stratum"] for t in tasks}, toolchain=tc, config_full=cfg)
+        exp_dir = root / "experiments" / exp["exp_id"]
+        core.write_json(exp_dir / "experiment.json", exp)
+
+        t0 = time.perf_counter()
+        strata = build_strata(runs, cfg["strata"])
+        strata_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        schema.write_table(tasks, "tasks", exp_dir / "tables" / "tasks.parquet")
+        schema.write_table(runs, "runs", exp_dir / "tables" / "runs.parquet")
+        schema.write_table(strata, "strata", exp_dir / "tables" / "strata.parquet")
+        write_s = time.perf_counter() - t0
+
+        # time the parts of decide by wrapping them (benchmark-side only; gate.py unchanged)
+        parts: dict[str, float] = {}
+
+        def timed(name, fn):
+            def wrapper(*a, **k):
+                t = time.perf_counter()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    parts[name] = parts.get(name, 0.0) + time.perf_counter() - t
+            return wrapper
+
+        saved = {}
+        for mod, name in ((stats, "paired_delta"), (gate, "per_task_scores"), (gate, "build_card"),
+                          (gate, "render_report"), (gate, "roles_table"), (gate, "cost_per_pass"),
+                          (gate, "pass_at_k_table")):
+            saved[(mod, name)] = getattr(mod, name)
+            setattr(mod, name, timed(name, saved[(mod, name)]))
+        try:
+            t0 = time.perf_counter()
+            decision, card, report = gate.decide(exp_dir, split_path, pack_hash)
+            decide_s = time.perf_counter() - t0
+        finally:
+            for (mod, name), fn in saved.items():
+                setattr(mod, name, fn)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    total = strata_s + write_s + decide_s
+    other = decide_s - sum(parts.values())
+    split_txt = ", ".join(f"{k} {v:.2f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]))
+    return row("stratify+gate", f"{total:.2f} s", "<= 3 s", total <= 3,
+               f"{n_tasks} tasks x {n_agents} agents x {epochs} epochs + controls = {len(runs)} run rows; "
+               f"build_strata {strata_s:.2f} s, write tables {write_s:.2f} s, decide {decide_s:.2f} s "
+               f"(inside decide: {split_txt}, rest {other:.2f}); rows built in memory in {build_s:.1f} s (not counted); "
+               f"publishable={decision['publishable']} {[r['code'] for r in decision['reasons']]}",
+               load_before=lb, runs=len(runs), build_strata_s=strata_s, write_tables_s=write_s, decide_s=decide_s,
+               decide_parts_s=parts, decide_rest_s=other, total_s=total)
+
+
+# ------------------------------------------------------------------------------ main
+
+def machine() -> dict:
+    from importlib import metadata
+
+    return {"cpu_count": os.cpu_count(), "machine": platform.machine(), "python": platform.python_version(),
+            "snakemake": metadata.version("snakemake"), "platform": platform.platform()}
+
+
+def run(names: list[str], quick: bool) -> tuple[list[dict], dict]:
+    state: dict = {}
+    sizes = dict(overhead={"n": 24} if quick else {"n": 200},
+                 replan={"n": 1000, "use_n": 24 if quick else 200},
+                 incremental={"n": 24} if quick else {"n": 200},
+                 hashing={"tasks": 20} if quick else {},
+                 setup={"repo_mb": 5} if quick else {},
+                 gate={"n_tasks": 1000} if quick else {})
+    funcs = {"overhead": bench_overhead, "replan": bench_replan, "incremental": bench_incremental,
+             "hashing": bench_hashing, "setup": bench_setup, "gate": bench_gate}
+    rows = []
+    try:
+        for name in names:
+            kw = dict(sizes[name])
+            if name == "replan" and "--only" in sys.argv:
+                kw.pop("use_n")  # alone: build the full size it measures
+            t0 = time.perf_counter()
+            try:
+                r = funcs[name](state, **kw)
+            except Exception as exc:  # report and continue: one broken benchmark is one row
+                r = row(name, "error", "", None, f"{type(exc).__name__}: {str(exc)[-300:]}")
+            r["secs"] = round(time.perf_counter() - t0, 1)
+            if quick:
+                r["notes"] = "QUICK (not the target size): " + r["notes"]
+            rows.append(r)
+            print(f"  [{name}] done in {r['secs']} s: {r['measured']}", file=sys.stderr, flush=True)
+    finally:
+        if not state.get("keep"):
+            for d in state.get("cleanup", []):
+                shutil.rmtree(d, ignore_errors=True)
+    return rows, state
+
+
+def print_table(rows: list[dict], info: dict) -> None:
+    print(f"sealbench scale benchmarks ({info['machine']['cpu_count']} cores, python {info['machine']['python']}, "
+          f"snakemake {info['machine']['snakemake']}; load avg before {info['load_before']}, after {info['load_after']})")
+    w = [14, 34, 30, 5]
+    print(f"{'figure':<{w[0]}} {'measured':<{w[1]}} {'target':<{w[2]}} {'met?':<{w[3]}} notes")
+    for r in rows:
+        met = "-" if r["met"] is None else ("yes" if r["met"] else "NO")
+        print(f"{r['figure']:<{w[0]}} {r['measured']:<{w[1]}} {r['target']:<{w[2]}} {met:<{w[3]}} "
+              f"{r['notes']} [load {r['load_before']} -> {r['load_after']}; {r['secs']} s]")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run (not the target sizes)")
+    ap.add_argument("--only", choices=BENCHES, action="append", help="run only this benchmark (repeatable)")
+    args = ap.parse_args(argv)
+    names = args.only or list(BENCHES)
+    info = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "quick": args.quick, "only": args.only,
+            "machine": machine(), "load_before": loadavg(), "scheduler_flags": SMK_FLAGS}
+    t0 = time.perf_counter()
+    rows, _ = run(names, args.quick)
+    info["load_after"] = loadavg()
+    info["total_s"] = round(time.perf_counter() - t0, 1)
+    print_table(rows, info)
+    out = ROOT / "bench" / "results" / "run_all.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "a") as fh:
+        fh.write(json.dumps(dict(info, rows=rows), default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
