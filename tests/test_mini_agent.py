@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import NOOP_AGENT, make_pack, write_config  # noqa: E402
-from sealbench import core, hash_pack, hidden_score, run_agent  # noqa: E402
+from sealbench import core, hash_pack, hidden_score, run_agent, sandbox  # noqa: E402
 from sealbench.agents import mini as adapter  # noqa: E402
 from sealbench.testing.fake_llm import SUBMIT, FakeLLM  # noqa: E402
 
@@ -146,6 +146,7 @@ def test_mini_fixes_a_sealed_task_and_reports_the_server_usage(tmp_path: Path, m
     score = hidden_score.score_run(sealed, rd, base / "results" / "score.json", 30)
     log = (rd / "agent.stderr").read_text()[-3000:] + (rd / "agent.stdout").read_text()[-3000:]
     assert rec["exit_code"] == 0, log
+    assert rec["isolation"] == ("none" if sandbox.bwrap_problem() else "bwrap")  # through the bridge
     assert score["status"] == "pass", (score, log)
     assert served["calls"] == len(script)
     assert rec["usage"] == {"tokens_in": served["prompt_tokens"], "tokens_out": served["completion_tokens"],
@@ -174,7 +175,7 @@ def test_pipeline_with_mini_candidate(tmp_path: Path) -> None:
         write_config(tmp_path / "cfg.yaml", tmp_path / "pack", agents=agents, candidate="mini", baseline="idle")
         res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
                               "--configfile", str(tmp_path / "cfg.yaml"), "--cores", "2", "gate"],
-                             capture_output=True, text=True, cwd=tmp_path)
+                             capture_output=True, text=True, cwd=tmp_path, check=False)
         conversations = fake.conversations()
     assert res.returncode == 0, res.stderr[-4000:]
     runs = pd.read_parquet(tmp_path / "results" / "latest" / "tables" / "runs.parquet")

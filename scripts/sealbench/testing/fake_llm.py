@@ -41,7 +41,8 @@ import signal
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 MODES = ("tool", "text")
@@ -83,7 +84,7 @@ class FakeLLM:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> "FakeLLM":
+    def start(self) -> FakeLLM:
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self._thread.start()
         return self
@@ -92,7 +93,7 @@ class FakeLLM:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def __enter__(self) -> "FakeLLM":
+    def __enter__(self) -> FakeLLM:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
