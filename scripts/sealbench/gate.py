@@ -275,9 +275,8 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         reasons.append(_reason("STRATUM_TOO_SMALL", f"Stratum {', '.join(small)} has fewer than 2 scored {split} tasks; "
                                                     "a rate on it is not a measurement.", small))
     cand_scores = per_task_scores(runs, cand, split)
-    clean = {t for t in cand_scores
-             if not bool(slice_tasks.set_index("task_id").loc[t, "weak_test"])
-             and not bool(slice_tasks.set_index("task_id").loc[t, "flaky"])}
+    unclean = set(slice_tasks.task_id[slice_tasks.weak_test | slice_tasks.flaky])
+    clean = {t for t in cand_scores if t not in unclean}
     if len(cand_rows) == 0:
         reasons.append(_reason("NO_CANDIDATE_ROWS", f"{cand} has no rows on the {split} split.", cand))
     if len(clean) < cfg["min_kept_tasks"]:
