@@ -389,6 +389,8 @@ def validate_meta(meta_path: Path, strata: Iterable[str] | None = None) -> dict:
         raise PackError(f"{meta_path}: must be a JSON object")
     errors = schema_errors(meta, load_schema("meta.schema.yaml"), str(meta_path))
     if not errors:
+        if "\n" in meta["title"] or "\r" in meta["title"]:
+            errors.append(f"{meta_path}: field 'title': must be one line (it contains a line break)")
         if meta["id"] != task_dir.name:
             errors.append(f"{meta_path}: field 'id': '{meta['id']}' does not equal the folder name '{task_dir.name}'")
         strata = list(strata) if strata is not None else None
@@ -397,13 +399,13 @@ def validate_meta(meta_path: Path, strata: Iterable[str] | None = None) -> dict:
                 f"{meta_path}: field 'stratum': '{meta['stratum']}' is not one of the configured strata "
                 f"({', '.join(strata)}); add it to 'strata' in the config or fix the task"
             )
-    for name in TASK_FILES:
+    for name in TASK_FILES + TASK_DIRS:
         p = task_dir / name
-        if not p.is_file() or p.is_symlink():
+        if p.is_symlink():
+            errors.append(f"{p}: is a symlink; a pack must contain plain files and folders only")
+        elif name in TASK_FILES and not p.is_file():
             errors.append(f"{p}: missing (required by the pack contract)")
-    for name in TASK_DIRS:
-        p = task_dir / name
-        if not p.is_dir() or p.is_symlink():
+        elif name in TASK_DIRS and not p.is_dir():
             errors.append(f"{p}/: missing folder (required by the pack contract)")
     prompt = task_dir / "prompt.md"
     if prompt.is_file():
@@ -427,7 +429,10 @@ def load_pack(pack: Path, strata: Iterable[str] | None = None) -> list[Task]:
     for child in sorted(tasks_dir.iterdir()):
         if child.name.startswith("."):
             continue
-        if child.is_symlink() or not child.is_dir():
+        if child.is_symlink():
+            errors.append(f"{child}: is a symlink; tasks/ may only hold plain task folders")
+            continue
+        if not child.is_dir():
             errors.append(f"{child}: not a task folder (tasks/ may only hold task folders)")
             continue
         try:

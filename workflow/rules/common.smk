@@ -204,8 +204,34 @@ onstart:
     _try_run_lock(hold=True)
 
 
+MIN_FREE_MB = 64
+
+
+def _check_results_writable():
+    """results/ must be writable and have room, or nothing starts (clear error, nothing written)."""
+    import errno
+    import shutil as _shutil
+
+    base = Path(RESULTS)
+    try:
+        (base / ".sealbench").mkdir(parents=True, exist_ok=True)
+        probe = base / ".sealbench" / f".probe-{os.getpid()}"
+        probe.write_bytes(b"x")
+        probe.unlink()
+    except OSError as exc:
+        why = {errno.EROFS: "it is on a read-only file system", errno.EACCES: "permission denied",
+               errno.ENOSPC: "the disk is full"}.get(exc.errno, exc.strerror)
+        _fail(f"{base.absolute()}/ is not writable ({why}). Point snakemake at a writable working directory "
+              "(-d DIR) or free the disk; no result was changed.")
+    free_mb = _shutil.disk_usage(base).free // (1 << 20)
+    if free_mb < MIN_FREE_MB:
+        _fail(f"{base.absolute()}/ has only {free_mb} MB free; a run needs at least {MIN_FREE_MB} MB for "
+              "workspaces, logs and tables. Free some space first; no result was changed.")
+
+
 # Before any job: validate and digest the pack, name the experiment (main process only).
 if workflow.is_main_process:
+    _check_results_writable()
     _try_run_lock(hold=False)
     from sealbench.sandbox import bwrap_problem as _bwrap_problem
 
