@@ -50,3 +50,27 @@ def test_full_disk_is_refused_before_any_job(wd: Path) -> None:
     assert res.returncode != 0
     assert "MB free; a run needs at least" in res.stderr
     assert (wd / "results" / "earlier.txt").read_text() == "an earlier result\n"
+
+
+CHECK = """
+import json, sys
+from pathlib import Path
+bad = [str(p) for p in Path(sys.argv[1]).rglob("*.json") if p.stat().st_size and not p.name.startswith(".")
+       and not (lambda t: (json.loads(t), True)[1])(p.read_text())]
+tmp = [str(p) for p in Path(sys.argv[1]).rglob(".*.tmp")]
+print("HALF", bad, tmp)
+"""
+
+
+def test_disk_full_mid_run_says_so_and_leaves_nothing_half_written(wd: Path) -> None:
+    smk = " ".join([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(wd),
+                    "--configfile", str(wd / "cfg.yaml"), "--cores", "2", "gate"])
+    check = f"{sys.executable} -c '{CHECK}' {wd / 'results'}"
+    cmd = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--setenv", "SEALBENCH_MIN_FREE_MB", "0",
+           "--size", str(300 << 10), "--tmpfs", str(wd / "results"), "--",
+           "bash", "-c", f"{smk}; rc=$?; {check} >&2; exit $rc"]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode != 0
+    err = res.stderr
+    assert "No space left on device" in err or "its log is empty or could not be written" in err, err[-2000:]
+    assert "HALF [] []" in err, "a JSON file is half-written or a temporary file was left behind"

@@ -34,6 +34,14 @@ PY = sys.executable
 RESULTS = "results"
 shell.prefix(f"export PYTHONPATH={SCRIPTS}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; ")
 
+#: How every job ends: its output goes to its log; on failure the log is shown — or, when the
+#: log itself could not be written (a full disk), a sentence saying so.
+ON_FAIL = (
+    " > {log:q} 2>&1 || {{ rc=$?; if [ -s {log:q} ]; then cat {log:q} >&2; else echo \"sealbench: the job failed"
+    " (exit $rc) and its log is empty or could not be written: check the free space and permissions of"
+    " results/ (df -h results)\" >&2; fi; exit 1; }}"
+)
+
 wildcard_constraints:
     task=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     tdigest=r"[0-9a-f]{64}",
@@ -204,7 +212,7 @@ onstart:
     _try_run_lock(hold=True)
 
 
-MIN_FREE_MB = 64
+MIN_FREE_MB = int(os.environ.get("SEALBENCH_MIN_FREE_MB", "64"))
 
 
 def _check_results_writable():

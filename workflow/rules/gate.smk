@@ -34,7 +34,7 @@ rule decide:
     shell:
         "{PY} -m sealbench.gate --experiment-dir {RESULTS}/experiments/{wildcards.exp}"
         " --split {input.split:q} --pack-hash {input.pack_hash:q} --latest {RESULTS}/latest"
-        " --ledger {params.ledger:q} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " --ledger {params.ledger:q} " + ON_FAIL
 
 
 rule gate:

@@ -18,7 +18,7 @@ rule hash_pack:
         runtime=10,
     shell:
         "{PY} -m sealbench.hash_pack seal --task-dir {params.src:q} --digest {wildcards.tdigest}"
-        " --out {output.sealed:q} --record {output.record:q} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " --out {output.sealed:q} --record {output.record:q} " + ON_FAIL
 
 
 rule pack_hash:
@@ -38,4 +38,4 @@ rule pack_hash:
         runtime=10,
     shell:
         "{PY} -m sealbench.hash_pack aggregate --denylist-digest {params.denylist}"
-        " --out-txt {output.txt:q} --out-tsv {output.tsv:q} {input:q} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " --out-txt {output.txt:q} --out-tsv {output.tsv:q} {input:q} " + ON_FAIL

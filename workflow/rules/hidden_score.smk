@@ -25,7 +25,7 @@ rule hidden_score:
         "{PY} -m sealbench.hidden_score --sealed {input.sealed:q} --run-dir {params.rundir:q}"
         " --out {output:q} --timeout {params.timeout} --sandbox {params.sandbox}"
         " --controls {input.controls:q}"
-        " > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " " + ON_FAIL
 
 
 rule hidden_score_session:
@@ -52,4 +52,4 @@ rule hidden_score_session:
         "{PY} -m sealbench.hidden_score --sealed {input.sealed:q} --run-dir {params.rundir:q}"
         " --out {output:q} --timeout {params.timeout} --sandbox {params.sandbox}"
         " --controls {input.controls:q}"
-        " > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " " + ON_FAIL

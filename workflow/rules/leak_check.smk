@@ -19,4 +19,4 @@ rule leak_check:
         runtime=10,
     shell:
         "{PY} -m sealbench.leak_check --task {input.sealed:q} --denylist {params.denylist:q}"
-        " --expect-denylist-digest {wildcards.ddigest} --out {output:q} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " --expect-denylist-digest {wildcards.ddigest} --out {output:q} " + ON_FAIL

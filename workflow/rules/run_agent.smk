@@ -29,4 +29,4 @@ rule run_agent:
         "{PY} -m sealbench.run_agent --sealed {input.sealed:q} --run-dir {params.rundir:q}"
         " --agent {wildcards.agent} --fingerprint {wildcards.fp} --spec {params.spec:q} --epoch {wildcards.epoch}"
         " --envelope {params.envelope:q} --sandbox {params.sandbox}{params.stop} --log-cap-bytes {params.cap}"
-        " {params.hide} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " {params.hide} " + ON_FAIL

@@ -23,4 +23,4 @@ rule run_dummy:
         runtime=lambda w: 10 + CFG["score_timeout_s"] * (2 + CFG["oracle_runs"]) * 2 // 60,
     shell:
         "{PY} -m sealbench.run_dummy --sealed {input.sealed:q} --out-dir {params.outdir:q}"
-        " --oracle-runs {params.runs} --timeout {params.timeout} --sandbox {params.sandbox} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " --oracle-runs {params.runs} --timeout {params.timeout} --sandbox {params.sandbox} " + ON_FAIL

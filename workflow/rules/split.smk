@@ -20,4 +20,4 @@ rule split:
         runtime=10,
     shell:
         "{PY} -m sealbench.split --pack {params.pack:q} --seed {params.seed} --holdout-frac {params.frac}"
-        " --strata {params.strata} --out {output:q} > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " --strata {params.strata} --out {output:q} " + ON_FAIL

@@ -25,4 +25,4 @@ rule stratify:
         "{PY} -m sealbench.stratify --experiment {input.experiment:q} --split {input.split:q}"
         " --out-dir {RESULTS}/experiments/{wildcards.exp}/tables"
         " --sealed {input.sealed:q} --leaks {input.leaks:q} --controls {input.controls:q} --scores {input.scores:q}"
-        " > {log:q} 2>&1 || (cat {log:q} >&2; exit 1)"
+        " " + ON_FAIL
