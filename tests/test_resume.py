@@ -42,22 +42,26 @@ def test_kill_and_resume(tmp_path: Path) -> None:
         write_config(wd / "cfg.yaml", wd / "pack", agents={"fixer": {"command": slow},
                                                            "idle": {"command": "sleep 1; " + FIX_AGENT.split(";", 1)[1]}})
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(smk_cmd(killed, "--cores", "2", "gate"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(finished(killed)) < 8:
-        time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    before = finished(killed)
-    assert 8 <= len(before) < 12 * 5, "killed in the middle of the run"
-    for p in (killed / "results").rglob("*.json"):
-        json.loads(p.read_text())  # every JSON present is whole (atomic writes)
-    subprocess.run(smk_cmd(killed, "--unlock"), check=True, capture_output=True)
+    # kill -9 at two points of the run (early: controls; later: agents and scores), resuming each time
+    snapshots = []
+    for stop_at in (8, 30):
+        proc = subprocess.Popen(smk_cmd(killed, "--cores", "2", "--rerun-incomplete", "gate"),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(finished(killed)) < stop_at and proc.poll() is None:
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        before = finished(killed)
+        snapshots.append(before)
+        assert stop_at <= len(before) < 12 * 5, "killed in the middle of the run"
+        for p in (killed / "results").rglob("*.json"):
+            json.loads(p.read_text())  # every JSON present is whole (atomic writes)
+        subprocess.run(smk_cmd(killed, "--unlock"), check=True, capture_output=True)
     res = subprocess.run(smk_cmd(killed, "--cores", "2", "--rerun-incomplete", "gate"), capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
     after = finished(killed)
-    redone = [k for k, v in before.items() if after.get(k) != v]
+    redone = [k for snap in snapshots for k, v in snap.items() if after.get(k) != v]
     assert redone == [], f"finished jobs were redone: {redone}"
     straight = tmp_path / "straight"
     res = subprocess.run(smk_cmd(straight, "--cores", "2", "gate"), capture_output=True, text=True)
