@@ -3,6 +3,7 @@ half-written, and the decision equals an uninterrupted run's."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -25,12 +26,28 @@ def smk_cmd(wd: Path, *args: str) -> list[str]:
             "--configfile", str(wd / "cfg.yaml"), *args]
 
 
+def incomplete(wd: Path) -> set[str]:
+    """Outputs snakemake has marked incomplete (job started, not finished): a kill may land after a
+    job wrote one output and before snakemake recorded the job as done; such a job is rightly redone."""
+    root = wd / ".snakemake" / "incomplete"
+    out = set()
+    for rec in root.rglob("*") if root.is_dir() else ():
+        if rec.is_file() and rec.name != "migration_underway":
+            parts = rec.relative_to(root).parts
+            b64 = "".join(part.removeprefix("@") for part in parts)
+            out.add(base64.urlsafe_b64decode(b64).decode())
+    return out
+
+
 def finished(wd: Path) -> dict[str, int]:
     """Per-task outputs that are complete now (their mtimes)."""
     out = {}
+    pending = incomplete(wd)
     for pattern in ("tasks/*/*/controls/controls.json", "tasks/*/*/runs/*/*/*/run.json", "tasks/*/*/scores/*/*/*.json"):
         for p in (wd / "results").glob(pattern):
-            out[str(p.relative_to(wd))] = p.stat().st_mtime_ns
+            rel = str(p.relative_to(wd))
+            if rel not in pending:
+                out[rel] = p.stat().st_mtime_ns
     return out
 
 
