@@ -127,6 +127,10 @@ class VisibleServer:
         self.stop.set()
         with self.lock:  # wait for a run in progress to be stopped and logged
             pass
+        try:  # wake the accept() at once (closing alone leaves it waiting out its 0.2 s timeout)
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
         self.thread.join(timeout=5)
         try:
