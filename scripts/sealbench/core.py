@@ -279,7 +279,8 @@ def schema_errors(instance: Any, schema: dict, where: str) -> list[str]:
 
 CONFIG_DEFAULTS: dict[str, Any] = {"oracle_runs": 3, "score_timeout_s": 300, "humans": [], "sandbox": "auto",
                                    "stop_on_green": False, "log_cap_bytes": 1 << 20,
-                                   "card_name": "default", "interval_method": "wilson", "public_results": None}
+                                   "card_name": "default", "interval_method": "wilson", "public_results": None,
+                                   "batch_size": 1}
 CONTROLS = ("empty_diff", "stub", "oracle")
 
 

@@ -135,14 +135,18 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--denylist-digest", required=True)
     a.add_argument("--out-txt", required=True, type=Path)
     a.add_argument("--out-tsv", required=True, type=Path)
-    a.add_argument("records", nargs="+", type=Path)
+    a.add_argument("records", nargs="*", type=Path)
+    a.add_argument("--batches", nargs="*", type=Path, default=[], help="task_batch done.json files (their sealed records)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "seal":
             rec = seal_task(args.task_dir, args.digest, args.out, args.record)
             print(f"sealed {rec['task_id']} {rec['task_digest'][:12]} ({rec['files']} files)")
         else:
-            pdig = write_pack_hash([read_json(p) for p in args.records], args.denylist_digest, args.out_txt, args.out_tsv)
+            records = list(args.records) + [Path(r) for b in args.batches for r in read_json(b)["sealed"]]
+            if not records:
+                raise SealbenchError("aggregate: no sealed records given")
+            pdig = write_pack_hash([read_json(p) for p in records], args.denylist_digest, args.out_txt, args.out_tsv)
             print(f"pack digest {pdig}")
     except (SealbenchError, PackError) as exc:
         print(f"hash_pack: {exc}", file=sys.stderr)

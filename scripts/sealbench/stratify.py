@@ -208,12 +208,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--experiment", type=Path, required=True)
     ap.add_argument("--split", type=Path, required=True)
     ap.add_argument("--out-dir", type=Path, required=True)
-    ap.add_argument("--sealed", type=Path, nargs="+", required=True)
-    ap.add_argument("--leaks", type=Path, nargs="+", required=True)
-    ap.add_argument("--controls", type=Path, nargs="+", required=True)
+    ap.add_argument("--sealed", type=Path, nargs="*", default=[])
+    ap.add_argument("--leaks", type=Path, nargs="*", default=[])
+    ap.add_argument("--controls", type=Path, nargs="*", default=[])
     ap.add_argument("--scores", type=Path, nargs="*", default=[])
+    ap.add_argument("--batches", type=Path, nargs="*", default=[],
+                    help="task_batch done.json files; their per-task files are added to the lists above")
     args = ap.parse_args(argv)
     try:
+        for b in args.batches:
+            done = read_json(b)
+            for key in ("sealed", "leaks", "controls", "scores"):
+                getattr(args, key).extend(Path(x) for x in done[key])
+        if not args.sealed:
+            raise SealbenchError("no task records given (--sealed or --batches)")
         counts = stratify(args.experiment, args.split, args.sealed, args.leaks, args.controls, args.scores, args.out_dir)
     except SealbenchError as exc:
         print(f"stratify: {exc}", file=sys.stderr)

@@ -68,6 +68,8 @@ except SealbenchError as exc:
 
 AGENTS = {name: dict(spec, fingerprint=agent_fingerprint(name, spec)) for name, spec in CFG["agents"].items()}
 EPOCHS = list(range(1, int(CFG["epochs"]) + 1))
+#: Config keys that change how the work is scheduled, not what is measured: not in the experiment id.
+EXECUTION_ONLY_KEYS = ("pack", "batch_size")
 
 
 @functools.cache
@@ -84,7 +86,7 @@ def experiment():
     """The experiment record: everything that makes this result this result."""
     p, strata_of, manifest = plan()
     tc = toolchain()
-    cfg_for_id = {k: v for k, v in CFG.items() if k != "pack"}
+    cfg_for_id = {k: v for k, v in CFG.items() if k not in EXECUTION_ONLY_KEYS}
     ident = {
         "pack_digest": p.pack_digest,
         "split_manifest_digest": _split.manifest_digest(manifest),

@@ -23,7 +23,8 @@ rule hash_pack:
 
 rule pack_hash:
     input:
-        lambda w: all_sealed_records(),
+        records=lambda w: [] if BATCHED else all_sealed_records(),
+        batches=lambda w: all_batches(),
     output:
         txt=f"{RESULTS}/packs/{{pdigest}}/PACK_HASH.txt",
         tsv=f"{RESULTS}/packs/{{pdigest}}/task_digests.tsv",
@@ -38,4 +39,4 @@ rule pack_hash:
         runtime=10,
     shell:
         "{PY} -m sealbench.hash_pack aggregate --denylist-digest {params.denylist}"
-        " --out-txt {output.txt:q} --out-tsv {output.tsv:q} {input:q} " + ON_FAIL
+        " --out-txt {output.txt:q} --out-tsv {output.tsv:q} --batches {input.batches:q} -- {input.records:q} " + ON_FAIL

@@ -28,16 +28,27 @@ rule hidden_score:
         " " + ON_FAIL
 
 
+def session_inputs(w):
+    """A human session's inputs: the sealed task and its controls come from the per-task rules,
+    or (batch_size > 1) from the task's batch, which writes them at the same paths."""
+    base = f"{RESULTS}/tasks/{w.task}/{w.tdigest}"
+    ins = {"run": f"{base}/sessions/{w.who}/{w.epoch}/run.json", "patch": f"{base}/sessions/{w.who}/{w.epoch}/patch.diff"}
+    if BATCHED:
+        ins["batch"] = f"{RESULTS}/batches/{batch_of_task()[w.task]}/done.json"
+    else:
+        ins.update(sealed=sealed(w), controls=f"{base}/controls/controls.json")
+    return ins
+
+
 rule hidden_score_session:
     input:
-        sealed=sealed,
-        controls=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/controls/controls.json",
-        run=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/sessions/{{who}}/{{epoch}}/run.json",
-        patch=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/sessions/{{who}}/{{epoch}}/patch.diff",
+        unpack(session_inputs),
     output:
         f"{RESULTS}/tasks/{{task}}/{{tdigest}}/scores/human_{{who}}/{{epoch}}.json",
     params:
         rundir=lambda w, input: str(Path(input.run).parent),
+        sealed=sealed,
+        controls=lambda w: f"{RESULTS}/tasks/{w.task}/{w.tdigest}/controls/controls.json",
         timeout=CFG["score_timeout_s"],
         sandbox=CFG["sandbox"],
         code=code_digest("hidden_score", "sandbox"),
@@ -49,7 +60,7 @@ rule hidden_score_session:
         mem_mb=1000,
         runtime=lambda w: 5 + 2 * CFG["score_timeout_s"] // 60,
     shell:
-        "{PY} -m sealbench.hidden_score --sealed {input.sealed:q} --run-dir {params.rundir:q}"
+        "{PY} -m sealbench.hidden_score --sealed {params.sealed:q} --run-dir {params.rundir:q}"
         " --out {output:q} --timeout {params.timeout} --sandbox {params.sandbox}"
-        " --controls {input.controls:q}"
+        " --controls {params.controls:q}"
         " " + ON_FAIL

@@ -5,10 +5,11 @@ rule stratify:
     input:
         experiment=f"{RESULTS}/experiments/{{exp}}/experiment.json",
         split=lambda w: split_file(),
-        sealed=lambda w: all_sealed_records(),
-        leaks=lambda w: all_leak_files(),
-        controls=lambda w: all_controls(),
-        scores=lambda w: all_scores() + all_session_scores(),
+        sealed=lambda w: [] if BATCHED else all_sealed_records(),
+        leaks=lambda w: [] if BATCHED else all_leak_files(),
+        controls=lambda w: [] if BATCHED else all_controls(),
+        scores=lambda w: ([] if BATCHED else all_scores()) + all_session_scores(),
+        batches=lambda w: all_batches(),
     output:
         tasks=f"{RESULTS}/experiments/{{exp}}/tables/tasks.parquet",
         runs=f"{RESULTS}/experiments/{{exp}}/tables/runs.parquet",
@@ -25,4 +26,5 @@ rule stratify:
         "{PY} -m sealbench.stratify --experiment {input.experiment:q} --split {input.split:q}"
         " --out-dir {RESULTS}/experiments/{wildcards.exp}/tables"
         " --sealed {input.sealed:q} --leaks {input.leaks:q} --controls {input.controls:q} --scores {input.scores:q}"
+        " --batches {input.batches:q}"
         " " + ON_FAIL
