@@ -40,6 +40,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from make_pack import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
 
 SMK_FLAGS = ["--scheduler", "greedy"]
+#: Tasks per job (config batch_size) for the pipeline runs: the granularity for many small tasks.
+BATCH_SIZE = 20
 PER_TASK_JOBS = {"hash_pack": 1, "leak_check": 1, "run_dummy": 1, "run_agent": 2, "hidden_score": 2}
 AGGREGATE_JOBS = {"pack_hash": 1, "stratify": 1, "decide": 1, "gate": 1}  # + split on a first run
 BENCHES = ("overhead", "replan", "incremental", "hashing", "setup", "gate")
@@ -92,7 +94,7 @@ def pipeline_workdir(state: dict, n: int) -> Path:
     wd = tmpdir(f"pipe{n}")
     state.setdefault("cleanup", []).append(wd)
     make_pack(wd / "pack", n)
-    write_config(wd / "cfg.yaml", wd / "pack")
+    write_config(wd / "cfg.yaml", wd / "pack", batch_size=BATCH_SIZE)
     secs, res = smk(wd, "--cores", "2", "gate")
     if res.returncode != 0:
         raise RuntimeError(f"pipeline run on {n} tasks failed:\n{res.stderr[-3000:]}")
@@ -174,12 +176,12 @@ def ideal_pool(pack: Path, oracle_runs: int = 2, workers: int = 2) -> tuple[floa
     return secs, {"sane": sane, "jobs": 3 * len(tasks)}
 
 
-def bench_overhead(state: dict, n: int = 200) -> dict:
+def bench_overhead(state: dict, n: int = 200, batch_size: int = BATCH_SIZE) -> dict:
     lb = loadavg()
     wd = tmpdir(f"pipe{n}")
     state.setdefault("cleanup", []).append(wd)
     make_pack(wd / "pack", n)
-    write_config(wd / "cfg.yaml", wd / "pack")  # sandbox: off, oracle_runs: 2, fixer + idle
+    write_config(wd / "cfg.yaml", wd / "pack", batch_size=batch_size)  # sandbox: off, oracle_runs: 2, fixer + idle
     secs, res = smk(wd, "--cores", "2", "gate")
     if res.returncode != 0:
         return row("overhead", "pipeline failed", "<= 1.3x", False, res.stderr[-500:], load_before=lb)
@@ -189,16 +191,53 @@ def bench_overhead(state: dict, n: int = 200) -> dict:
     ideal, info = ideal_pool(wd / "pack", oracle_runs=2, workers=2)
     ratio = secs / ideal
     return row("overhead", f"{ratio:.2f}x ({secs:.0f} s / {ideal:.0f} s)", "<= 1.3x", ratio <= 1.3,
-               f"N={n}, {jobs} snakemake jobs ({secs / jobs * 1000:.0f} ms wall/job at --cores 2) vs a 2-process pool "
+               f"N={n}, batch_size={batch_size}, {jobs} snakemake jobs ({secs / jobs * 1000:.0f} ms wall/job at --cores 2) vs a 2-process pool "
                f"over {info['jobs']} jobs (controls | agent+scoring); sandbox off both sides; ideal scores in the agent's "
                f"copy (no patch/git step); ideal results sane={info['sane']}",
-               load_before=lb, n=n, pipeline_s=secs, ideal_s=ideal, ratio=ratio, jobs=jobs, ideal_sane=info["sane"])
+               load_before=lb, n=n, batch_size=batch_size, pipeline_s=secs, ideal_s=ideal, ratio=ratio, jobs=jobs, ideal_sane=info["sane"])
 
 
 # ------------------------------------------------------------------------------ 2. re-plan
 
-def floor_snakefile(n: int) -> str:
+def floor_snakefile_batched(n: int, batch_size: int) -> str:
+    """A trivial workflow of the batched pipeline's shape and job count: one touch job per batch
+    of ``batch_size`` tasks, then the same aggregates."""
+    batches = [f"b{i:05d}" for i in range((n + batch_size - 1) // batch_size)]
+    return f"""
+BATCHES = {batches!r}
+
+rule gate:
+    input: "exp/decision.json"
+
+rule decide:
+    input: "exp/tables.txt", "split/manifest.txt", "pack/PACK_HASH.txt"
+    output: "exp/decision.json"
+    shell: "touch {{output}}"
+
+rule stratify:
+    input: expand("b/{{b}}/done.txt", b=BATCHES), "split/manifest.txt"
+    output: "exp/tables.txt"
+    shell: "touch {{output}}"
+
+rule split:
+    output: "split/manifest.txt"
+    shell: "touch {{output}}"
+
+rule pack_hash:
+    input: expand("b/{{b}}/done.txt", b=BATCHES)
+    output: "pack/PACK_HASH.txt"
+    shell: "touch {{output}}"
+
+rule task_batch:
+    output: "b/{{b}}/done.txt"
+    shell: "touch {{output}}"
+"""
+
+
+def floor_snakefile(n: int, batch_size: int = 1) -> str:
     """A trivial workflow of the same shape and job count as the pipeline: touch rules."""
+    if batch_size > 1:
+        return floor_snakefile_batched(n, batch_size)
     tasks = [f"t{i:05d}" for i in range(n)]
     return f"""
 TASKS = {tasks!r}
@@ -271,17 +310,18 @@ def bench_replan(state: dict, n: int = 1000, reps: int = 3, use_n: int | None = 
     wd = pipeline_workdir(state, size)
     pipe, out = median_dry(wd, reps)
     up_to_date = "Nothing to be done" in out
-    jobs = sum(PER_TASK_JOBS.values()) * size + len(AGGREGATE_JOBS) + 1  # + split
+    jobs = -(-size // BATCH_SIZE) + len(AGGREGATE_JOBS) + 1  # batches + aggregates + split
     fl = tmpdir("floor")
     state.setdefault("cleanup", []).append(fl)
-    (fl / "Snakefile").write_text(floor_snakefile(size))
+    (fl / "Snakefile").write_text(floor_snakefile(size, BATCH_SIZE))
     build_s, res = smk(fl, "--cores", "2", "gate", snakefile=fl / "Snakefile", configfile=False)
     floor_jobs = sum(job_counts(res.stdout + res.stderr).values())
     floor, fout = median_dry(fl, reps, snakefile=fl / "Snakefile", configfile=False)
     ratio = pipe / floor
     note = (f"N={size}" + ("" if size == n else f" (target N={n} not built: a full run of {n} tasks is "
                                                   f"~{n / size:.0f}x the {state['run_secs'][size]:.0f} s N={size} run)")
-            + f"; pipeline up to date={up_to_date}; floor: {floor_jobs} touch jobs (pipeline DAG {jobs}), "
+            + f"; batch_size={BATCH_SIZE}; pipeline up to date={up_to_date}; floor: {floor_jobs} touch jobs "
+              f"(pipeline DAG {jobs} jobs; the floor's batch inputs are files too, as the specs are), "
               f"same flags (-n, --scheduler greedy); median of {reps}")
     return row("re-plan", f"{ratio:.2f}x ({pipe:.1f} s / {floor:.1f} s)", "<= 1.5x", ratio <= 1.5, note,
                load_before=lb, n=size, target_n=n, pipeline_s=pipe, floor_s=floor, ratio=ratio,
@@ -291,28 +331,38 @@ def bench_replan(state: dict, n: int = 1000, reps: int = 3, use_n: int | None = 
 # ------------------------------------------------------------------------------ 3. incremental
 
 def bench_incremental(state: dict, n: int = 200) -> dict:
+    """One byte of one task's hidden test: the plan must hold that task's batch job and the
+    aggregates only, and inside the batch only that task's steps may run (the rest reused)."""
     lb = loadavg()
     wd = pipeline_workdir(state, n)
     tid = f"t{n // 2:05d}"
     hidden = wd / "pack" / "tasks" / tid / "hidden_tests" / "check_hidden.py"
     original = hidden.read_bytes()
+    batches_before = {p.parent.name for p in (wd / "results" / "batches").glob("*/done.json")}
     hidden.write_bytes(original.replace(b"else 1)", b"else 2)"))  # one byte
     try:
-        secs, res = smk(wd, "-n", "gate")
+        dry_s, res = smk(wd, "-n", "gate")
+        run_s, run = smk(wd, "--cores", "2", "gate")
     finally:
         hidden.write_bytes(original)
-    out = res.stdout + res.stderr
-    counts = job_counts(out)
-    expected = dict(PER_TASK_JOBS, **AGGREGATE_JOBS)
-    tasks_in_plan = set(re.findall(r"wildcards: task=([^,\s]+)", out))
-    matched = counts == expected and tasks_in_plan == {tid}
+    counts = job_counts(res.stdout + res.stderr)
+    expected = {"task_batch": 1, **AGGREGATE_JOBS}
+    new = [json.loads(p.read_text()) for p in (wd / "results" / "batches").glob("*/done.json")
+           if p.parent.name not in batches_before]
+    per_task = sum(PER_TASK_JOBS.values())
+    inside = [(b["ran"], b["reused"], tid in b["tasks"]) for b in new]
+    exact = (run.returncode == 0 and len(new) == 1 and inside[0][0] == per_task and inside[0][2]
+             and inside[0][1] == per_task * (len(new[0]["tasks"]) - 1))
+    matched = counts == expected and exact
     _, back = smk(wd, "-n", "gate")
     reverted = "Nothing to be done" in back.stdout + back.stderr
-    return row("incremental", f"{sum(counts.values())} jobs", f"= {sum(expected.values())} (1 task + aggregates)",
-               matched, f"N={n}, 1 byte of {tid}'s hidden test; plan {counts}; tasks in plan {sorted(tasks_in_plan)}; "
-                        f"-n took {secs:.1f} s; after revert up to date={reverted}",
-               load_before=lb, n=n, counts=counts, expected=expected, tasks=sorted(tasks_in_plan),
-               dry_s=secs, reverted_up_to_date=reverted)
+    return row("incremental", f"{sum(counts.values())} jobs; {inside[0][0] if inside else '?'} steps ran",
+               f"= 1 batch + {len(AGGREGATE_JOBS)} aggregates; {per_task} steps (that task's)", matched,
+               f"N={n}, batch_size={BATCH_SIZE}, 1 byte of {tid}'s hidden test; plan {counts}; inside the rerun batch "
+               f"(ran, reused, holds {tid}) = {inside}; -n took {dry_s:.1f} s, the rerun {run_s:.1f} s; "
+               f"after revert up to date={reverted}",
+               load_before=lb, n=n, counts=counts, expected=expected, inside=inside, dry_s=dry_s, run_s=run_s,
+               reverted_up_to_date=reverted)
 
 
 # ------------------------------------------------------------------------------ 4. hashing

@@ -11,6 +11,7 @@ the field, so a user knows what to fix before any work runs.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import os
@@ -489,11 +490,12 @@ def toolchain_digest(tc: Mapping[str, Any] | None = None) -> str:
     return sha256_text(canonical_json({"python": tc["python"], "packages": tc["packages"]}))
 
 
+@functools.cache
 def code_digest(*modules: str) -> str:
     """Digest of sealbench's own source for the given stage modules plus the shared core.
 
     Used as a Snakemake ``params`` value so that a code change reruns exactly the jobs of the
-    stages whose code changed.
+    stages whose code changed. Read once per process (a workflow's code does not change under it).
     """
     here = Path(__file__).resolve().parent
     names = sorted(set(modules) | {"core", "workspace", "scoring", "schema", "__init__"})

@@ -17,6 +17,7 @@ import os
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -147,7 +148,8 @@ def _fmt(x: float | None, nd: int = 3) -> float | None:
 def per_task_scores(runs, solver: str, split: str) -> dict[str, float]:
     """Per-task pass share for a solver on a split (epochs averaged; excluded/infra rows left out)."""
     sub = runs[(runs.solver == solver) & (runs.split == split) & (~runs.status.isin(["excluded", "infra_fail"]))]
-    return {tid: float(g.status.eq("pass").mean()) for tid, g in sub.groupby("task_id")}
+    share = sub.status.eq("pass").groupby(sub.task_id).mean()
+    return {str(tid): float(v) for tid, v in share.items()}
 
 
 def _median(values) -> float | None:
@@ -161,16 +163,16 @@ def roles_table(runs, split: str) -> list[dict]:
     sub = runs[(runs.split == split) & (runs.role.isin(["agent", "human"]))]
     for (solver, role), g in sorted(sub.groupby(["solver", "role"]), key=lambda kv: (kv[0][1], kv[0][0])):
         scored = g[~g.status.isin(["excluded", "infra_fail"])]
-        per_task = scored.groupby("task_id").status.apply(lambda x: float(x.eq("pass").mean()))
+        per_task = scored.status.eq("pass").groupby(scored.task_id).mean()
         steers = g.steer_count
         out.append({
             "solver": solver, "role": role, "tasks": int(per_task.size), "runs": int(len(g)),
             "hidden_pass_rate": _fmt(per_task.mean() if per_task.size else None, 6),
-            "median_time_to_green_s": _fmt(_median(g.time_to_green_s), 3),
+            "median_time_to_green_s": _fmt(_median(g.time_to_green_s.dropna().tolist()), 3),
             "greens": int(g.time_to_green_s.notna().sum()),
             "steers": None if steers.isna().any() else int(steers.sum()),
             "timeouts": int((g.status == "timeout").sum()),
-            "time_box_s": sorted({float(x) for x in g.time_box_s.dropna()}),
+            "time_box_s": sorted(float(x) for x in g.time_box_s.dropna().unique()),
         })
     return out
 
@@ -200,12 +202,16 @@ def pass_at_k_table(runs, split: str, epochs: int) -> dict:
     out = {}
     sub = runs[(runs.split == split) & (runs.role == "agent") & (~runs.status.isin(["excluded", "infra_fail"]))]
     for solver, g in sub.groupby("solver"):
-        per_task = [(len(t), int((t.status == "pass").sum())) for _, t in g.groupby("task_id")]
+        counts = g.status.eq("pass").groupby(g.task_id).agg(["size", "sum"])
+        # tasks share few (n, c) pairs: compute each once, average over every task exactly (fmean)
+        pairs = Counter(zip(counts["size"].astype(int), counts["sum"].astype(int)))
         ks = list(range(1, epochs + 1))
-        at = [statistics.fmean(stats.pass_at_k(n, c, k) for n, c in per_task if n >= k) for k in ks
-              if any(n >= k for n, _ in per_task)]
-        hat = [statistics.fmean(stats.pass_hat_k(n, c, k) for n, c in per_task if n >= k) for k in ks
-               if any(n >= k for n, _ in per_task)]
+
+        def mean_over_tasks(fn, k):
+            return statistics.fmean([v for (n, c), m in pairs.items() if n >= k for v in [fn(n, c, k)] * m])
+
+        at = [mean_over_tasks(stats.pass_at_k, k) for k in ks if any(n >= k for n, _ in pairs)]
+        hat = [mean_over_tasks(stats.pass_hat_k, k) for k in ks if any(n >= k for n, _ in pairs)]
         out[solver] = {"k": ks[:len(at)], "pass_at_k": [round(x, 6) for x in at], "pass_hat_k": [round(x, 6) for x in hat]}
     return out
 

@@ -120,8 +120,7 @@ def write_table(rows: list[dict], table: str, path: Any) -> None:
     extra = {k for r in rows for k in r} - set(names)
     if extra:
         raise ValueError(f"{table}: rows carry undeclared columns {sorted(extra)}")
-    data = {name: [r.get(name) for r in rows] for name in names}
-    tbl = pa.Table.from_pydict(data, schema=schema)
+    tbl = pa.Table.from_pylist(rows, schema=schema)  # a key a row lacks is null
     buf = io.BytesIO()
     pq.write_table(tbl, buf, compression="zstd")
     atomic_write_bytes(path, buf.getvalue())

@@ -77,24 +77,24 @@ def remove_outputs(outputs: list[str]) -> None:
 
 @contextlib.contextmanager
 def output_to(log: Path) -> Iterator[None]:
-    """Send this process's stdout and stderr (file descriptors 1 and 2, so subprocesses too)
-    to ``log`` for the duration."""
+    """Send this process's output to ``log`` for the duration: ``sys.stdout``/``sys.stderr`` and
+    file descriptors 1 and 2 (so subprocesses too), all sharing one file offset."""
     log.parent.mkdir(parents=True, exist_ok=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     saved = os.dup(1), os.dup(2)
-    try:
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for f in (fd, *saved):
-            os.close(f)
+    with open(log, "w", buffering=1) as fh:
+        try:
+            os.dup2(fh.fileno(), 1)
+            os.dup2(fh.fileno(), 2)
+            with contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
+                yield
+        finally:
+            fh.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for f in saved:
+                os.close(f)
 
 
 def run_step(step: dict[str, Any]) -> str:

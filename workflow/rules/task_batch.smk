@@ -6,6 +6,7 @@ from sealbench import task_batch as _task_batch  # noqa: E402
 
 BATCH_SIZE = int(CFG["batch_size"])
 BATCHED = BATCH_SIZE > 1
+_CORPUS_SHA = str((_leak_check.corpus_info() or {}).get("sha256")) if BATCHED else ""
 
 
 def _steps_of(t, d):
@@ -27,7 +28,7 @@ def _steps_of(t, d):
         step("leak_check", ["--task", sealed_dir, "--denylist", Path(CFG["pack"]) / "denylist.txt",
                             "--expect-denylist-digest", ddig, "--out", f"{base}/leak-{ddig}.json"],
              [f"{base}/leak-{ddig}.json"], f"{base}/logs/leak-{ddig}.log",
-             code_digest("leak_check") + ":" + str((_leak_check.corpus_info() or {}).get("sha256"))),
+             code_digest("leak_check") + ":" + _CORPUS_SHA),
     ]
     controls = f"{base}/controls/controls.json"
     work = [step("run_dummy", ["--sealed", sealed_dir, "--out-dir", f"{base}/controls", "--oracle-runs",

@@ -1,0 +1,151 @@
+"""batch_size > 1: the per-task stages of K tasks in one task_batch job.
+
+Unit tests call ``sealbench.task_batch`` directly on steps built by hand; the snakemake tests
+check that the decision does not depend on the batch size, that a one-byte change reruns one
+batch job which redoes only that task's steps, and that a leak suspect still stops the run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from packgen import FIX_AGENT, make_pack, write_config, write_task  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from sealbench import task_batch  # noqa: E402
+from sealbench.core import HashCache, task_digest  # noqa: E402
+
+
+def _seal_step(pack: Path, tid: str, out: Path, digest: str | None = None) -> dict:
+    d = task_digest(pack / "tasks" / tid, HashCache())
+    base = out / "tasks" / tid / d
+    return {"module": "hash_pack", "argv": ["seal", "--task-dir", str(pack / "tasks" / tid), "--digest", digest or d,
+                                             "--out", str(base / "sealed"), "--record", str(base / "sealed.json")],
+            "outputs": [str(base / "sealed"), str(base / "sealed.json")], "log": str(base / "logs" / "hash_pack.log"),
+            "code": "c1", "toolchain": None, "done_dir": str(base / ".done")}
+
+
+def test_step_runs_once_then_is_reused_and_reruns_when_its_key_changes(tmp_path: Path) -> None:
+    pack = make_pack(tmp_path / "pack")
+    step = _seal_step(pack, "t00", tmp_path / "res")
+    assert task_batch.run_step(step) == "ran"
+    assert "sealed t00" in Path(step["log"]).read_text()
+    assert task_batch.run_step(step) == "reused"
+    # the sealed copy is read-only; a changed code digest removes it and seals again
+    assert task_batch.run_step(dict(step, code="c2")) == "ran"
+    # an output gone: the step runs again even with its marker present
+    Path(step["outputs"][1]).unlink()
+    assert task_batch.run_step(dict(step, code="c2")) == "ran"
+
+
+def test_failed_step_leaves_no_output_and_no_marker(tmp_path: Path) -> None:
+    pack = make_pack(tmp_path / "pack")
+    step = _seal_step(pack, "t00", tmp_path / "res", digest="0" * 64)  # the pack "changed since planning"
+    assert task_batch.run_step(step) == "failed"
+    assert not any(Path(o).exists() for o in step["outputs"])
+    assert not Path(step["done_dir"]).exists() or not any(Path(step["done_dir"]).iterdir())
+    assert "hash_pack" in Path(step["log"]).read_text()
+
+
+def test_batch_stops_before_work_when_a_member_fails_to_seal(tmp_path: Path, capsys) -> None:
+    pack = make_pack(tmp_path / "pack")
+    out = tmp_path / "res"
+    good, bad = _seal_step(pack, "t00", out), _seal_step(pack, "t01", out, digest="0" * 64)
+    marker = tmp_path / "work-ran"
+    work = {"module": "hash_pack", "argv": ["aggregate", "--denylist-digest", "d", "--out-txt", str(marker),
+                                            "--out-tsv", str(tmp_path / "x.tsv"), good["outputs"][1]],
+            "outputs": [str(marker)], "log": str(tmp_path / "work.log"), "code": "c", "toolchain": None,
+            "done_dir": str(tmp_path / ".done")}
+    spec = {"tasks": [{"task": "t00", "digest": "x", "prepare": [good], "work": [work]},
+                      {"task": "t01", "digest": "y", "prepare": [bad], "work": []}],
+            "summary": {"sealed": [], "leaks": [], "controls": [], "scores": []}}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    rc = task_batch.main(["--spec", str(tmp_path / "spec.json"), "--out", str(tmp_path / "done.json")])
+    assert rc == 1
+    assert not marker.exists(), "no work step runs while a member failed its preparation"
+    assert not (tmp_path / "done.json").exists()
+    err = capsys.readouterr().err
+    assert "FAILED steps: t01 hash_pack" in err and "changed" in err
+
+
+def test_unknown_stage_module_is_refused(tmp_path: Path) -> None:
+    step = {"module": "os", "argv": [], "outputs": [], "log": str(tmp_path / "l"), "code": "", "toolchain": None,
+            "done_dir": str(tmp_path)}
+    with pytest.raises(Exception, match="unknown stage module"):
+        task_batch.run_step(step)
+
+
+# ------------------------------------------------------------------------------ snakemake
+
+def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(workdir / "cfg.yaml"), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+
+
+def _done(wd: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in (wd / "results" / "batches").glob("*/done.json")}
+
+
+@pytest.mark.snakemake
+def test_batched_run_decides_like_per_task_jobs_and_reruns_only_changed_steps(tmp_path: Path) -> None:
+    runs = {}
+    for bs in (1, 5):
+        wd = tmp_path / f"bs{bs}"
+        make_pack(wd / "pack")
+        write_config(wd / "cfg.yaml", wd / "pack", batch_size=bs)
+        res = smk(wd, "--cores", "2", "gate")
+        assert res.returncode == 0, res.stderr[-4000:]
+        runs[bs] = wd
+    one, five = runs[1] / "results" / "latest", runs[5] / "results" / "latest"
+    assert (one / "decision.json").read_bytes() == (five / "decision.json").read_bytes()
+    assert (one / "card.json").read_bytes() == (five / "card.json").read_bytes()
+    for table in ("tasks", "strata"):
+        assert (one / "tables" / f"{table}.parquet").read_bytes() == (five / "tables" / f"{table}.parquet").read_bytes()
+    wd = runs[5]
+    batches = _done(wd)
+    assert sorted(len(b["tasks"]) for b in batches.values()) == [2, 5, 5]
+    assert all(b["reused"] == 0 for b in batches.values())
+    assert list((wd / "results" / "tasks").glob("*/*/logs/run_dummy.log"))  # per-task logs, as with per-task jobs
+    assert "Nothing to be done" in smk(wd, "-n", "gate").stdout
+
+    hidden = wd / "pack" / "tasks" / "t07" / "hidden_tests" / "check_hidden.py"
+    original = hidden.read_bytes()
+    hidden.write_bytes(original + b"\n")
+    plan = smk(wd, "-n", "gate")
+    assert "task_batch        1" in plan.stdout, plan.stdout[-2000:]
+    res = smk(wd, "--cores", "2", "gate")
+    assert res.returncode == 0, res.stderr[-4000:]
+    new = {k: v for k, v in _done(wd).items() if k not in batches}
+    assert len(new) == 1
+    (b,) = new.values()
+    # 2 agents x 1 epoch: controls, 2 runs, 2 scores + seal + leak = 7 steps of t07; the other four reused
+    assert (b["ran"], b["reused"]) == (7, 28) and "t07" in b["tasks"]
+    hidden.write_bytes(original)
+    assert "Nothing to be done" in smk(wd, "-n", "gate").stdout
+
+
+@pytest.mark.snakemake
+def test_batched_leak_suspect_stops_the_run_before_any_control(tmp_path: Path) -> None:
+    wd = tmp_path / "w"
+    make_pack(wd / "pack")
+    shutil.rmtree(wd / "pack" / "tasks" / "t04")
+    write_task(wd / "pack" / "tasks", "t04", "s",
+               title="Modeling's separability_matrix does not compute separability correctly for nested models")
+    write_config(wd / "cfg.yaml", wd / "pack", batch_size=4,
+                 agents={"fixer": {"command": FIX_AGENT}, "idle": {"command": FIX_AGENT.split(";", 1)[1]}})
+    res = smk(wd, "--cores", "1", "gate")
+    assert res.returncode != 0
+    err = res.stdout + res.stderr
+    assert "LEAK SUSPECT: task 't04'" in err and "denylist.txt:2" in err
+    assert not (wd / "results" / "latest").exists()
+    for tid in ("t04", "t05", "t06", "t07"):  # t04's batch ran no control and no agent
+        assert not list((wd / "results" / "tasks" / tid).glob("*/controls/controls.json"))
+        assert not list((wd / "results" / "tasks" / tid).glob("*/runs/*/*/*/run.json"))
