@@ -594,7 +594,7 @@ def machine() -> dict:
 def run(names: list[str], quick: bool) -> tuple[list[dict], dict]:
     state: dict = {}
     sizes = dict(overhead={"n": 24} if quick else {"n": 200},
-                 replan={"n": 1000, "use_n": 24 if quick else 200},
+                 replan={"n": 1000, "use_n": 24} if quick else {"n": 1000},
                  incremental={"n": 24} if quick else {"n": 200},
                  hashing={"tasks": 20} if quick else {},
                  setup={"repo_mb": 5} if quick else {},
@@ -605,8 +605,6 @@ def run(names: list[str], quick: bool) -> tuple[list[dict], dict]:
     try:
         for name in names:
             kw = dict(sizes[name])
-            if name == "replan" and "--only" in sys.argv:
-                kw.pop("use_n")  # alone: build the full size it measures
             t0 = time.perf_counter()
             try:
                 r = funcs[name](state, **kw)

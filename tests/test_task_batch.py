@@ -149,3 +149,38 @@ def test_batched_leak_suspect_stops_the_run_before_any_control(tmp_path: Path) -
     for tid in ("t04", "t05", "t06", "t07"):  # t04's batch ran no control and no agent
         assert not list((wd / "results" / "tasks" / tid).glob("*/controls/controls.json"))
         assert not list((wd / "results" / "tasks" / tid).glob("*/runs/*/*/*/run.json"))
+
+
+@pytest.mark.snakemake
+def test_batch_killed_midway_resumes_without_redoing_finished_steps(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    wd = tmp_path / "w"
+    make_pack(wd / "pack")
+    write_config(wd / "cfg.yaml", wd / "pack", batch_size=6,
+                 agents={"fixer": {"command": "sleep 0.3; " + FIX_AGENT},
+                         "idle": {"command": "sleep 0.3; " + FIX_AGENT.split(";", 1)[1]}})
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(wd),
+           "--configfile", str(wd / "cfg.yaml"), "--cores", "2", "--rerun-incomplete", "gate"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=wd)
+    markers = wd / "results" / "tasks"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(markers.glob("*/*/.done/*"))) < 20 and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_steps = {p: p.stat().st_mtime_ns for p in markers.glob("*/*/.done/*")}
+    assert 20 <= len(done_steps) < 12 * 7, "killed in the middle of the batches"
+    subprocess.run(cmd[:-4] + ["--unlock"], check=True, capture_output=True, cwd=wd)
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=wd)
+    assert res.returncode == 0, res.stderr[-3000:]
+    # a step is redone only by deleting its marker and writing it anew: every marker of the kill is untouched
+    redone = [str(p) for p, t in done_steps.items() if not p.exists() or p.stat().st_mtime_ns != t]
+    assert redone == [], f"finished steps were redone: {redone}"
+    batches = _done(wd)
+    assert sum(b["ran"] + b["reused"] for b in batches.values()) == 12 * 7  # every step, once
+    assert any(b["reused"] for b in batches.values()), "the resumed batch reused the steps finished before the kill"
+    decision = json.loads((wd / "results" / "latest" / "decision.json").read_text())
+    assert decision["publishable"] is True

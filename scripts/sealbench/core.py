@@ -10,6 +10,7 @@ the field, so a user knows what to fix before any work runs.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import functools
 import hashlib
@@ -142,7 +143,7 @@ class HashCache:
             except (OSError, ValueError):
                 self.entries = {}
 
-    def sha256(self, path: Path, st: os.stat_result) -> str:
+    def sha256(self, path: Path | str, st: os.stat_result) -> str:
         key = str(path)
         sig = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
         hit = self.entries.get(key)
@@ -159,7 +160,7 @@ class HashCache:
             self.dirty = False
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: Path | str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -179,21 +180,24 @@ def tree_entries(root: Path, cache: HashCache | None = None) -> list[FileEntry]:
     if not root.is_dir():
         raise PackError(f"{root}: is not a folder")
     out: list[FileEntry] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    top = str(root)
+    for dirpath, dirnames, filenames in os.walk(top):  # plain strings: this runs at every re-plan
         dirnames.sort()
-        for name in list(dirnames):
-            p = Path(dirpath, name)
-            if p.is_symlink():
+        for name in dirnames:
+            p = os.path.join(dirpath, name)
+            if os.path.islink(p):
                 raise PackError(f"{p}: is a symlink; a pack must contain plain files and folders only")
+        # os.walk joins onto ``top``: the relative folder is the rest of the string
+        prefix = "" if dirpath == top else dirpath[len(top):].lstrip(os.sep).replace(os.sep, "/") + "/"
         for name in sorted(filenames):
-            p = Path(dirpath, name)
-            st = p.lstat()
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
             if stat.S_ISLNK(st.st_mode):
                 raise PackError(f"{p}: is a symlink; a pack must contain plain files and folders only")
             if not stat.S_ISREG(st.st_mode):
                 raise PackError(f"{p}: is a special file (socket, FIFO or device); refused")
             digest = cache.sha256(p, st) if cache else file_sha256(p)
-            out.append(FileEntry(p.relative_to(root).as_posix(), digest, st.st_size))
+            out.append(FileEntry(prefix + name, digest, st.st_size))
     out.sort(key=lambda e: e.relpath)
     return out
 
@@ -235,14 +239,26 @@ def denylist_digest(pack: Path) -> str:
 # Schemas (one place: workflow/schemas/)
 
 
-def load_schema(name: str) -> dict:
+@functools.cache
+def _schema_text(name: str) -> str:
     path = SCHEMA_DIR / name
     if not path.exists():
         raise SealbenchError(
             f"schema {path} not found: sealbench must run from its source tree "
             "(install it with `pip install -e .`)"
         )
-    return yaml.safe_load(path.read_text())
+    return path.read_text()
+
+
+@functools.cache
+def _parsed_schema(name: str) -> dict:
+    """A schema file parsed once per process (read-only: callers get copies from load_schema)."""
+    return yaml.safe_load(_schema_text(name))
+
+
+def load_schema(name: str) -> dict:
+    """A schema from workflow/schemas/ (a fresh copy the caller may change)."""
+    return copy.deepcopy(_parsed_schema(name))
 
 
 def _field(path: Iterable[Any]) -> str:
@@ -292,7 +308,7 @@ def validate_config(config: Mapping[str, Any], where: str = "config") -> dict:
     """
     cfg = dict(CONFIG_DEFAULTS)
     cfg.update(config)
-    errors = schema_errors(cfg, load_schema("config.schema.yaml"), where)
+    errors = schema_errors(cfg, _parsed_schema("config.schema.yaml"), where)
     if not errors:
         agents = cfg["agents"]
         for key in ("candidate", "baseline"):
@@ -373,8 +389,12 @@ class Task:
         return self.meta["stratum"]
 
 
-def validate_meta(meta_path: Path, strata: Iterable[str] | None = None) -> dict:
-    """Read and validate one ``meta.json``; raise :class:`PackError` naming file and field."""
+def validate_meta(meta_path: Path, strata: Iterable[str] | None = None, schema_ok: set[str] | None = None) -> dict:
+    """Read and validate one ``meta.json``; raise :class:`PackError` naming file and field.
+
+    ``schema_ok``: digests of meta.json texts that already passed the schema (with this very
+    schema); such a text skips the jsonschema pass, every other check still runs. Texts that
+    pass are added to it."""
     meta_path = Path(meta_path)
     task_dir = meta_path.parent
     if not meta_path.is_file():
@@ -389,7 +409,13 @@ def validate_meta(meta_path: Path, strata: Iterable[str] | None = None) -> dict:
         raise PackError(f"{meta_path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
     if not isinstance(meta, dict):
         raise PackError(f"{meta_path}: must be a JSON object")
-    errors = schema_errors(meta, load_schema("meta.schema.yaml"), str(meta_path))
+    key = sha256_text(_schema_text("meta.schema.yaml") + "\0" + raw) if schema_ok is not None else None
+    if key is not None and key in schema_ok:
+        errors = []
+    else:
+        errors = schema_errors(meta, _parsed_schema("meta.schema.yaml"), str(meta_path))
+        if key is not None and not errors:
+            schema_ok.add(key)
     if not errors:
         if "\n" in meta["title"] or "\r" in meta["title"]:
             errors.append(f"{meta_path}: field 'title': must be one line (it contains a line break)")
@@ -420,8 +446,9 @@ def validate_meta(meta_path: Path, strata: Iterable[str] | None = None) -> dict:
     return meta
 
 
-def load_pack(pack: Path, strata: Iterable[str] | None = None) -> list[Task]:
-    """All tasks of a pack, validated, sorted by id. Raises :class:`PackError` on any problem."""
+def load_pack(pack: Path, strata: Iterable[str] | None = None, schema_ok: set[str] | None = None) -> list[Task]:
+    """All tasks of a pack, validated, sorted by id. Raises :class:`PackError` on any problem.
+    ``schema_ok``: see :func:`validate_meta`."""
     pack = Path(pack)
     tasks_dir = pack / "tasks"
     if not tasks_dir.is_dir():
@@ -438,7 +465,7 @@ def load_pack(pack: Path, strata: Iterable[str] | None = None) -> list[Task]:
             errors.append(f"{child}: not a task folder (tasks/ may only hold task folders)")
             continue
         try:
-            meta = validate_meta(child / "meta.json", strata)
+            meta = validate_meta(child / "meta.json", strata, schema_ok)
         except PackError as exc:
             errors.append(str(exc))
             continue
@@ -473,10 +500,12 @@ def toolchain() -> dict[str, Any]:
     """The bill of materials the tests run under: interpreter and installed distributions."""
     from importlib import metadata
 
-    pkgs = sorted(
-        {f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions() if d.metadata["Name"]},
-        key=str.lower,
-    )
+    pkgs = set()
+    for d in metadata.distributions():
+        md = d.metadata  # parsed on each access: read once per distribution
+        if md["Name"]:
+            pkgs.add(f"{md['Name']}=={md['Version']}")
+    pkgs = sorted(pkgs, key=str.lower)
     return {
         "python": sys.version.split()[0],
         "implementation": sys.implementation.name,

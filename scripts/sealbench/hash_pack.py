@@ -15,6 +15,7 @@ of that task plus the pack-level aggregates, and reverting it makes the old outp
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -56,7 +57,17 @@ class PackPlan:
 def plan_pack(pack: Path, strata: list[str] | None = None, cache_path: Path | None = None) -> PackPlan:
     """Validate the pack and digest every task (with a stat cache so re-planning is cheap)."""
     pack = Path(pack)
-    tasks = load_pack(pack, strata)
+    ok_path = Path(cache_path).with_name("meta-schema-ok.json") if cache_path else None
+    schema_ok: set[str] = set()
+    if ok_path is not None and ok_path.exists():
+        try:
+            schema_ok = set(json.loads(ok_path.read_text()))
+        except (OSError, ValueError, TypeError):
+            schema_ok = set()
+    known = len(schema_ok)
+    tasks = load_pack(pack, strata, schema_ok)
+    if ok_path is not None and len(schema_ok) != known:
+        atomic_write_text(ok_path, json.dumps(sorted(schema_ok)))
     cache = HashCache(cache_path)
     digests = {t.id: task_digest(t.dir, cache) for t in tasks}
     cache.save()
