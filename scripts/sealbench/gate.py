@@ -195,6 +195,12 @@ def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
     return sorted(out, key=lambda r: (r["solver"], order.get(r["stratum"], 99), r["stratum"]))
 
 
+def _mean_over_tasks(fn, pairs: Counter, k: int) -> float:
+    """The mean of ``fn(n, c, k)`` over tasks with n >= k, from a Counter of (n, c) pairs:
+    each value computed once, then averaged over every task exactly (``fmean`` sums exactly)."""
+    return statistics.fmean([v for (n, c), m in pairs.items() if n >= k for v in [fn(n, c, k)] * m])
+
+
 def pass_at_k_table(runs, split: str, epochs: int) -> dict:
     """Unbiased pass@k and pass^k per agent, averaged over tasks (only when epochs > 1)."""
     if epochs < 2:
@@ -203,15 +209,11 @@ def pass_at_k_table(runs, split: str, epochs: int) -> dict:
     sub = runs[(runs.split == split) & (runs.role == "agent") & (~runs.status.isin(["excluded", "infra_fail"]))]
     for solver, g in sub.groupby("solver"):
         counts = g.status.eq("pass").groupby(g.task_id).agg(["size", "sum"])
-        # tasks share few (n, c) pairs: compute each once, average over every task exactly (fmean)
+        # tasks share few (n, c) pairs: compute each once
         pairs = Counter(zip(counts["size"].astype(int), counts["sum"].astype(int)))
         ks = list(range(1, epochs + 1))
-
-        def mean_over_tasks(fn, k):
-            return statistics.fmean([v for (n, c), m in pairs.items() if n >= k for v in [fn(n, c, k)] * m])
-
-        at = [mean_over_tasks(stats.pass_at_k, k) for k in ks if any(n >= k for n, _ in pairs)]
-        hat = [mean_over_tasks(stats.pass_hat_k, k) for k in ks if any(n >= k for n, _ in pairs)]
+        at = [_mean_over_tasks(stats.pass_at_k, pairs, k) for k in ks if any(n >= k for n, _ in pairs)]
+        hat = [_mean_over_tasks(stats.pass_hat_k, pairs, k) for k in ks if any(n >= k for n, _ in pairs)]
         out[solver] = {"k": ks[:len(at)], "pass_at_k": [round(x, 6) for x in at], "pass_hat_k": [round(x, 6) for x in hat]}
     return out
 
