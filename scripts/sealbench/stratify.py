@@ -180,6 +180,23 @@ def build_strata(runs: list[dict], strata_order: list[str], method: str = "wilso
     return out
 
 
+def per_task_files(experiment: Mapping, results: Path) -> dict[str, list[Path]]:
+    """The per-task files an experiment reads (sealed records, leak reports, controls, agent
+    scores), at the content-addressed paths the per-task rules write. Read from experiment.json
+    rather than the command line, which cannot hold 10,000 tasks x agents x epochs paths."""
+    cfg = experiment["config_full"]
+    epochs = range(1, int(cfg["epochs"]) + 1)
+    agents = sorted(experiment["agent_fingerprints"].items())
+    out: dict[str, list[str]] = {"sealed": [], "leaks": [], "controls": [], "scores": []}
+    for tid, dig in sorted(experiment["task_digests"].items()):
+        base = f"{results}/tasks/{tid}/{dig}"  # strings: 200,000 pathlib joins would take seconds
+        out["sealed"].append(f"{base}/sealed.json")
+        out["leaks"].append(f"{base}/leak-{experiment['denylist_digest']}.json")
+        out["controls"].append(f"{base}/controls/controls.json")
+        out["scores"] += [f"{base}/scores/{a}/{fp}/{e}.json" for a, fp in agents for e in epochs]
+    return {k: [Path(p) for p in v] for k, v in out.items()}
+
+
 def stratify(experiment_path: Path, split_path: Path, sealed: list[Path], leaks: list[Path],
              controls: list[Path], scores: list[Path], out_dir: Path) -> dict[str, int]:
     experiment = read_json(experiment_path)
@@ -214,12 +231,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scores", type=Path, nargs="*", default=[])
     ap.add_argument("--batches", type=Path, nargs="*", default=[],
                     help="task_batch done.json files; their per-task files are added to the lists above")
+    ap.add_argument("--results", type=Path,
+                    help="read every task's files from this results folder at the experiment's digests")
     args = ap.parse_args(argv)
     try:
+        # task files first (from the results folder or the batches, in task order), then the ones named
+        found: dict[str, list[Path]] = {"sealed": [], "leaks": [], "controls": [], "scores": []}
+        if args.results is not None:
+            found = per_task_files(read_json(args.experiment), args.results)
         for b in args.batches:
             done = read_json(b)
-            for key in ("sealed", "leaks", "controls", "scores"):
-                getattr(args, key).extend(Path(x) for x in done[key])
+            for key in found:
+                found[key] += [Path(x) for x in done[key]]
+        for key in found:
+            setattr(args, key, found[key] + getattr(args, key))
         if not args.sealed:
             raise SealbenchError("no task records given (--sealed or --batches)")
         counts = stratify(args.experiment, args.split, args.sealed, args.leaks, args.controls, args.scores, args.out_dir)

@@ -8,7 +8,8 @@ rule stratify:
         sealed=lambda w: [] if BATCHED else all_sealed_records(),
         leaks=lambda w: [] if BATCHED else all_leak_files(),
         controls=lambda w: [] if BATCHED else all_controls(),
-        scores=lambda w: ([] if BATCHED else all_scores()) + all_session_scores(),
+        scores=lambda w: [] if BATCHED else all_scores(),
+        sessions=lambda w: all_session_scores(),
         batches=lambda w: all_batches(),
     output:
         tasks=f"{RESULTS}/experiments/{{exp}}/tables/tasks.parquet",
@@ -16,6 +17,8 @@ rule stratify:
         strata=f"{RESULTS}/experiments/{{exp}}/tables/strata.parquet",
     params:
         code=code_digest("stratify", "stats"),
+        # per-task files are found from experiment.json (a command line cannot hold them all)
+        per_task="" if BATCHED else f"--results {RESULTS}",
     log:
         f"{RESULTS}/experiments/{{exp}}/logs/stratify.log",
     threads: 1
@@ -25,6 +28,5 @@ rule stratify:
     shell:
         "{PY} -m sealbench.stratify --experiment {input.experiment:q} --split {input.split:q}"
         " --out-dir {RESULTS}/experiments/{wildcards.exp}/tables"
-        " --sealed {input.sealed:q} --leaks {input.leaks:q} --controls {input.controls:q} --scores {input.scores:q}"
-        " --batches {input.batches:q}"
+        " {params.per_task} --scores {input.sessions:q} --batches {input.batches:q}"
         " " + ON_FAIL
