@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import random
-import re
 import shutil
 import statistics
 import subprocess
@@ -38,6 +37,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from make_pack import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
+from sealbench.testing.snakemake_output import job_counts  # noqa: E402
 
 SMK_FLAGS = ["--scheduler", "greedy"]
 #: Tasks per job (config batch_size) for the pipeline runs: the granularity for many small tasks.
@@ -62,19 +62,6 @@ def smk(workdir: Path, *args: str, snakefile: Path = ROOT / "Snakefile", configf
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
     return time.perf_counter() - t0, res
-
-
-def job_counts(out: str) -> dict[str, int]:
-    """Parse snakemake's 'Job stats' table (as tests/test_pipeline.py does)."""
-    counts: dict[str, int] = {}
-    m = re.search(r"Job stats:\n(.*?)\n\n", out, re.S)
-    if not m:
-        return counts
-    for line in m.group(1).splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
-            counts[parts[0]] = int(parts[1])
-    return counts
 
 
 def loadavg() -> list[float]:
@@ -204,101 +191,37 @@ def bench_overhead(state: dict, n: int = 200, batch_size: int = BATCH_SIZE) -> d
 FLOOR_PARAMS = '    params: p="sealbench"\n'
 
 
-def floor_snakefile_batched(n: int, batch_size: int, params: bool = True) -> str:
-    """A trivial workflow of the batched pipeline's shape and job count: one touch job per batch
-    of ``batch_size`` tasks, then the same aggregates."""
-    PARAMS = FLOOR_PARAMS if params else ""  # noqa: N806
-    batches = [f"b{i:05d}" for i in range((n + batch_size - 1) // batch_size)]
-    return f"""
-BATCHES = {batches!r}
-
-rule gate:
-    input: "exp/decision.json"
-
-rule decide:
-    input: "exp/tables.txt", "split/manifest.txt", "pack/PACK_HASH.txt"
-    output: "exp/decision.json"
-{PARAMS}    shell: "touch {{output}}"
-
-rule stratify:
-    input: expand("b/{{b}}/done.txt", b=BATCHES), "split/manifest.txt"
-    output: "exp/tables.txt"
-{PARAMS}    shell: "touch {{output}}"
-
-rule split:
-    output: "split/manifest.txt"
-{PARAMS}    shell: "touch {{output}}"
-
-rule pack_hash:
-    input: expand("b/{{b}}/done.txt", b=BATCHES)
-    output: "pack/PACK_HASH.txt"
-{PARAMS}    shell: "touch {{output}}"
-
-rule task_batch:
-    output: "b/{{b}}/done.txt"
-{PARAMS}    shell: "touch {{output}}"
-"""
+def _touch_rule(name: str, output: str, inputs: str | None, params: bool) -> str:
+    """One rule of a floor workflow: it only touches its output."""
+    return (f"rule {name}:\n" + (f"    input: {inputs}\n" if inputs else "") + f'    output: "{output}"\n'
+            + (FLOOR_PARAMS if params else "") + '    shell: "touch {output}"\n')
 
 
 def floor_snakefile(n: int, batch_size: int = 1, params: bool = True) -> str:
-    """A trivial workflow of the same shape and job count as the pipeline: touch rules (each with
-    one constant param when ``params``)."""
+    """A trivial workflow of the pipeline's shape and job count, touch rules only (each with one
+    constant param when ``params``): one job per batch of ``batch_size`` tasks, or with
+    ``batch_size`` 1 the seven per-task jobs, then the same aggregates."""
     if batch_size > 1:
-        return floor_snakefile_batched(n, batch_size, params)
-    PARAMS = FLOOR_PARAMS if params else ""  # noqa: N806
-    tasks = [f"t{i:05d}" for i in range(n)]
-    return f"""
-TASKS = {tasks!r}
-AGENTS = ["fixer", "idle"]
-
-rule gate:
-    input: "exp/decision.json"
-
-rule decide:
-    input: "exp/tables.txt", "split/manifest.txt", "pack/PACK_HASH.txt"
-    output: "exp/decision.json"
-{PARAMS}    shell: "touch {{output}}"
-
-rule stratify:
-    input: expand("t/{{t}}/sealed.txt", t=TASKS), expand("t/{{t}}/leak.txt", t=TASKS),
-           expand("t/{{t}}/controls.txt", t=TASKS), expand("t/{{t}}/score-{{a}}.txt", t=TASKS, a=AGENTS),
-           "split/manifest.txt"
-    output: "exp/tables.txt"
-{PARAMS}    shell: "touch {{output}}"
-
-rule split:
-    output: "split/manifest.txt"
-{PARAMS}    shell: "touch {{output}}"
-
-rule pack_hash:
-    input: expand("t/{{t}}/sealed.txt", t=TASKS)
-    output: "pack/PACK_HASH.txt"
-{PARAMS}    shell: "touch {{output}}"
-
-rule hash_pack:
-    output: "t/{{t}}/sealed.txt"
-{PARAMS}    shell: "touch {{output}}"
-
-rule leak_check:
-    input: "t/{{t}}/sealed.txt"
-    output: "t/{{t}}/leak.txt"
-{PARAMS}    shell: "touch {{output}}"
-
-rule run_dummy:
-    input: "t/{{t}}/sealed.txt", "t/{{t}}/leak.txt"
-    output: "t/{{t}}/controls.txt"
-{PARAMS}    shell: "touch {{output}}"
-
-rule run_agent:
-    input: "t/{{t}}/sealed.txt", "t/{{t}}/leak.txt"
-    output: "t/{{t}}/run-{{a}}.txt"
-{PARAMS}    shell: "touch {{output}}"
-
-rule hidden_score:
-    input: "t/{{t}}/sealed.txt", "t/{{t}}/controls.txt", "t/{{t}}/run-{{a}}.txt"
-    output: "t/{{t}}/score-{{a}}.txt"
-{PARAMS}    shell: "touch {{output}}"
-"""
+        units = [f"b{i:05d}" for i in range((n + batch_size - 1) // batch_size)]
+        per_unit = [("task_batch", "b/{b}/done.txt", None)]
+        done = 'expand("b/{b}/done.txt", b=UNITS)'
+        sealed = done
+    else:
+        units = [f"t{i:05d}" for i in range(n)]
+        per_unit = [("hash_pack", "t/{b}/sealed.txt", None),
+                    ("leak_check", "t/{b}/leak.txt", '"t/{b}/sealed.txt"'),
+                    ("run_dummy", "t/{b}/controls.txt", '"t/{b}/sealed.txt", "t/{b}/leak.txt"'),
+                    ("run_agent", "t/{b}/run-{a}.txt", '"t/{b}/sealed.txt", "t/{b}/leak.txt"'),
+                    ("hidden_score", "t/{b}/score-{a}.txt", '"t/{b}/sealed.txt", "t/{b}/controls.txt", "t/{b}/run-{a}.txt"')]
+        sealed = 'expand("t/{b}/sealed.txt", b=UNITS)'
+        done = ('expand("t/{b}/sealed.txt", b=UNITS), expand("t/{b}/leak.txt", b=UNITS), '
+                'expand("t/{b}/controls.txt", b=UNITS), expand("t/{b}/score-{a}.txt", b=UNITS, a=AGENTS)')
+    rules = [("decide", "exp/decision.json", '"exp/tables.txt", "split/manifest.txt", "pack/PACK_HASH.txt"'),
+             ("stratify", "exp/tables.txt", done + ', "split/manifest.txt"'),
+             ("split", "split/manifest.txt", None),
+             ("pack_hash", "pack/PACK_HASH.txt", sealed), *per_unit]
+    head = f'UNITS = {units!r}\nAGENTS = ["fixer", "idle"]\n\nrule gate:\n    input: "exp/decision.json"\n\n'
+    return head + "\n".join(_touch_rule(name, out, ins, params) for name, out, ins in rules)
 
 
 def median_dry(wd: Path, reps: int, **kw) -> tuple[float, str]:

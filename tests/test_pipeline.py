@@ -18,6 +18,7 @@ from packgen import make_pack, write_config, write_task  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from sealbench.sandbox import bwrap_problem  # noqa: E402
+from sealbench.testing.snakemake_output import job_counts  # noqa: E402
 
 BWRAP_PROBLEM = bwrap_problem()
 pytestmark = pytest.mark.snakemake
@@ -27,19 +28,6 @@ def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
            "--configfile", str(workdir / "cfg.yaml"), *args]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
-
-
-def job_counts(out: str) -> dict[str, int]:
-    """Parse snakemake's 'Job stats' table."""
-    counts: dict[str, int] = {}
-    m = re.search(r"Job stats:\n(.*?)\n\n", out, re.S)
-    if not m:
-        return counts
-    for line in m.group(1).splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
-            counts[parts[0]] = int(parts[1])
-    return counts
 
 
 @pytest.fixture(scope="module")

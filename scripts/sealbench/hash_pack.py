@@ -82,13 +82,13 @@ def seal_task(task_dir: Path, expected: str, out_dir: Path, record: Path) -> dic
     tmp = out_dir.with_name(out_dir.name + ".partial")
     for p in (tmp, out_dir):
         if p.exists():
-            _make_writable(p)
+            make_writable(p)
             shutil.rmtree(p)
     shutil.copytree(task_dir, tmp, symlinks=True)
     entries = tree_entries(tmp)
     got = digest_entries(entries)
     if got != expected:
-        _make_writable(tmp)
+        make_writable(tmp)
         shutil.rmtree(tmp)
         raise DigestMismatch(
             f"{task_dir}: content digest is {got[:12]}… but the workflow was planned with {expected[:12]}…; "
@@ -109,7 +109,8 @@ def seal_task(task_dir: Path, expected: str, out_dir: Path, record: Path) -> dic
     return rec
 
 
-def _make_writable(path: Path) -> None:
+def make_writable(path: Path) -> None:
+    """Give back write permission on a sealed (read-only) folder so it can be removed."""
     for dirpath, dirs, files in os.walk(path):
         os.chmod(dirpath, 0o755)
         for name in files:

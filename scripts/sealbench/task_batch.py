@@ -32,7 +32,6 @@ import contextlib
 import importlib
 import os
 import shutil
-import stat
 import sys
 import time
 import traceback
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .core import SealbenchError, canonical_json, read_json, sha256_text, write_json
+from .hash_pack import make_writable
 
 #: Stage modules a step may run (the per-task rules' modules).
 STAGES = ("hash_pack", "leak_check", "run_dummy", "run_agent", "hidden_score")
@@ -55,21 +55,12 @@ def spec_key(spec: dict[str, Any]) -> str:
     return sha256_text(canonical_json(spec))[:16]
 
 
-def _make_writable(path: Path) -> None:
-    for root, dirs, files in os.walk(path):
-        os.chmod(root, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
-        for name in files:
-            p = os.path.join(root, name)
-            if not os.path.islink(p):
-                os.chmod(p, stat.S_IRUSR | stat.S_IWUSR)
-
-
 def remove_outputs(outputs: list[str]) -> None:
     """Delete a step's outputs (files or sealed, read-only folders) before it runs again."""
     for out in outputs:
         p = Path(out)
         if p.is_dir() and not p.is_symlink():
-            _make_writable(p)
+            make_writable(p)
             shutil.rmtree(p)
         elif p.exists() or p.is_symlink():
             p.unlink()
