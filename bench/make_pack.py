@@ -32,8 +32,9 @@ STAMP = ('echo \'{"server_id": "local", "queue_ms": 0, "retries": 0, "quota_stat
 FIX_AGENT = "sed -i -E 's#return a (-|\\*|//) b#return a + b#' calc.py; " + STAMP
 NOOP_AGENT = "true; " + STAMP
 
-VISIBLE_CMD = "python visible_tests/check_visible.py"
-HIDDEN_CMD = "python hidden_tests/check_hidden.py"
+#: pytest runs: scoring vouches only for pytest suites (its sealed report and canaries need pytest)
+VISIBLE_CMD = "python -m pytest -q -p no:cacheprovider visible_tests/check_visible.py"
+HIDDEN_CMD = "python -m pytest -q -p no:cacheprovider hidden_tests/check_hidden.py"
 
 
 def _source(op: str, k: int) -> str:
@@ -42,7 +43,7 @@ def _source(op: str, k: int) -> str:
 
 def _check(cases: list[tuple[int, int]], k: int) -> str:
     conds = " and ".join(f"add({a}, {b}) == {a + b + k}" for a, b in cases)
-    return f"import sys\nsys.path.insert(0, '.')\nfrom calc import add\nsys.exit(0 if {conds} else 1)\n"
+    return f"import sys\nsys.path.insert(0, '.')\nfrom calc import add\n\n\ndef test_add():\n    assert {conds}\n"
 
 
 def _oracle(buggy: str, fixed: str) -> str:

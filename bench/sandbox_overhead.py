@@ -3,6 +3,11 @@ unsandboxed and inside the bubblewrap sandbox, N times each, in the same process
 
     python bench/sandbox_overhead.py [--n 20]
 
+Columns: ``plain`` (no sandbox), ``old`` (the previous recipe: ``--ro-bind / /`` with tmpfs
+holes, no user namespace, no limits), ``allowlist`` (the current mounts and user namespace,
+no limits) and ``bwrap`` (the current sandbox with the default limits: what every command
+pays).
+
 Prints a table and appends one JSON line to bench/results/sandbox_overhead.jsonl.
 Not a test: nothing here asserts a time.
 """
@@ -23,21 +28,68 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from sealbench.core import harness_env  # noqa: E402
-from sealbench.sandbox import bwrap_problem, make_sandbox  # noqa: E402
+from sealbench.sandbox import bwrap_executable, bwrap_problem, default_hidden, make_sandbox  # noqa: E402
 from sealbench.workspace import run_process  # noqa: E402
 
 SUITE = "def test_a():\n    assert 1 + 1 == 2\n\ndef test_b():\n    assert 'x'.upper() == 'X'\n"
 
 
-def measure(command: str, ws: Path, level: str, n: int) -> list[float]:
-    box = make_sandbox(level, writable=[ws]) if level == "bwrap" else None
-    times = []
+class OldRecipe:
+    """The recipe before the allowlist (for the before/after ratio only)."""
+
+    level = "bwrap"
+
+    def __init__(self, ws: Path) -> None:
+        self.ws, self.hidden = ws, default_hidden()
+
+    def wrap(self, argv, cwd):
+        cmd = [bwrap_executable()[0], "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
+               "--unshare-uts", "--unshare-cgroup-try", "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev",
+               "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
+        for h in self.hidden:
+            cmd += ["--tmpfs", str(h)] if h.is_dir() else ["--ro-bind", "/dev/null", str(h)]
+        for r in (sys.prefix, sys.base_prefix, str(ROOT / "scripts")):
+            cmd += ["--ro-bind", r, r]
+        return cmd + ["--bind", str(self.ws), str(self.ws), "--chdir", str(cwd), "--", *argv]
+
+
+NO_LIMITS = {"max_processes": None, "max_memory_mb": None, "max_file_mb": None, "max_workspace_mb": None}
+
+
+LEVELS = ("none", "old", "allowlist", "bwrap")
+
+
+def measure(command: str, ws: Path, n: int) -> dict[str, list[float]]:
+    """Times per level, the levels taking turns run by run (so load changes hit all alike)."""
+    boxes = {"none": None, "old": OldRecipe(ws), "allowlist": make_sandbox("bwrap", writable=[ws], limits=NO_LIMITS),
+             "bwrap": make_sandbox("bwrap", writable=[ws])}
+    times: dict[str, list[float]] = {lv: [] for lv in LEVELS}
+    for i in range(n):
+        for lv in LEVELS:
+            t0 = time.perf_counter()
+            res = run_process(command, ws, harness_env(), 60, ws.parent / "o", ws.parent / "e", sandbox=boxes[lv])
+            times[lv].append(time.perf_counter() - t0)
+            assert res.returncode == 0, (ws.parent / "e").read_text()
+    return times
+
+
+def measure_canaries(ws: Path, n: int) -> dict[str, float]:
+    """The same pytest suite in the same sandbox, run plainly and as scoring runs it
+    (``scoring._run_check``: the sealed-report plugin, its secret and stream, two canaries)."""
+    from sealbench.scoring import _run_check
+
+    cmd = "python -m pytest -q -p no:cacheprovider tests"
+    box = make_sandbox("bwrap", writable=[ws, ws.parent / "reports"])
+    plain, sealed = [], []
     for i in range(n):
         t0 = time.perf_counter()
-        res = run_process(command, ws, harness_env(), 60, ws.parent / "o", ws.parent / "e", sandbox=box)
-        times.append(time.perf_counter() - t0)
-        assert res.returncode == 0, (ws.parent / "e").read_text()
-    return times
+        run_process(cmd, ws, harness_env(), 60, ws.parent / "o", ws.parent / "e", sandbox=box)
+        plain.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        out = _run_check(cmd, ws, ws.parent / "logs", "hidden", 60, box, ws.parent / "reports")
+        sealed.append(time.perf_counter() - t0)
+        assert out.report and out.report.get("canaries") == "ok", out
+    return {"plain_ms": 1000 * statistics.median(plain), "sealed_ms": 1000 * statistics.median(sealed)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,21 +106,27 @@ def main(argv: list[str] | None = None) -> int:
         (ws / "tests" / "test_x.py").write_text(SUITE)
         rows = []
         for name, cmd in (("true", "true"), ("pytest (2 tests)", "python -m pytest -q -p no:cacheprovider tests")):
-            plain = measure(cmd, ws, "none", args.n)
-            boxed = measure(cmd, ws, "bwrap", args.n)
-            rows.append({"command": name, "plain_ms": 1000 * statistics.median(plain),
-                         "sandbox_ms": 1000 * statistics.median(boxed)})
+            med = {lv: 1000 * statistics.median(t) for lv, t in measure(cmd, ws, args.n).items()}
+            rows.append({"command": name, "plain_ms": med["none"], "old_ms": med["old"],
+                         "allowlist_ms": med["allowlist"], "sandbox_ms": med["bwrap"]})
+        canary = measure_canaries(ws, args.n)
     print(f"sandbox overhead, median of {args.n} runs each ({platform.machine()}, {os.cpu_count()} cores)")
-    print(f"{'command':<20} {'plain ms':>10} {'bwrap ms':>10} {'overhead ms':>12} {'ratio':>7}")
+    print(f"{'command':<20} {'plain ms':>9} {'old ms':>8} {'allowlist':>10} {'bwrap ms':>9} {'overhead':>9} "
+          f"{'ratio':>6} {'new/old':>8}")
     for r in rows:
         r["overhead_ms"] = r["sandbox_ms"] - r["plain_ms"]
-        print(f"{r['command']:<20} {r['plain_ms']:>10.1f} {r['sandbox_ms']:>10.1f} {r['overhead_ms']:>12.1f} "
-              f"{r['sandbox_ms'] / r['plain_ms']:>7.2f}")
+        print(f"{r['command']:<20} {r['plain_ms']:>9.1f} {r['old_ms']:>8.1f} {r['allowlist_ms']:>10.1f} "
+              f"{r['sandbox_ms']:>9.1f} {r['overhead_ms']:>9.1f} {r['sandbox_ms'] / r['plain_ms']:>6.2f} "
+              f"{r['sandbox_ms'] / r['old_ms']:>8.2f}")
+    print(f"canaries (the sealed pytest run scoring makes: plugin, secret, stream, canary tests) on the same suite "
+          f"in the same sandbox: {canary['plain_ms']:.1f} ms -> {canary['sealed_ms']:.1f} ms "
+          f"(+{canary['sealed_ms'] - canary['plain_ms']:.1f} ms, x{canary['sealed_ms'] / canary['plain_ms']:.2f})")
     out = ROOT / "bench" / "results" / "sandbox_overhead.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "a") as fh:
         fh.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "n": args.n,
-                             "machine": platform.machine(), "cores": os.cpu_count(), "rows": rows}) + "\n")
+                             "machine": platform.machine(), "cores": os.cpu_count(), "rows": rows,
+                             "canary": canary}) + "\n")
     return 0
 
 

@@ -251,7 +251,7 @@ def binary_patch(ctx: Ctx) -> None:
 def check_binary_applied(ctx: Ctx) -> None:
     ws = ctx.root / "ws"
     shutil.copytree(ctx.task / "repo", ws)
-    app = scoring.apply_patch_details(ws, ctx.patch)
+    app = scoring.apply_patch_details(ws, ctx.patch, allow_binary=True)
     assert app.applied and (ws / "blob.bin").read_bytes() == BLOB
 
 
@@ -388,9 +388,10 @@ CASES: list = [
     ("oracle_does_not_apply", bad_oracle, Score("fail", ("git apply failed", "calc.py"))),
     ("patch_parent_paths", parent_path_patch,
      Score("fail", ("patch touches a path outside the workspace", "'sub/../../escape.py'"))),
-    ("patch_git_binary", binary_patch, Score("pass", (), check_binary_applied)),
-    ("patch_binary_without_full_index", binary_patch_no_index,
-     Score("fail", ("git apply failed", "blob.bin", "without full index"))),
+    # binary files are refused unless the task opts in (meta allow_binary); when it does, git
+    # applies them byte for byte
+    ("patch_git_binary", binary_patch, Score("tamper", ("blob.bin", "binary"), check_binary_applied)),
+    ("patch_binary_without_full_index", binary_patch_no_index, Score("tamper", ("blob.bin", "binary"))),
 ]
 
 

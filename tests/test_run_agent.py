@@ -66,9 +66,11 @@ def test_time_box_gives_timeout_with_patch_scored(sealed: Path, tmp_path: Path) 
     assert score["status"] == "timeout" and score["hidden_pass"] is True
 
 
-def test_agent_command_not_found_is_infra_fail(sealed: Path, tmp_path: Path) -> None:
+def test_agent_command_not_found_is_fail_not_infra(sealed: Path, tmp_path: Path) -> None:
+    # an agent's own exit status (127 here) is never infra: abstaining must not leave the rates
     _, score = attempt(sealed, tmp_path, "no-such-agent-binary --go")
-    assert score["status"] == "infra_fail" and "command not found" in score["reason"]
+    assert score["status"] == "fail" and "command not found" in score["reason"]
+    assert score["agent_exit_code"] == 127
 
 
 def test_agent_cannot_see_hidden_tests_or_gold_patch(sealed: Path, tmp_path: Path) -> None:
@@ -90,8 +92,8 @@ def test_controls_on_a_good_task(sealed: Path, tmp_path: Path) -> None:
 def test_weak_task_is_flagged(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "p")
     t = pack / "tasks" / "t01"
-    (t / "hidden_tests" / "check_hidden.py").write_text("pass\n")
-    (t / "visible_tests" / "check_visible.py").write_text("pass\n")
+    (t / "hidden_tests" / "check_hidden.py").write_text("def test_nothing():\n    pass\n")
+    (t / "visible_tests" / "check_visible.py").write_text("def test_nothing():\n    pass\n")
     hash_pack.seal_task(t, core.task_digest(t), tmp_path / "s", tmp_path / "s.json")
     rec = run_dummy.run_controls(tmp_path / "s", tmp_path / "c", oracle_runs=2, timeout_s=30)
     assert rec["weak_test"] and rec["stub_passes"]

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from packgen import FIXED, ORACLE, make_pack, write_task  # noqa: E402
+from packgen import FIXED, ORACLE, make_pack, write_pytest_task  # noqa: E402
 from sealbench import scoring  # noqa: E402
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
@@ -44,17 +44,7 @@ def plain(tmp_path: Path) -> tuple[Path, dict]:
 
 def pytest_task(tmp_path: Path, name: str = "pt", **meta) -> tuple[Path, dict]:
     """A task whose visible/hidden commands are real pytest suites (2 visible, 3 hidden tests)."""
-    t = write_task(tmp_path / "tasks", name, "xs",
-                   visible_command=f"{PYTEST} visible_tests", hidden_command=f"{PYTEST} hidden_tests",
-                   failing_tests=3, **meta)
-    for f in list((t / "visible_tests").iterdir()) + list((t / "hidden_tests").iterdir()):
-        f.unlink()
-    imp = "import sys, os\nsys.path.insert(0, os.getcwd())\nfrom calc import add\n\n"
-    (t / "visible_tests" / "test_visible.py").write_text(
-        imp + "def test_two():\n    assert add(2, 2) == 4\n\ndef test_zero():\n    assert add(0, 0) == 0\n")
-    (t / "hidden_tests" / "test_hidden.py").write_text(
-        imp + "def test_a():\n    assert add(3, 4) == 7\n\ndef test_b():\n    assert add(-1, 1) == 0\n\n"
-        "def test_c():\n    assert add(10, 5) == 15\n")
+    t = write_pytest_task(tmp_path / "tasks", name, **meta)
     return t, json.loads((t / "meta.json").read_text())
 
 
@@ -95,8 +85,8 @@ def test_rewriting_a_visible_test_is_tamper(plain, tmp_path: Path) -> None:
     t, meta = plain
     patch = ("diff --git a/visible_tests/check_visible.py b/visible_tests/check_visible.py\n"
              "--- a/visible_tests/check_visible.py\n+++ b/visible_tests/check_visible.py\n"
-             "@@ -1,4 +1 @@\n-import sys\n-sys.path.insert(0, '.')\n-from calc import add\n"
-             "-sys.exit(0 if add(2, 2) == 4 else 1)\n+raise SystemExit(0)\n")
+             "@@ -1,3 +1 @@\n-import sys\n-sys.path.insert(0, '.')\n-from calc import add\n"
+             "+raise SystemExit(0)\n")
     res = scoring.score_patch(t, meta, (patch + ORACLE).encode(), tmp_path / "l", 30)
     assert res.status == "tamper"
     assert res.tamper_paths == ["visible_tests/check_visible.py"]
@@ -195,10 +185,15 @@ def test_correct_patch_passes_with_junit_summary(pt, tmp_path: Path) -> None:
     assert (tmp_path / "l" / "hidden.junit.xml").exists()
 
 
-def test_plain_commands_have_no_junit(plain, tmp_path: Path) -> None:
+def test_plain_commands_cannot_pass(plain, tmp_path: Path) -> None:
+    """A non-pytest command has no sealed report: its exit 0 proves nothing (an imported
+    module can ``os._exit(0)``), so it can never pass. Old expectation: ``pass`` on exit 0."""
     t, meta = plain
+    meta = dict(meta, visible_command="python visible_tests/check_visible.py",
+                hidden_command="python hidden_tests/check_hidden.py")
     res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 30)
-    assert res.status == "pass" and res.visible.junit is None and res.hidden.junit is None
+    assert res.status == "fail" and "not a pytest run" in res.reason, res
+    assert res.visible.junit is None and res.hidden.junit is None and res.hidden.runner_started is False
 
 
 def test_existing_pytest_addopts_are_kept(pt, tmp_path: Path, monkeypatch) -> None:
@@ -206,23 +201,35 @@ def test_existing_pytest_addopts_are_kept(pt, tmp_path: Path, monkeypatch) -> No
     monkeypatch.setenv("PYTEST_ADDOPTS", "-k 'test_a or test_two'")
     res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 60)
     assert res.hidden.junit is not None and res.hidden.junit.tests == 1
-    assert res.status == "fail" and "only 1 hidden test ran, 3 expected" in res.reason
+    assert res.status == "fail" and "only 1 test passed, 3 expected" in res.reason
+    assert res.hidden.report["canaries"] == "ok", "canaries are added after -k deselects"
 
 
-def test_hidden_suite_with_no_test_is_infra_fail(tmp_path: Path) -> None:
+def test_hidden_suite_with_no_test_is_a_fail(tmp_path: Path) -> None:
+    """The runner started, then collected nothing: once pytest runs, what breaks is the
+    patch's doing as far as scoring can tell (old expectation: infra_fail). A pack whose suite
+    is empty is still caught: its gold-patch control fails (ORACLE_FAILED)."""
     t, meta = pytest_task(tmp_path)
     (t / "hidden_tests" / "empty").mkdir()
     (t / "hidden_tests" / "empty" / "README.txt").write_text("no tests here\n")
     meta = dict(meta, hidden_command=f"{PYTEST} hidden_tests/empty")
     res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 60)
-    assert res.status == "infra_fail", res
+    assert res.status == "fail" and "no test ran" in res.reason and res.hidden.runner_started, res
 
 
-def test_all_tests_collected_but_none_ran_is_infra_fail(tmp_path: Path) -> None:
+def test_all_tests_collected_but_none_ran_is_not_a_pass(tmp_path: Path) -> None:
+    """``--co`` runs nothing: no canary runs, so no sealed pass (old expectation: infra_fail)."""
     t, meta = pytest_task(tmp_path)
     meta = dict(meta, hidden_command=f"{PYTEST} hidden_tests --co")
     res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 60)
-    assert res.status == "infra_fail", res
+    assert res.status in ("fail", "tamper") and res.hidden_pass is not True, res
+
+
+def test_runner_that_never_starts_is_infra_fail(tmp_path: Path) -> None:
+    t, meta = pytest_task(tmp_path)
+    meta = dict(meta, hidden_command=f"{PYTEST} --no-such-option hidden_tests")
+    res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 60)
+    assert res.status == "infra_fail" and res.hidden.runner_started is False, res
 
 
 def test_patch_skipping_every_test_at_import_does_not_pass(pt, tmp_path: Path) -> None:
@@ -252,18 +259,29 @@ def test_exit_zero_with_failures_in_report_is_fail(pt, tmp_path: Path) -> None:
             "def add(a, b):\n    return a - b if a == 3 else a + b\n")
     res = scoring.score_patch(t, meta, edit_calc(body).encode(), tmp_path / "l", 60)
     assert res.hidden.returncode == 0
-    assert res.status == "fail" and "exit 0 but the JUnit report shows 1 failure" in res.reason
+    assert res.status == "fail" and "the sealed report shows 1 failure" in res.reason
 
 
 def test_judge_reasons() -> None:
-    out = scoring.CommandOutcome("pytest", 0, 0.1, False, None, "", scoring.JUnitSummary(4, 2, 0, 0))
-    assert scoring.judge("hidden", out, 4) == ("fail", "hidden tests: exit 0 but the JUnit report shows 2 failures")
-    out.junit = scoring.JUnitSummary(1, 0, 0, 0)
-    assert scoring.judge("hidden", out, 4) == ("fail", "hidden tests: only 1 hidden test ran, 4 expected")
-    out.junit = scoring.JUnitSummary(0, 0, 0, 0)
-    assert scoring.judge("hidden", out, 4)[0] == "infra_fail"
-    out.junit, out.returncode = None, 0
-    assert scoring.judge("hidden", out, 4) == ("pass", None), "no report: the exit code decides"
+    names = {"pass": "test_p", "fail": "test_f"}
+    secret = {"names": names, "message": "M-1", "seed": 1}
+
+    def rec(nodeid, outcome, text=""):
+        return [{"kind": k, "nodeid": nodeid, "when": "call", "outcome": outcome, "text": text}
+                for k in ("raw", "report")]
+
+    stream = ([{"kind": "start", "secret": True}] + rec("t.py::test_a", "failed") + rec("t.py::test_b", "failed")
+              + rec("t.py::test_c", "passed") + rec("t.py::test_p", "passed") + rec("t.py::test_f", "failed", "M-1")
+              + [{"kind": "finish", "exitstatus": 1}])
+    out = scoring.CommandOutcome("pytest", 0, 0.1, False, None, "", stream=stream, secret=secret)
+    assert scoring.judge("hidden", out, 4) == ("fail", "hidden tests: the sealed report shows 2 failures")
+    out.stream = stream[:1] + stream[5:]
+    out.stream[-1] = {"kind": "finish", "exitstatus": 0}
+    assert scoring.judge("hidden", out, 4) == ("fail", "hidden tests: only 1 test passed, 4 expected")
+    out.stream = []
+    assert scoring.judge("hidden", out, 4)[0] == "tamper", "exit 0 and no report is never a pass"
+    out.returncode = 4
+    assert scoring.judge("hidden", out, 4)[0] == "infra_fail", "the runner never started"
 
 
 def test_parse_junit_both_roots(tmp_path: Path) -> None:

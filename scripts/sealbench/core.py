@@ -297,7 +297,9 @@ def schema_errors(instance: Any, schema: dict, where: str) -> list[str]:
 CONFIG_DEFAULTS: dict[str, Any] = {"oracle_runs": 3, "score_timeout_s": 300, "humans": [], "sandbox": "auto",
                                    "stop_on_green": False, "log_cap_bytes": 1 << 20,
                                    "card_name": "default", "interval_method": "wilson", "public_results": None,
-                                   "batch_size": 1}
+                                   "batch_size": 1,
+                                   "limits": {"max_processes": 1024, "max_memory_mb": 8192, "max_file_mb": 2048,
+                                              "max_workspace_mb": 8192}}
 CONTROLS = ("empty_diff", "stub", "oracle")
 
 
@@ -308,6 +310,8 @@ def validate_config(config: Mapping[str, Any], where: str = "config") -> dict:
     """
     cfg = dict(CONFIG_DEFAULTS)
     cfg.update(config)
+    if isinstance(cfg.get("limits"), Mapping):  # a key left out keeps its default
+        cfg["limits"] = {**CONFIG_DEFAULTS["limits"], **cfg["limits"]}
     errors = schema_errors(cfg, _parsed_schema("config.schema.yaml"), where)
     if not errors:
         agents = cfg["agents"]
@@ -527,7 +531,7 @@ def code_digest(*modules: str) -> str:
     stages whose code changed. Read once per process (a workflow's code does not change under it).
     """
     here = Path(__file__).resolve().parent
-    names = sorted(set(modules) | {"core", "workspace", "scoring", "schema", "__init__"})
+    names = sorted(set(modules) | {"core", "workspace", "scoring", "pytest_seal", "schema", "__init__"})
     h = hashlib.sha256()
     for name in names:
         p = here / (name.replace(".", "/") + ".py")

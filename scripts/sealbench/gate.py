@@ -21,9 +21,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import sandbox as _sandbox
 from .core import SealbenchError, canonical_json, envelope_digest, read_json, sha256_text, write_json, atomic_write_text
 from . import stats
 from .report import write_report
+from .stratify import rate_interval
+
+#: Statuses left out of the rates (the sensitivity rate counts them as failures).
+ABSTAINED = ("excluded", "infra_fail")
 
 #: Every refusal code with what it means (documented in the README).
 REFUSALS: dict[str, str] = {
@@ -44,6 +49,10 @@ REFUSALS: dict[str, str] = {
     "DENOMINATOR_MOVED": "the holdout's task set or task digests changed after a scored run",
     "ENVELOPE_CHANGED": "the envelope changed under the same card name after a scored run",
     "LEDGER_UNREADABLE": "the pack's ledger.jsonl is damaged, so the holdout's history cannot be checked",
+    "CANDIDATE_TAMPERED": "the candidate was scored tamper on some run (touched tests or test configuration, "
+                          "shadowed a module, or forged the test report): none of its numbers is trusted",
+    "EXCLUSIONS_DECIDE": "with excluded and infra_fail runs counted as failures the verdict changes or the "
+                         "headline moves by more than its interval's half-width: abstaining decides the result",
 }
 
 #: Non-blocking observations (the decision may still be publishable).
@@ -145,11 +154,123 @@ def _fmt(x: float | None, nd: int = 3) -> float | None:
     return None if x is None or x != x else round(float(x), nd)
 
 
-def per_task_scores(runs, solver: str, split: str) -> dict[str, float]:
-    """Per-task pass share for a solver on a split (epochs averaged; excluded/infra rows left out)."""
-    sub = runs[(runs.solver == solver) & (runs.split == split) & (~runs.status.isin(["excluded", "infra_fail"]))]
+def per_task_scores(runs, solver: str, split: str, abstained_as_failures: bool = False) -> dict[str, float]:
+    """Per-task pass share for a solver on a split (epochs averaged; excluded/infra rows left
+    out, or counted as failures with ``abstained_as_failures``: the sensitivity rate)."""
+    sub = runs[(runs.solver == solver) & (runs.split == split)]
+    if not abstained_as_failures:
+        sub = sub[~sub.status.isin(ABSTAINED)]
     share = sub.status.eq("pass").groupby(sub.task_id).mean()
     return {str(tid): float(v) for tid, v in share.items()}
+
+
+def abstention_counts(rows) -> dict:
+    """Runs, excluded and infra_fail rows of one solver on the slice, and their share."""
+    total = int(len(rows))
+    ex, inf = int((rows.status == "excluded").sum()), int((rows.status == "infra_fail").sum())
+    return {"runs": total, "excluded": ex, "infra_fail": inf, "rate": _fmt((ex + inf) / total, 6) if total else None}
+
+
+def _abstained_words(c: Mapping) -> str:
+    parts = [f"{c[k]} {k}" for k in ("excluded", "infra_fail") if c[k]]
+    return " and ".join(parts) if parts else "0 excluded or infra_fail"
+
+
+def _verdict_of(cand_scores: Mapping[str, float], base_scores: Mapping[str, float], strata_of: Mapping[str, str],
+                n_req: int) -> tuple[str, float | None]:
+    """(verdict, delta) of the paired comparison on the matched tasks (NO_WINNER under 2)."""
+    common = sorted(set(cand_scores) & set(base_scores))
+    if len(common) < 2:
+        return stats.VERDICT_NONE, None
+    res = stats.paired_delta([strata_of[t] for t in common], [cand_scores[t] for t in common],
+                             [base_scores[t] for t in common])
+    return stats.gate_call(res, n_req).verdict, res.delta
+
+
+def sensitivity(runs, cfg: Mapping, cand: str, base: str, split: str, strata_of: Mapping[str, str],
+                cand_scores: Mapping[str, float], comparison: Mapping, cand_strata, pooled: bool,
+                public: Mapping | None, public_sens: Mapping | None) -> tuple[dict, dict | None]:
+    """The candidate's rate with its excluded and infra_fail rows counted as failures (per task,
+    epochs averaged, like the headline), the comparison verdict with both solvers' such rows
+    counted as failures, and the refusal (``EXCLUSIONS_DECIDE``) when either differs from the
+    published one by more than chance: the verdict changes, the public-vs-holdout sentence
+    flips, or the rate moves by more than the half-width of the headline's 95% interval (per
+    stratum when there is no pooled headline). Returns (record, reason or None)."""
+    rows = runs[(runs.split == split) & (runs.solver.isin([cand, base]))]
+    counts = {s: abstention_counts(rows[rows.solver == s]) for s in (cand, base)}
+    method = cfg.get("interval_method", "wilson")
+    passes, n = float(sum(cand_scores.values())), len(cand_scores)
+    rate = passes / n if n else None
+    verdict = comparison.get("verdict") or stats.VERDICT_NONE
+    any_abstained = any(c["excluded"] + c["infra_fail"] for c in counts.values())
+    if any_abstained:
+        cand_all = per_task_scores(runs, cand, split, abstained_as_failures=True)
+        base_all = per_task_scores(runs, base, split, abstained_as_failures=True)
+        verdict_s, delta_s = _verdict_of(cand_all, base_all, strata_of,
+                                         comparison["power"]["required_n_miller"])
+    else:
+        cand_all, verdict_s, delta_s = dict(cand_scores), verdict, comparison.get("delta")
+    passes_s, n_s = float(sum(cand_all.values())), len(cand_all)
+    rate_s = passes_s / n_s if n_s else None
+    lo, hi = rate_interval(passes, n, method)
+    half = None if lo is None else (hi - lo) / 2
+    moved: list[str] = []
+    if any_abstained and rate is not None and rate_s is not None:
+        if pooled:
+            if rate - rate_s > half + 1e-12:
+                moved.append(f"{cand}'s rate is {rate_s:.2f} ({passes_s:g}/{n_s}), not {rate:.2f} ({passes:g}/{n}): "
+                             f"a move of {rate - rate_s:.2f}, more than the half-width {half:.2f} of the headline's "
+                             "95% interval")
+        else:
+            for stratum in cfg["strata"]:
+                ids = [t for t in cand_all if strata_of.get(t) == stratum]
+                if not ids or stratum not in cand_strata.index or cand_strata.loc[stratum, "ci_low"] != \
+                        cand_strata.loc[stratum, "ci_low"]:
+                    continue
+                r0 = float(cand_strata.loc[stratum, "pass_rate"])
+                r1 = sum(cand_all[t] for t in ids) / len(ids)
+                hw = (float(cand_strata.loc[stratum, "ci_high"]) - float(cand_strata.loc[stratum, "ci_low"])) / 2
+                if r0 - r1 > hw + 1e-12:
+                    moved.append(f"{cand}'s {stratum} rate is {r1:.2f}, not {r0:.2f}: a move of {r0 - r1:.2f}, "
+                                 f"more than the half-width {hw:.2f} of its 95% interval")
+    if verdict_s != verdict:
+        moved.append(f"the comparison with {base} would be {verdict_s}, not {verdict}")
+    if public is not None and public_sens is not None and public["allowed"] != public_sens["allowed"]:
+        moved.append("the public-minus-holdout sentence would " + ("not " if public["allowed"] else "")
+                     + "be allowed")
+    record = {
+        "definition": "excluded and infra_fail rows counted as failures (per task, epochs averaged)",
+        "rate": _fmt(rate_s, 6), "passes": passes_s, "n": n_s, "headline_rate": _fmt(rate, 6),
+        "headline_half_width": _fmt(half, 6), "excluded": counts[cand]["excluded"],
+        "infra_fail": counts[cand]["infra_fail"], "verdict": verdict_s, "delta": _fmt(delta_s, 6),
+        "decides": bool(moved),
+    }
+    reason = None
+    if moved:
+        whose = f"its {_abstained_words(counts[cand])} runs"
+        if counts[base]["excluded"] + counts[base]["infra_fail"]:
+            whose += f" (and {base}'s {_abstained_words(counts[base])})"
+        sentence = (f"With {whose} counted as failures, " + "; ".join(moved) + ". Runs left out of the rate decide "
+                    "this result, and an agent can abstain on its failures (a forged stamp, a dropped route): fix what "
+                    "excluded them (session stamps, server, quota, the harness) and rerun.")
+        reason = _reason("EXCLUSIONS_DECIDE", sentence,
+                         {"rate": record["headline_rate"], "rate_with_exclusions_as_failures": record["rate"],
+                          "half_width": record["headline_half_width"], "verdict": verdict,
+                          "verdict_with_exclusions_as_failures": verdict_s, "abstained": counts})
+    return record, reason
+
+
+def exclusion_note(counts: Mapping[str, Mapping], cand: str, base: str, delta_s: float | None,
+                   verdict_s: str) -> str | None:
+    """The sentence stated beside the delta when candidate and baseline abstained at different rates."""
+    c, b = counts[cand], counts[base]
+    if c["rate"] == b["rate"]:
+        return None
+    def one(name: str, x: Mapping) -> str:
+        return (f"{name} {x['excluded'] + x['infra_fail']} of {x['runs']} runs "
+                f"({_pct(x['rate'])}: {_abstained_words(x)})")
+    tail = "" if delta_s is None else f"; with them counted as failures the delta is {delta_s:+.3f} ({verdict_s})"
+    return f"Exclusion rates differ: {one(cand, c)} vs {one(base, b)}{tail}."
 
 
 def _median(values) -> float | None:
@@ -301,6 +422,14 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     if len(over):
         reasons.append(_reason("OVER_ENVELOPE", f"{len(over)} {cand} run(s) exceeded the envelope "
                                                 f"({', '.join(sorted(over.task_id))}).", sorted(over.task_id)))
+    cand_tamper = cand_rows[cand_rows.status == "tamper"]
+    if len(cand_tamper):
+        ev = sorted(f"{r.task_id}#{r.epoch}" for r in cand_tamper.itertuples())
+        reasons.append(_reason("CANDIDATE_TAMPERED", f"{cand} was scored tamper on {len(cand_tamper)} {split} run(s) "
+                                                     f"({', '.join(ev)}): its patches touched tests or test configuration, "
+                                                     "shadowed a module or forged the test report (see the reasons in "
+                                                     "runs.parquet). A rate for an agent caught tampering is not published.",
+                               ev))
     tampered = runs[(runs.split == split) & (runs.status == "tamper")]
     if len(tampered):
         notes.append({"code": "TAMPER", "sentence": f"{len(tampered)} run(s) touched tests or test configuration and "
@@ -372,6 +501,20 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
                                                 f"'{easiest}': a pooled rate would mostly measure it. Quote the "
                                                 "per-stratum rates, never one pooled number."))
 
+    # --- abstention must not pay: the rate with exclusions counted as failures -------------
+    public_sens = None
+    if cfg.get("public_results"):
+        cand_all = per_task_scores(runs, cand, split, abstained_as_failures=True)
+        public_sens = public_comparison(cfg, exp, cand, sum(cand_all.values()) / len(cand_all) if cand_all else None,
+                                        True)
+    sens, sens_reason = sensitivity(runs, cfg, cand, base, split, strata_of, cand_scores, comparison, cand_strata,
+                                    not unbalanced, public_comparison(cfg, exp, cand, rate, True), public_sens)
+    if sens_reason is not None:
+        reasons.append(sens_reason)
+    counts = {s: abstention_counts(runs[(runs.split == split) & (runs.solver == s)]) for s in (cand, base)}
+    comparison["exclusion_rates"] = counts
+    comparison["exclusion_note"] = exclusion_note(counts, cand, base, sens["delta"], sens["verdict"])
+
     publishable = not reasons
     headline = round(rate, 6) if (publishable and rate is not None and not unbalanced) else None
     per_stratum = []
@@ -392,14 +535,17 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
             f"On this sealed pack (digest {exp['pack_digest'][:12]}), {cand} {pooled}"
             f"{'passed hidden tests ' if unbalanced else ''}under a clock of at most {env['max_wall_s']} s per task, "
             f"{env['max_steps']} steps and {env['max_output_tokens']} output tokens; per stratum: {strata_txt}; "
-            f"timeouts {timeouts}, exclusions {len(excluded)}."
+            f"timeouts {timeouts}, exclusions {len(excluded)}"
+            + (f" (with them counted as failures: {sens['passes']:g} of {sens['n']}, {_pct(sens['rate'])})"
+               if len(excluded) else "") + "."
         )
         if comparison.get("verdict") in (stats.VERDICT_CANDIDATE, stats.VERDICT_BASELINE):
             winner, loser = (cand, base) if comparison["verdict"] == stats.VERDICT_CANDIDATE else (base, cand)
             allowed.append(
                 f"On these {len(common)} {split} tasks, {winner} passed more than {loser}: delta "
                 f"{comparison['delta']:+.3f} (95% {comparison['method'].replace('_', ' ')} interval "
-                f"[{comparison['ci_low']:+.3f}, {comparison['ci_high']:+.3f}])."
+                f"[{comparison['ci_low']:+.3f}, {comparison['ci_high']:+.3f}])"
+                + (f". {comparison['exclusion_note']}" if comparison["exclusion_note"] else ".")
             )
         else:
             refused.append({"sentence": f"{cand} is better than {base}.",
@@ -431,7 +577,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         "experiment": exp["exp_id"], "publishable": publishable, "headline": headline,
         "headline_metric": f"{cand} hidden-test pass rate on the {split} split (per-task, epochs averaged)",
         "n": n_c, "passes": passes, "per_stratum": per_stratum, "timeouts": timeouts,
-        "exclusions": len(excluded), "reasons": reasons, "notes": notes, "allowed_sentences": allowed,
+        "exclusions": len(excluded), "sensitivity": sens, "reasons": reasons, "notes": notes, "allowed_sentences": allowed,
         "refused_sentences": refused, "comparison": comparison, "roles": roles,
         "cost_per_pass": cost_per_pass(runs, split, cfg["strata"]),
         "pass_at_k": pass_at_k_table(runs, split, int(cfg["epochs"])),
@@ -566,14 +712,18 @@ def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
             "oracle_sanity": float(tasks.oracle_ok.mean()) if len(tasks) else None,
         },
         "metric_family": ["hidden pass rate per stratum (n, Wilson 95%)", "timeout rate", "infra_fail rate",
-                          "exclusion rate", "paired delta vs baseline (stratified t 95%)", "McNemar exact p",
+                          "exclusion rate", "pass rate with exclusions and infra_fail counted as failures "
+                          "(EXCLUSIONS_DECIDE when it decides)", "paired delta vs baseline (stratified t 95%)", "McNemar exact p",
                           "time to green", "steps, tokens, cost (as reported)"],
         "envelope": {**cfg["envelope"], "health": cfg["health"]},
         "isolation": {
             "mode": cfg.get("sandbox", "auto"),
             "levels": sorted({str(x) for x in runs[runs.role == "agent"].isolation.dropna()}),
-            "sandbox": "bubblewrap: read-only system, workspace and SEALBENCH_OUT writable, private /tmp, "
-                       "PID namespace, no network; pack, results/, home hidden",
+            "sandbox": "bubblewrap: allowlisted read-only system and interpreter, workspace and SEALBENCH_OUT "
+                       "writable, private /tmp, unprivileged uid without capabilities or user namespaces, PID "
+                       "namespace, no network; pack, results/, home, project and scratch folders not mounted",
+            # resource limits of every sandboxed command; mechanisms as found where the gate runs
+            "limits": {**_sandbox.Limits.of(cfg.get("limits")).to_dict(), "mechanisms": _sandbox.limit_mechanisms()},
         },
         "contamination": {
             "posture": contamination_posture(tasks),
@@ -624,6 +774,8 @@ def render_report(decision: Mapping, card: Mapping, strata, tasks) -> str:
                              "wins", "losses", "verdict"]))
     else:
         lines.append(c.get("note", ""))
+    if c.get("exclusion_note"):
+        lines += ["", c["exclusion_note"]]
     lines += ["", f"Power: the pre-registered MDE {c['power']['mde']} needs {c['power']['required_n_miller']} tasks "
                   f"(Miller Eq. 9; Connor: {c['power']['required_n_connor']}).", ""]
     lines += ["## Humans beside agents", ""]

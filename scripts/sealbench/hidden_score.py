@@ -7,19 +7,27 @@ The patch is applied to a fresh copy of ``repo/``; its changes to protected path
 folders, pytest configuration, ``conftest.py``, start-up hooks, ``.pth`` files) are dropped
 and listed as ``tamper_paths``, and both test folders are copied in from the sealed pack;
 then the visible and hidden commands run (see ``scoring.score_patch``). Status:
-- ``timeout``: the worker ran out of clock (its patch is still scored and shown, never a pass);
-- ``infra_fail``: the agent command could not run (exit 126/127) or a scoring command could
-  not run (missing interpreter, no tests collected);
+- ``timeout``: the worker was killed at its clock (``run.json`` ``timed_out``): whatever it
+  wrote or exited with, its patch is still scored and shown, never a pass;
+- ``infra_fail``: only the harness's own failure: it could not run the attempt
+  (``end_reason`` ``harness_error``), or the scoring commands could not run *and* the task's
+  controls (``controls.json``: ``control_infra_fail``) could not be scored either;
 - ``tamper``: the patch touched protected paths (the rest is still scored and shown);
 - ``pass``: visible and hidden commands exit 0 and their JUnit reports (when pytest wrote
   one) agree; otherwise ``fail``.
+The agent's own exit status is recorded (``agent_exit_code``), never the verdict: an agent
+that exits 127 is scored on its patch like any other. A scoring ``infra_fail`` (no tests
+collected, usage error, exit 126/127...) while the task's controls ran fine is the patch's
+doing (it broke the test run): ``fail`` with the reason. Neither may leave the rate's
+denominator, or abstaining on a failure would pay.
 ``gold_like``/``gold_similarity`` compare the patch with the sealed ``oracle.patch``.
-``time_to_green_s`` is the end of the first green visible attempt, if the final state is green.
+``time_to_green_s`` is the end of the first sealed-green visible attempt, if the final state is green.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import traceback
 from pathlib import Path
@@ -30,16 +38,20 @@ from .scoring import SHELL_INFRA_CODES, score_patch
 
 
 def time_to_green(attempts: list[dict], final_visible_green: bool | None) -> float | None:
+    """End of the first visible attempt that was green *sealed* (``sealed_green``: the
+    workspace as it stood then passed the visible tests restored from the pack, under the
+    tamper rules — see ``visible.sealed_green``), if the final state is green. An attempt
+    green only in the worker's own workspace never counts."""
     if not final_visible_green:
         return None
     for a in attempts:
-        if a.get("exit") == 0 and isinstance(a.get("end_s"), (int, float)):
+        if a.get("exit") == 0 and a.get("sealed_green") is True and isinstance(a.get("end_s"), (int, float)):
             return float(a["end_s"])
     return None
 
 
 def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_mode: str = "auto",
-              controls: Path | None = None) -> dict:
+              controls: Path | None = None, limits: dict | None = None) -> dict:
     """Score one attempt and write its record (see module docstring). ``controls`` (the task's
     controls.json) gives how many hidden tests the gold patch ran: the patch must run as many."""
     sealed, run_dir = Path(sealed).resolve(), Path(run_dir)
@@ -49,22 +61,33 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
         return _infra_record(out, meta["id"], run, f"the harness could not run the attempt: {run.get('error')}")
     expected = read_json(controls).get("oracle_hidden_ran") if controls else None
     level = resolve_level(sandbox_mode)
-    box = make_sandbox(level, hide=[sealed.parent.parent.parent])
+    box = make_sandbox(level, hide=[sealed.parent.parent.parent], limits=limits)
     patch = (run_dir / "patch.diff").read_bytes()
     oracle_file = sealed / "oracle.patch"
     oracle = oracle_file.read_bytes() if oracle_file.exists() else None
     res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle,
                       sandbox=box, expected_hidden=expected)
     status, reason = res.status, res.reason
-    if run["exit_code"] in SHELL_INFRA_CODES and not run["timed_out"]:
-        status, reason = "infra_fail", f"agent command: {SHELL_INFRA_CODES[run['exit_code']]} (exit {run['exit_code']})"
-    elif run["timed_out"]:
+    if status == "infra_fail":
+        status, reason = _scoring_infra(res.reason, read_json(controls) if controls else None)
+    code = run.get("exit_code")
+    if run.get("timed_out"):
         status, reason = "timeout", f"the worker was stopped at its {run['time_box_s']:.0f}s clock" + (
-            f"; its patch scored {res.status}" if res.status != "infra_fail" else "")
+            f"; its patch scored {status}" + (f" ({reason})" if reason else ""))
+    elif run.get("limit_hit") and status not in ("infra_fail", "tamper"):
+        status, reason = "fail", f"the agent run {run['limit_hit']}" + (
+            f"; its patch scored {res.status}" + (f" ({res.reason})" if res.reason else ""))
+    elif code not in (0, None) and status != "pass":
+        words = SHELL_INFRA_CODES.get(code)
+        reason = (reason + "; " if reason else "") + f"the agent's command ended with exit {code}" \
+            + (f" ({words})" if words else "") + ": recorded, scored as usual (an agent's exit is never infra)"
+    if run.get("patch_error") and status != "pass":
+        reason = (reason + "; " if reason else "") + "the agent left its workspace in a state git refuses to " \
+            f"take as a patch, so it was scored as an empty patch ({str(run['patch_error'])[-300:]})"
     record = {
         "task_id": meta["id"], "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
         "status": status, "reason": reason, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
-        "time_to_green_s": time_to_green(run.get("attempts", []), res.visible_pass),
+        "agent_exit_code": run.get("exit_code"), "time_to_green_s": time_to_green(run.get("attempts", []), res.visible_pass),
         "tamper_paths": res.tamper_paths, "patch_applied": res.patch_applied,
         "gold_like": res.gold_like, "gold_similarity": res.gold_similarity, "scoring_isolation": level,
         "score": res.to_dict(), "run": run,
@@ -73,11 +96,24 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     return record
 
 
+def _scoring_infra(why: str | None, controls: dict | None) -> tuple[str, str]:
+    """Status and reason of an agent patch whose scoring hit ``infra_fail``: the harness's
+    failure only when the task's controls hit it too; otherwise the patch broke the test run."""
+    if controls is not None and controls.get("control_infra_fail"):
+        hit = sorted({f"{r['solver']}#{r['epoch']}" for r in controls.get("results") or []
+                      if r.get("status") == "infra_fail"}) or ["every control (the harness could not run them)"]
+        return "infra_fail", (f"{why}; the task's controls could not be scored either ({', '.join(hit)}): "
+                              "the harness or the task is broken, not the patch")
+    ctl = "the task's controls ran without an infra failure" if controls is not None else \
+        "no controls record says the harness was at fault"
+    return "fail", f"the patch broke the test run: {why}; {ctl}, so the patch did it"
+
+
 def _infra_record(out: Path, task_id: str, run: dict, reason: str) -> dict:
     record = {
         "task_id": task_id, "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
         "status": "infra_fail", "reason": reason, "visible_pass": None, "hidden_pass": None,
-        "time_to_green_s": None, "tamper_paths": [], "patch_applied": False, "gold_like": None,
+        "agent_exit_code": run.get("exit_code"), "time_to_green_s": None, "tamper_paths": [], "patch_applied": False, "gold_like": None,
         "gold_similarity": None, "scoring_isolation": None, "score": None, "run": run,
     }
     write_json(out, record)
@@ -92,9 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
     ap.add_argument("--controls", type=Path, help="the task's controls.json (gold-patch test count)")
+    ap.add_argument("--limits", default=None, help="JSON: the config's limits (sandbox.Limits)")
     args = ap.parse_args(argv)
     try:
-        rec = score_run(args.sealed, args.run_dir, args.out, args.timeout, args.sandbox, args.controls)
+        rec = score_run(args.sealed, args.run_dir, args.out, args.timeout, args.sandbox, args.controls,
+                        json.loads(args.limits) if args.limits else None)
     except SandboxUnavailable as exc:
         print(f"hidden_score: {exc}", file=sys.stderr)
         return 1

@@ -615,6 +615,8 @@ def section_comparison(decision: Mapping, runs: pd.DataFrame, strata_names: list
         item("verdict", str(comp.get("verdict_label", "NOT_COMPUTED")))
     if comp.get("note"):
         item("note", str(comp.get("note")))
+    if comp.get("exclusion_note"):
+        item("exclusions", str(comp.get("exclusion_note")))
     pw = comp.get("power") or {}
     if pw:
         item("required n", f"{_num(pw.get('required_n_miller'))} tasks for the pre-registered MDE "

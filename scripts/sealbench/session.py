@@ -53,6 +53,7 @@ from .core import (
     task_digest,
     write_json,
 )
+from .visible import sealed_green
 from .workspace import (
     Workspace,
     WorkspaceError,
@@ -293,6 +294,17 @@ def check(session_id: str | None = None, results: Path = Path("results")) -> tup
     t1 = _now()
     started = s.data["started_at"]
     attempt = {"start_s": round(t0 - started, 3), "end_s": round(t1 - started, 3), "exit": proc.returncode}
+    if proc.returncode == 0:
+        # the same rule as for agents: green only if the workspace as it stands passes the
+        # visible tests restored from the pack, under the tamper rules (visible.sealed_green)
+        task_dir = Path(s.data["pack"]) / "tasks" / s.data["task_id"]
+        n = len(read_jsonl(s.attempts_path)) + 1
+        try:
+            green, why = sealed_green(task_dir, read_json(task_dir / "meta.json"), s.workspace(),
+                                      s.dir / "visible_logs" / f"sealed-{n}", max(5.0, s.remaining()))
+        except Exception as exc:  # noqa: BLE001 - a check that broke is not a green
+            green, why = False, f"the sealed check could not run: {type(exc).__name__}: {exc}"
+        attempt.update(sealed_green=green, sealed_reason=why)
     _append_jsonl(s.attempts_path, attempt)
     return proc.returncode, attempt
 
@@ -352,6 +364,9 @@ def submit(session_id: str | None = None, results: Path = Path("results")) -> di
         # a person works on their own machine: no sandbox, no output capture, no stop at green
         "stdout_truncated_bytes": 0, "stderr_truncated_bytes": 0, "log_cap_bytes": None,
         "isolation": "human", "endpoint": None, "over_envelope": [], "stop_on_green": False,
+        # a person's tokens are not metered and their machine has no sandbox limits
+        "usage_agent": {k: None for k in USAGE_KEYS}, "tokens_source": None, "usage_metered": None,
+        "limit_hit": None, "limits": None, "limit_mechanisms": None, "patch_error": None,
         "who": d["who"], "session_id": s.id,
     }
     write_json(run_dir / "run.json", record)

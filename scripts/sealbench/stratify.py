@@ -7,8 +7,13 @@ Writes: tables/tasks.parquet, tables/runs.parquet, tables/strata.parquet (schema
 Health envelope (seed "session stamp"): an agent row whose stamp is missing, whose server is
 not the required one, whose queue delay or retries exceed the envelope, whose quota state is
 not allowed, or whose route changed gets status ``excluded`` with the reason; excluded rows
-stay in ``runs.parquet`` and are left out of the rates. ``infra_fail`` rows are left out of
-the rates too (the harness broke, not the solver) and reported as the infra rate.
+stay in ``runs.parquet`` and are left out of the rates. ``infra_fail`` rows (the harness
+broke, not the solver: see ``hidden_score``) are left out of the rates too and reported as the
+infra rate. A run killed at its clock (``run.json`` ``timed_out``) is ``timeout`` whatever it
+wrote (a missing or forged stamp, ``route_changed``...): timeout takes precedence over
+exclusion, so a timed-out run always counts in the denominator as a failure. Because the agent
+writes its own stamp, the gate also computes the rate with excluded and infra_fail rows
+counted as failures and refuses a headline that depends on them (``EXCLUSIONS_DECIDE``).
 
 Rates are per task: epochs are averaged per task first (the task is the unit), and intervals
 are Wilson 95% on the per-task pass share.
@@ -143,8 +148,13 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             "stdout_truncated_bytes": run.get("stdout_truncated_bytes"),
             "stderr_truncated_bytes": run.get("stderr_truncated_bytes"),
         })
+        if run.get("timed_out") is True and row["status"] not in ("timeout", "infra_fail"):
+            # killed at its clock: a timeout, whatever the score record says (never a pass)
+            row["reason"] = f"the worker was stopped at its clock; its patch scored {row['status']}" + (
+                f" ({row['reason']})" if row["reason"] else "")
+            row["status"] = "timeout"
         problems = [] if row["role"] == "human" else health_problems(stamp, health)
-        if problems and row["status"] != "infra_fail":
+        if problems and row["status"] not in ("infra_fail", "timeout"):
             row["excluded_reason"] = "; ".join(problems)
             row["reason"] = f"{row['status']} before exclusion" + (f": {row['reason']}" if row["reason"] else "")
             row["status"] = "excluded"

@@ -8,6 +8,12 @@ itself (in the same sandbox, on the same workspace), records ``(start, end, exit
 client prints it and exits with the command's exit code. So time-to-green cannot be forged:
 the harness ran the tests and read the clock.
 
+A green run in the worker's workspace proves little by itself (the worker may have planted a
+``conftest.py`` that forces passes, then deleted it). So each green run is *sealed*
+(``seal_check``): the workspace's patch at that moment is scored like a final patch — applied
+to a pristine snapshot under the tamper rules, the visible tests restored from the sealed
+pack, canaries added — and the attempt counts as green (``sealed_green``) only if that passes.
+
 Frames on the socket: 1 byte kind (``o`` output, ``x`` exit code) + 4 bytes big-endian
 length + payload.
 """
@@ -64,11 +70,13 @@ class VisibleServer:
 
     def __init__(self, sock_path: Path, command: str, workspace: Path, clock_start: float, deadline: float,
                  log_path: Path, logdir: Path, sandbox=None, cap_bytes: int | None = None,
-                 on_green=None) -> None:
+                 on_green=None, seal_check=None) -> None:
         self.sock_path, self.command, self.workspace = Path(sock_path), command, Path(workspace)
         self.clock_start, self.deadline = clock_start, deadline
         self.log_path, self.logdir = Path(log_path), Path(logdir)
         self.sandbox, self.cap_bytes, self.on_green = sandbox, cap_bytes, on_green
+        #: callable(n) -> (green: bool, reason: str | None): the sealed re-check of a green run
+        self.seal_check = seal_check
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.count = 0
@@ -109,14 +117,22 @@ class VisibleServer:
                                   out, err, sandbox=self.sandbox, cap_bytes=self.cap_bytes, stop_event=self.stop)
                 t1 = time.time()
                 rc = res.returncode if not (res.timed_out or res.end_reason == "stopped") else 124
+                entry = {"start_s": round(t0 - self.clock_start, 3), "end_s": round(t1 - self.clock_start, 3),
+                         "exit": rc}
+                sealed = None
+                if rc == 0 and self.seal_check is not None and not self.stop.is_set():
+                    try:
+                        sealed, why = self.seal_check(n)
+                    except Exception as exc:  # noqa: BLE001 - a check that broke is not a green
+                        sealed, why = False, f"the sealed check could not run: {type(exc).__name__}: {exc}"
+                    entry.update(sealed_green=bool(sealed), sealed_reason=why)
                 with open(self.log_path, "a") as fh:
-                    fh.write(json.dumps({"start_s": round(t0 - self.clock_start, 3),
-                                         "end_s": round(t1 - self.clock_start, 3), "exit": rc}) + "\n")
+                    fh.write(json.dumps(entry) + "\n")
             conn.settimeout(60)
             for path in (out, err):
                 conn.sendall(_frame(b"o", path.read_bytes()))
             conn.sendall(_frame(b"x", str(rc).encode()))
-            if rc == 0 and self.on_green is not None:
+            if rc == 0 and self.on_green is not None and (self.seal_check is None or sealed):
                 self.on_green()
         except OSError:
             pass
@@ -137,6 +153,20 @@ class VisibleServer:
             self.sock_path.unlink()
         except FileNotFoundError:
             pass
+
+
+def sealed_green(sealed_task: Path, meta: dict, ws, logdir: Path, timeout_s: float,
+                 sandbox=None) -> tuple[bool, str | None]:
+    """Whether the workspace ``ws`` (a :class:`~sealbench.workspace.Workspace`) *as it stands
+    now* passes the visible suite when scored like a final patch: its diff applied to a pristine
+    snapshot under the tamper rules, ``visible_tests/`` restored from the sealed pack, canaries
+    added. Returns (green, why not)."""
+    from .scoring import score_patch
+    from .workspace import workspace_patch
+
+    patch = workspace_patch(ws)
+    res = score_patch(sealed_task, meta, patch, logdir, timeout_s, sandbox=sandbox, commands=("visible",))
+    return res.status == "pass", res.reason
 
 
 def write_client_script(path: Path, sock_path: Path) -> Path:

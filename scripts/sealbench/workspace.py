@@ -156,8 +156,9 @@ def workspace_patch(ws: Workspace) -> bytes:
 
 @dataclass
 class ProcessResult:
-    """How a command ended. ``end_reason`` is data: ``exit``, ``time_box`` or ``stopped``
-    (ended by the harness, e.g. at the first green visible run under ``stop_on_green``)."""
+    """How a command ended. ``end_reason`` is data: ``exit``, ``time_box``, ``stopped``
+    (ended by the harness, e.g. at the first green visible run under ``stop_on_green``) or
+    ``limit`` (stopped by the harness past a resource limit; see ``limit_hit``)."""
 
     returncode: int | None
     wall_s: float
@@ -169,6 +170,9 @@ class ProcessResult:
     stderr_truncated_bytes: int = 0
     cap_bytes: int | None = None
     isolation: str = "none"
+    #: the resource limit the command hit, in words (e.g. "hit the file-size limit
+    #: (max_file_mb=2048)"); None when it hit none (see ``sandbox.Guard``)
+    limit_hit: str | None = None
 
 
 _SUBREAPER_SET = False
@@ -275,10 +279,12 @@ def _pump(src, dest_path: Path, cap: int | None, counts: dict, key: str) -> None
     counts[key] = (kept, dropped)
 
 
-def _wait(proc: subprocess.Popen, deadline: float, stop_event: threading.Event | None) -> tuple[int | None, str]:
-    """Wait for ``proc`` until it exits (``exit``), ``deadline`` passes (``time_box``) or
-    ``stop_event`` is set (``stopped``). Wakes the moment the process exits (a pidfd), rather
-    than polling with sleeps, which would add up to tens of ms to every short test run."""
+def _wait(proc: subprocess.Popen, deadline: float, stop_event: threading.Event | None,
+          limit_event: threading.Event | None = None) -> tuple[int | None, str]:
+    """Wait for ``proc`` until it exits (``exit``), ``deadline`` passes (``time_box``),
+    ``stop_event`` is set (``stopped``) or ``limit_event`` is (``limit``). Wakes the moment the
+    process exits (a pidfd), rather than polling with sleeps, which would add up to tens of ms
+    to every short test run."""
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # no pidfd (old kernel): Popen.wait's own polling
@@ -288,7 +294,7 @@ def _wait(proc: subprocess.Popen, deadline: float, stop_event: threading.Event |
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None, "time_box"
-            step = remaining if stop_event is None else min(remaining, 0.05)
+            step = remaining if stop_event is None and limit_event is None else min(remaining, 0.05)
             if pidfd is not None:
                 select.select([pidfd], [], [], step)
                 rc = proc.poll()
@@ -299,6 +305,8 @@ def _wait(proc: subprocess.Popen, deadline: float, stop_event: threading.Event |
                     rc = None
             if rc is not None:
                 return rc, "exit"
+            if limit_event is not None and limit_event.is_set():
+                return None, "limit"
             if stop_event is not None and stop_event.is_set():
                 return None, "stopped"
     finally:
@@ -308,25 +316,34 @@ def _wait(proc: subprocess.Popen, deadline: float, stop_event: threading.Event |
 
 def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: float,
                 stdout_path: Path, stderr_path: Path, *, sandbox=None, cap_bytes: int | None = None,
-                stop_event: threading.Event | None = None) -> ProcessResult:
+                stop_event: threading.Event | None = None, pass_fds: tuple[int, ...] = ()) -> ProcessResult:
     """Run ``command`` with bash in its own session (and ``sandbox`` if given); at
     ``timeout_s`` — or when ``stop_event`` is set — kill its whole process tree.
 
     Standard input is ``/dev/null``; stdout/stderr go to files, each capped at ``cap_bytes``
-    (the rest is counted, not stored). Nothing the command started survives: its process
+    (the rest is counted, not stored); ``pass_fds`` are inherited by the command (the sealed
+    report's pipes, see ``pytest_seal``). Nothing the command started survives: its process
     group is killed, and (this process being a subreaper) so is every orphan it left behind.
     """
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     become_subreaper()
     argv = ["bash", "-c", command]
     isolation = "none"
+    guard = None
+    env = dict(env)
     if sandbox is not None:
         argv = sandbox.wrap(argv, Path(cwd))
         isolation = sandbox.level
+        if hasattr(sandbox, "guard"):
+            guard = sandbox.guard()
+            argv = guard.argv(argv)
+            env = sandbox.adjust_env(env)
+    limit_event = threading.Event() if guard is not None else None
     before = set(descendants(os.getpid()))
     start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            pass_fds=tuple(pass_fds))
     with _ACTIVE_LOCK:
         _ACTIVE.add(proc.pid)
     counts: dict[str, tuple[int, int]] = {}
@@ -334,7 +351,9 @@ def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: floa
              threading.Thread(target=_pump, args=(proc.stderr, stderr_path, cap_bytes, counts, "err"), daemon=True)]
     for t in pumps:
         t.start()
-    rc, why = _wait(proc, start + timeout_s, stop_event)
+    if guard is not None:
+        guard.start_watch(limit_event.set)
+    rc, why = _wait(proc, start + timeout_s, stop_event, limit_event)
     timed_out, stopped = why == "time_box", why == "stopped"
     wall = time.monotonic() - start
     _kill_group(proc.pid)
@@ -349,13 +368,14 @@ def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: floa
         rc = proc.wait()
     for t in pumps:
         t.join(timeout=30)
+    limit_hit = guard.finish(rc, stderr_path) if guard is not None else None
     out_kept, out_dropped = counts.get("out", (0, 0))
     err_kept, err_dropped = counts.get("err", (0, 0))
     return ProcessResult(
         returncode=rc, wall_s=round(wall, 3), timed_out=timed_out,
-        end_reason="time_box" if timed_out else ("stopped" if stopped else "exit"),
+        end_reason="time_box" if timed_out else ("stopped" if stopped else ("limit" if why == "limit" else "exit")),
         stdout_bytes=out_kept, stderr_bytes=err_kept, stdout_truncated_bytes=out_dropped,
-        stderr_truncated_bytes=err_dropped, cap_bytes=cap_bytes, isolation=isolation,
+        stderr_truncated_bytes=err_dropped, cap_bytes=cap_bytes, isolation=isolation, limit_hit=limit_hit,
     )
 
 

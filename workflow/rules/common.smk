@@ -68,6 +68,8 @@ except SealbenchError as exc:
 
 AGENTS = {name: dict(spec, fingerprint=agent_fingerprint(name, spec)) for name, spec in CFG["agents"].items()}
 EPOCHS = list(range(1, int(CFG["epochs"]) + 1))
+#: The resource limits every sandboxed command runs under (a param of each rule that runs one).
+LIMITS = json.dumps(CFG["limits"], sort_keys=True)
 #: Config keys that change how the work is scheduled, not what is measured: not in the experiment id.
 EXECUTION_ONLY_KEYS = ("pack", "batch_size")
 

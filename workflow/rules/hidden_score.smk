@@ -13,6 +13,7 @@ rule hidden_score:
         rundir=lambda w, input: str(Path(input.run).parent),
         timeout=CFG["score_timeout_s"],
         sandbox=CFG["sandbox"],
+        limits=LIMITS,
         code=code_digest("hidden_score", "sandbox"),
         toolchain=lambda w: experiment()["toolchain_digest"],
     log:
@@ -23,7 +24,7 @@ rule hidden_score:
         runtime=lambda w: 5 + 2 * CFG["score_timeout_s"] // 60,
     shell:
         "{PY} -m sealbench.hidden_score --sealed {input.sealed:q} --run-dir {params.rundir:q}"
-        " --out {output:q} --timeout {params.timeout} --sandbox {params.sandbox}"
+        " --out {output:q} --timeout {params.timeout} --sandbox {params.sandbox} --limits {params.limits:q}"
         " --controls {input.controls:q}"
         " " + ON_FAIL
 
@@ -51,6 +52,7 @@ rule hidden_score_session:
         controls=lambda w: f"{RESULTS}/tasks/{w.task}/{w.tdigest}/controls/controls.json",
         timeout=CFG["score_timeout_s"],
         sandbox=CFG["sandbox"],
+        limits=LIMITS,
         code=code_digest("hidden_score", "sandbox"),
         toolchain=lambda w: experiment()["toolchain_digest"],
     log:
@@ -61,6 +63,6 @@ rule hidden_score_session:
         runtime=lambda w: 5 + 2 * CFG["score_timeout_s"] // 60,
     shell:
         "{PY} -m sealbench.hidden_score --sealed {params.sealed:q} --run-dir {params.rundir:q}"
-        " --out {output:q} --timeout {params.timeout} --sandbox {params.sandbox}"
+        " --out {output:q} --timeout {params.timeout} --sandbox {params.sandbox} --limits {params.limits:q}"
         " --controls {params.controls:q}"
         " " + ON_FAIL

@@ -14,6 +14,7 @@ rule run_agent:
         spec=lambda w: json.dumps({k: v for k, v in AGENTS[w.agent].items() if k != "fingerprint"}),
         envelope=json.dumps(CFG["envelope"]),
         sandbox=CFG["sandbox"],
+        limits=LIMITS,
         stop=" --stop-on-green" if CFG["stop_on_green"] else "",
         cap=CFG["log_cap_bytes"],
         hide=lambda w: f"--hide {shlex.quote(str(Path(CFG['pack']).absolute()))} --hide {shlex.quote(str(Path(RESULTS).absolute()))}",
@@ -29,4 +30,4 @@ rule run_agent:
         "{PY} -m sealbench.run_agent --sealed {input.sealed:q} --run-dir {params.rundir:q}"
         " --agent {wildcards.agent} --fingerprint {wildcards.fp} --spec {params.spec:q} --epoch {wildcards.epoch}"
         " --envelope {params.envelope:q} --sandbox {params.sandbox}{params.stop} --log-cap-bytes {params.cap}"
-        " {params.hide} " + ON_FAIL
+        " --limits {params.limits:q} {params.hide} " + ON_FAIL

@@ -13,6 +13,7 @@ rule run_dummy:
         runs=CFG["oracle_runs"],
         timeout=CFG["score_timeout_s"],
         sandbox=CFG["sandbox"],
+        limits=LIMITS,
         code=code_digest("run_dummy", "sandbox"),
         toolchain=lambda w: experiment()["toolchain_digest"],
     log:
@@ -23,4 +24,5 @@ rule run_dummy:
         runtime=lambda w: 10 + CFG["score_timeout_s"] * (2 + CFG["oracle_runs"]) * 2 // 60,
     shell:
         "{PY} -m sealbench.run_dummy --sealed {input.sealed:q} --out-dir {params.outdir:q}"
-        " --oracle-runs {params.runs} --timeout {params.timeout} --sandbox {params.sandbox} " + ON_FAIL
+        " --oracle-runs {params.runs} --timeout {params.timeout} --sandbox {params.sandbox}"
+        " --limits {params.limits:q} " + ON_FAIL

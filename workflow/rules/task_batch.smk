@@ -32,7 +32,8 @@ def _steps_of(t, d):
     ]
     controls = f"{base}/controls/controls.json"
     work = [step("run_dummy", ["--sealed", sealed_dir, "--out-dir", f"{base}/controls", "--oracle-runs",
-                               CFG["oracle_runs"], "--timeout", CFG["score_timeout_s"], "--sandbox", CFG["sandbox"]],
+                               CFG["oracle_runs"], "--timeout", CFG["score_timeout_s"], "--sandbox", CFG["sandbox"],
+                               "--limits", LIMITS],
                  [controls], f"{base}/logs/run_dummy.log", code_digest("run_dummy", "sandbox"), tc)]
     hide = ["--hide", str(Path(CFG["pack"]).absolute()), "--hide", str(Path(RESULTS).absolute())]
     scores = []
@@ -45,7 +46,7 @@ def _steps_of(t, d):
                 ["--sealed", sealed_dir, "--run-dir", rundir, "--agent", a, "--fingerprint", s["fingerprint"],
                  "--spec", spec, "--epoch", e, "--envelope", json.dumps(CFG["envelope"]), "--sandbox", CFG["sandbox"],
                  *(["--stop-on-green"] if CFG["stop_on_green"] else []), "--log-cap-bytes", CFG["log_cap_bytes"],
-                 *hide],
+                 "--limits", LIMITS, *hide],
                 [f"{rundir}/run.json", f"{rundir}/patch.diff"], f"{base}/logs/run_agent-{a}-{s['fingerprint']}-{e}.log",
                 code_digest("run_agent", "sandbox", "visible", "bridge"), tc))
             score = f"{base}/scores/{a}/{s['fingerprint']}/{e}.json"
@@ -53,7 +54,7 @@ def _steps_of(t, d):
             work.append(step(
                 "hidden_score",
                 ["--sealed", sealed_dir, "--run-dir", rundir, "--out", score, "--timeout", CFG["score_timeout_s"],
-                 "--sandbox", CFG["sandbox"], "--controls", controls],
+                 "--sandbox", CFG["sandbox"], "--controls", controls, "--limits", LIMITS],
                 [score], f"{base}/logs/hidden_score-{a}-{s['fingerprint']}-{e}.log",
                 code_digest("hidden_score", "sandbox"), tc))
     files = {"sealed": [f"{base}/sealed.json"], "leaks": [f"{base}/leak-{ddig}.json"], "controls": [controls],

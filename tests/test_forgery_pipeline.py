@@ -1,0 +1,85 @@
+"""One real pipeline run whose candidate forges a different way on every task: 0 passes and no
+headline; an honest agent scored in the same run gets the decision it gets without the forger."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from packgen import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
+from test_forgery import ATEXIT_REWRITE, FORGE_JUNIT, LIVE_CONFIG_PLUGIN, MONKEYPATCH_REPORT  # noqa: E402
+
+ROOT = HERE.parent
+pytestmark = pytest.mark.snakemake
+
+#: task index % 8 → the forgery the candidate uses on it (none of them fixes the bug)
+FORGER = r'''
+import json, os, sys
+from pathlib import Path
+ws = Path.cwd()
+out = Path(os.environ["SEALBENCH_OUT"])
+(out / "stamp.json").write_text(json.dumps({"server_id": "local", "queue_ms": 0, "retries": 0,
+                                            "quota_state": "ok", "route_changed": False}))
+(out / "steers.jsonl").write_text("")
+PRELUDES = %(preludes)r
+n = int(os.environ["SEALBENCH_TASK_ID"][1:]) %% 8
+calc = ws / "calc.py"
+if n < 5:                                   # in-process forgery from the module under test
+    calc.write_text(PRELUDES[n] + "\n" + calc.read_text())
+elif n == 5:                                # a pytest.py shadowing the real one
+    (ws / "pytest.py").write_text("import sys\nsys.exit(0)\n")
+elif n == 6:                                # a setup.cfg symlinked to a pytest section
+    (ws / "notes.cfg").write_text("[tool:pytest]\naddopts = --collect-only\n")
+    (ws / "setup.cfg").symlink_to("notes.cfg")
+else:                                       # abstain: exit 127 ("command not found") when red
+    sys.exit(127)
+'''
+
+
+def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(workdir / "cfg.yaml"), "--cores", "2", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+
+
+def decision(wd: Path) -> dict:
+    return json.loads((wd / "results" / "latest" / "decision.json").read_text())
+
+
+def test_a_forger_gets_no_pass_and_the_honest_decision_is_unchanged(tmp_path: Path) -> None:
+    import pandas as pd
+
+    forger = tmp_path / "forger.py"
+    forger.write_text(FORGER % {"preludes": [FORGE_JUNIT, "import os\nos._exit(0)\n", MONKEYPATCH_REPORT,
+                                             LIVE_CONFIG_PLUGIN, ATEXIT_REWRITE]})
+    agents = {"fixer": {"command": FIX_AGENT}, "idle": {"command": NOOP_AGENT},
+              "forger": {"command": f"python {forger}", "readonly_paths": [str(forger)]}}
+    with_forger, alone = tmp_path / "with", tmp_path / "alone"
+    for wd, ag in ((with_forger, agents), (alone, {k: agents[k] for k in ("fixer", "idle")})):
+        wd.mkdir()
+        make_pack(wd / "pack")
+        write_config(wd / "cfg.yaml", wd / "pack", agents=ag, candidate="fixer", baseline="idle", sandbox="required")
+        res = smk(wd, "gate")
+        assert res.returncode == 0, res.stderr[-4000:]
+    honest, honest_alone = decision(with_forger), decision(alone)
+    for key in ("publishable", "headline", "reasons", "verdict"):
+        assert honest.get(key) == honest_alone.get(key), key
+    assert honest["publishable"] is True, honest["reasons"]
+
+    res = smk(with_forger, "gate", "--config", "candidate=forger")
+    assert res.returncode == 0, res.stderr[-4000:]
+    forged = decision(with_forger)
+    assert forged["publishable"] is False
+    runs = pd.read_parquet(with_forger / "results" / "latest" / "tables" / "runs.parquet")
+    rows = runs[(runs.role == "agent") & (runs.solver == "forger")]
+    assert len(rows) == 12
+    assert (rows.status == "pass").sum() == 0, rows[["task_id", "status", "reason"]].to_string()
+    assert not rows.status.isin(["infra_fail", "excluded"]).any(), rows[["task_id", "status", "reason"]].to_string()
+    by_kind = dict(zip(rows.task_id, rows.status))
+    assert by_kind["t05"] == "tamper" and by_kind["t06"] == "tamper"      # shadow module, symlinked config
