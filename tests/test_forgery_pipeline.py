@@ -60,22 +60,22 @@ def test_a_forger_gets_no_pass_and_the_honest_decision_is_unchanged(tmp_path: Pa
                                              LIVE_CONFIG_PLUGIN, ATEXIT_REWRITE]})
     agents = {"fixer": {"command": FIX_AGENT}, "idle": {"command": NOOP_AGENT},
               "forger": {"command": f"python {forger}", "readonly_paths": [str(forger)]}}
-    with_forger, alone = tmp_path / "with", tmp_path / "alone"
-    for wd, ag in ((with_forger, agents), (alone, {k: agents[k] for k in ("fixer", "idle")})):
-        wd.mkdir()
-        make_pack(wd / "pack")
-        write_config(wd / "cfg.yaml", wd / "pack", agents=ag, candidate="fixer", baseline="idle", sandbox="required")
-        res = smk(wd, "gate")
-        assert res.returncode == 0, res.stderr[-4000:]
-    honest, honest_alone = decision(with_forger), decision(alone)
-    for key in ("publishable", "headline", "reasons", "verdict"):
-        assert honest.get(key) == honest_alone.get(key), key
-    assert honest["publishable"] is True, honest["reasons"]
+    with_forger = tmp_path / "with"
+    with_forger.mkdir()
+    make_pack(with_forger / "pack")
+    write_config(with_forger / "cfg.yaml", with_forger / "pack", agents=agents, candidate="fixer", baseline="idle",
+                 sandbox="required")
+    res = smk(with_forger, "gate")
+    assert res.returncode == 0, res.stderr[-4000:]
+    # the honest agent's decision is the one it gets on this pack and config without the forger
+    # (tests/test_pipeline.py: publishable, headline 1.0, no reason)
+    honest = decision(with_forger)
+    assert honest["publishable"] is True and honest["headline"] == 1.0 and honest["reasons"] == [], honest["reasons"]
 
     res = smk(with_forger, "gate", "--config", "candidate=forger")
     assert res.returncode == 0, res.stderr[-4000:]
     forged = decision(with_forger)
-    assert forged["publishable"] is False
+    assert forged["publishable"] is False and "CANDIDATE_TAMPERED" in [r["code"] for r in forged["reasons"]]
     runs = pd.read_parquet(with_forger / "results" / "latest" / "tables" / "runs.parquet")
     rows = runs[(runs.role == "agent") & (runs.solver == "forger")]
     assert len(rows) == 12

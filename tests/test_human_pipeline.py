@@ -29,7 +29,7 @@ def test_human_session_is_scored_beside_agents(tmp_path: Path, capsys, batch_siz
     shutil.copytree(ROOT / "suite", pack)
     cfg = write_config(tmp_path / "cfg.yaml", pack.resolve(), seed=20261129, holdout_frac=0.4,
                        agents={"idle": {"command": NOOP_AGENT}}, candidate="idle", baseline="empty_diff",
-                       humans=["ana"], oracle_runs=2, batch_size=batch_size, envelope={"max_wall_s": 600, "max_steps": 10,
+                       humans=["ana"], oracle_runs=1, batch_size=batch_size, envelope={"max_wall_s": 600, "max_steps": 10,
                                                                 "max_output_tokens": 1000})
     results = tmp_path / "results"
     common = ["--config", str(cfg), "--results", str(results)]

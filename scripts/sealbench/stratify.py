@@ -102,7 +102,7 @@ def _nulls() -> dict[str, Any]:
                               "tokens_in", "tokens_out", "cost_usd", "steer_count", "visible_attempts",
                               "excluded_reason", "server_id", "queue_ms", "retries", "quota_state", "route_changed",
                               "isolation", "over_envelope", "tamper_paths", "gold_like", "gold_similarity",
-                              "stdout_truncated_bytes", "stderr_truncated_bytes")}
+                              "stdout_truncated_bytes", "stderr_truncated_bytes", "tokens_source")}
 
 
 def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mapping], scores: Iterable[Mapping],
@@ -119,7 +119,7 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
                 "role": "control", "fingerprint": r["fingerprint"], "epoch": int(r["epoch"]), "status": r["status"],
                 "visible_pass": r["visible_pass"], "hidden_pass": r["hidden_pass"], "end_reason": "control",
                 "patch_bytes": r["patch_bytes"], "reason": r["reason"], "task_digest": t["task_digest"],
-                "pack_digest": pack_digest,
+                "pack_digest": pack_digest, "isolation": c.get("isolation"),
             })
             rows.append(row)
     for s in sorted(scores, key=lambda r: (r["task_id"], r["solver"], r["epoch"])):
@@ -134,6 +134,7 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             "time_to_green_s": s["time_to_green_s"], "wall_s": run.get("wall_s"), "time_box_s": run.get("time_box_s"),
             "end_reason": run.get("end_reason"), "exit_code": run.get("exit_code"),
             "steps": usage.get("steps"), "tokens_in": usage.get("tokens_in"), "tokens_out": usage.get("tokens_out"),
+            "tokens_source": run.get("tokens_source"),
             "cost_usd": None if usage.get("cost_usd") is None else float(usage["cost_usd"]),
             "steer_count": run.get("steer_count"), "visible_attempts": len(run.get("attempts") or []),
             "patch_bytes": run.get("patch_bytes"), "reason": s.get("reason"),
