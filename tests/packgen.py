@@ -94,7 +94,7 @@ def write_config(path: Path, pack: Path, **over) -> Path:
     cfg = {
         "pack": str(pack), "seed": 7, "holdout_frac": 0.5, "score_split": "holdout",
         "agents": {"fixer": {"command": FIX_AGENT}, "idle": {"command": NOOP_AGENT}},
-        "candidate": "fixer", "baseline": "idle", "epochs": 1, "oracle_runs": 1, "score_timeout_s": 60,
+        "candidate": "fixer", "baseline": "idle", "epochs": 1, "oracle_runs": 2, "score_timeout_s": 60,
         "envelope": {"max_wall_s": 60, "max_steps": 10, "max_output_tokens": 1000},
         "health": {"allowed_quota_states": [], "max_queue_ms": None, "max_retries": None, "required_server_id": None},
         "mde": 0.1, "planning_discordance": 0.3, "min_kept_tasks": 2, "strata": ["xs", "s", "m"],
