@@ -416,7 +416,9 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     if len(loose):
         ev = sorted({f"{r.solver}:{r.isolation}" for r in loose.itertuples()})
         reasons.append(_reason("UNSANDBOXED", f"{len(loose)} agent run(s) on the {split} split ran without the "
-                                              f"sandbox ({', '.join(ev)}); install bubblewrap or set sandbox: required.",
+                                              f"sandbox ({', '.join(ev)}); the sandbox needs unprivileged user "
+                                              "namespaces: with sandbox: required the run stops and names the "
+                                              "setting to enable.",
                                ev))
     over = cand_rows[cand_rows.over_envelope.eq(True)]
     if len(over):
