@@ -131,7 +131,8 @@ def write_experiment(root: Path, spec: dict[str, Any]) -> tuple[Path, Path, Path
                oracle_commands=[{"commands": "visible: pytest -q visible_tests | hidden: pytest -q hidden_tests",
                                  "tasks": sorted(t["task_id"] for t in tasks)}],
                denylist_lines=2, denylist_digest="d" * 64,
-               strata_of={t["task_id"]: t["stratum"] for t in tasks}, toolchain=tc, config_full=cfg)
+               strata_of={t["task_id"]: t["stratum"] for t in tasks}, toolchain=tc, config_full=cfg,
+               agent_identity=spec.get("agent_identity", {}))
     exp_dir = root / "experiments" / exp["exp_id"]
     core.write_json(exp_dir / "experiment.json", exp)
     schema.write_table(tasks, "tasks", exp_dir / "tables" / "tasks.parquet")
@@ -366,6 +367,10 @@ def _change_envelope(spec: dict) -> None:
     spec["cfg"]["envelope"]["max_steps"] += 1
 
 
+def _lower_min_kept(spec: dict) -> None:
+    spec["cfg"]["min_kept_tasks"] -= 1
+
+
 def _truncate(ledger: Path) -> None:
     ledger.write_bytes(ledger.read_bytes()[:-40])
 
@@ -374,11 +379,13 @@ LEDGER_TRIGGERS: dict[str, Callable] = {
     "HOLDOUT_TUNED": _retune,
     "DENOMINATOR_MOVED": _move_denominator,
     "ENVELOPE_CHANGED": _change_envelope,
+    "PREREGISTRATION_CHANGED": _lower_min_kept,
     "LEDGER_UNREADABLE": None,
 }
 
 
-@pytest.mark.parametrize("code", ["HOLDOUT_TUNED", "DENOMINATOR_MOVED", "ENVELOPE_CHANGED", "LEDGER_UNREADABLE"])
+@pytest.mark.parametrize("code", ["HOLDOUT_TUNED", "DENOMINATOR_MOVED", "ENVELOPE_CHANGED", "PREREGISTRATION_CHANGED",
+                                  "LEDGER_UNREADABLE"])
 def test_ledger_refusals(tmp_path: Path, code: str) -> None:
     ledger = tmp_path / "pack" / "ledger.jsonl"
     ledger.parent.mkdir()

@@ -45,10 +45,13 @@ REFUSALS: dict[str, str] = {
     "NO_CANDIDATE_ROWS": "the candidate has no scored rows in the slice",
     "UNSANDBOXED": "agent runs in the slice were not sandboxed: they could have read the hidden tests",
     "OVER_ENVELOPE": "the candidate reported more steps or output tokens than the pre-registered envelope",
-    "HOLDOUT_TUNED": "the same agent name reached the holdout with more than one fingerprint (tuned on the holdout)",
+    "HOLDOUT_TUNED": "an agent (by name, declared lineage or code file) reached the holdout with more than one "
+                     "fingerprint (tuned on the holdout)",
     "DENOMINATOR_MOVED": "the holdout's task set or task digests changed after a scored run",
     "ENVELOPE_CHANGED": "the envelope changed under the same card name after a scored run",
     "LEDGER_UNREADABLE": "the pack's ledger.jsonl is damaged, so the holdout's history cannot be checked",
+    "PREREGISTRATION_CHANGED": "a knob that decides the result (MDE, discordance, min_kept_tasks, interval, strata, "
+                               "epochs, baseline, limits...) changed under the same card name after a scored run",
     "CANDIDATE_TAMPERED": "the candidate was scored tamper on some run (touched tests or test configuration, "
                           "shadowed a module, or forged the test report): none of its numbers is trusted",
     "EXCLUSIONS_DECIDE": "with excluded and infra_fail runs counted as failures the verdict changes or the "
@@ -60,16 +63,61 @@ NOTES: dict[str, str] = {
     "UNDERPOWERED": "the slice is smaller than the pre-registered MDE needs: no winner is named",
     "UNBALANCED_STRATA": "the easiest stratum holds more than half the tasks: no pooled headline, per-stratum rates only",
     "TAMPER": "some runs touched tests or test configuration and were scored tamper",
+    "HOLDOUT_REUSED": "other agent versions reached this holdout before: multiple comparisons favour the best by chance",
+    "SERVER_PINNED": "rows from a server other than the card's pinned servers were excluded",
+    "BELOW_MDE": "the interval excludes 0 but |delta| is smaller than the pre-registered MDE: no winner is named",
+    "EXACT_TEST_NOT_SIGNIFICANT": "the interval excludes 0 but the exact McNemar test on the discordant tasks "
+                                  "does not (p >= 0.05): no winner is named",
+    "ZERO_WIDTH_INTERVAL": "the decision interval has zero width (every task in each stratum had the same paired "
+                           "outcome): it shows no spread, not certainty",
+    "DUMMY_BEATEN_ONLY_ON_EASY": "the candidate beats the do-nothing controls only on easier strata, not on the "
+                                 "hardest: no pooled headline, per-stratum rates and dummy deltas only",
 }
+
+#: The significance level of every decision (interval confidence 1 - ALPHA, exact test p < ALPHA).
+ALPHA = 0.05
 
 LEDGER = "ledger.jsonl"
 
 
 # ------------------------------------------------------------------------------ ledger
 
-def ledger_entry(exp: Mapping, manifest: Mapping, agents: Mapping[str, str]) -> dict:
-    """What a holdout scoring leaves in the pack's ledger (``time`` is run-specific)."""
+#: Config keys that can change the decision: pinned per card name at its first scored holdout
+#: run (seed 003: "lowering that floor after seeing the gap would convert a written control into
+#: a marketing dial"). envelope and health are ENVELOPE_CHANGED; the rest PREREGISTRATION_CHANGED.
+PREREGISTERED = ("mde", "planning_discordance", "min_kept_tasks", "interval_method", "strata", "score_split",
+                 "epochs", "baseline", "oracle_runs", "score_timeout_s", "limits", "stop_on_green",
+                 "envelope", "health")
+_ENVELOPE_KEYS = ("envelope", "health")
+
+
+def preregistration(cfg: Mapping) -> dict:
+    """Every knob that can change the decision, with its value (and the fixed alpha)."""
+    return {**{k: cfg.get(k) for k in PREREGISTERED}, "alpha": ALPHA}
+
+
+#: Folders whose files are the machine's, not an agent's: sharing them is no lineage.
+_SYSTEM_PREFIXES = tuple(sorted({sys.prefix, sys.base_prefix, "/usr", "/bin", "/lib", "/lib64", "/etc", "/opt/conda"}))
+
+
+def agent_lineage(name: str, identity: Mapping | None) -> dict:
+    """What ties versions of one agent together: its name, its declared ``lineage:`` and the
+    files its fingerprint covered that are its own (not the interpreter's or the system's)."""
+    identity = identity or {}
+    files = sorted(f for f in (identity.get("files") or {})
+                   if not (f.startswith("/") and f.startswith(_SYSTEM_PREFIXES)))
+    return {"name": name, "lineage": identity.get("lineage") or name, "files": files}
+
+
+def ledger_entry(exp: Mapping, manifest: Mapping, agents: Mapping[str, str],
+                 servers: list[str] | None = None) -> dict:
+    """What a holdout scoring leaves in the pack's ledger (``time`` is run-specific).
+
+    ``agents``: name -> fingerprint of the agents that reached the holdout (a scored row);
+    ``servers``: the server ids of their scored rows (pinned per card at the first one)."""
     cfg = exp["config_full"]
+    identities = exp.get("agent_identity") or {}
+    prereg = preregistration(cfg)
     return {
         "card_name": cfg.get("card_name", "default"),
         "pack_digest": exp["pack_digest"],
@@ -77,6 +125,10 @@ def ledger_entry(exp: Mapping, manifest: Mapping, agents: Mapping[str, str]) -> 
         "holdout": {t: exp["task_digests"][t] for t in sorted(manifest["holdout"]) if t in exp["task_digests"]},
         "envelope_digest": envelope_digest(cfg),
         "agents": dict(sorted(agents.items())),
+        "lineage": {n: agent_lineage(n, identities.get(n)) for n in sorted(agents)},
+        "preregistration": prereg,
+        "preregistration_digest": sha256_text(canonical_json(prereg)),
+        "servers": sorted(servers or []),
         "experiment": exp["exp_id"],
     }
 
@@ -99,27 +151,91 @@ def read_ledger(path: Path) -> list[dict]:
     return out
 
 
+def _same_lineage(a: Mapping, b: Mapping) -> str | None:
+    """Why two ledger lineages are one agent (None: they are not)."""
+    if a["name"] == b["name"]:
+        return "same name"
+    if a.get("lineage") and a.get("lineage") == b.get("lineage"):
+        return f"same declared lineage '{a['lineage']}'"
+    shared = sorted(set(a.get("files") or []) & set(b.get("files") or []))
+    if shared:
+        return "same code file " + ", ".join(shared[:3])
+    return None
+
+
+def _lineage_of(entry: Mapping, name: str) -> dict:
+    return (entry.get("lineage") or {}).get(name) or {"name": name, "lineage": name, "files": []}
+
+
+def _changed_knobs(first: Mapping, now: Mapping, keys) -> list[str]:
+    return [f"{k}: {json.dumps(first.get(k), sort_keys=True)} then {json.dumps(now.get(k), sort_keys=True)}"
+            for k in keys if first.get(k) != now.get(k)]
+
+
 def ledger_reasons(prior: list[dict], entry: Mapping) -> list[dict]:
     """The holdout's memory: refuse when this scoring contradicts an earlier one."""
     reasons = []
-    tuned = sorted({f"{name}: {e['agents'][name]} then {fp}" for e in prior for name, fp in entry["agents"].items()
-                    if name in e["agents"] and e["agents"][name] != fp})
+    tuned = set()
+    for e in prior:
+        for pname, pfp in e["agents"].items():
+            for name, fp in entry["agents"].items():
+                if pfp == fp:
+                    continue
+                why = _same_lineage(_lineage_of(e, pname), _lineage_of(entry, name))
+                if why:
+                    tuned.add(f"{name}: {pfp} ({pname}) then {fp} — {why}")
+    tuned = sorted(tuned)
     if tuned:
         reasons.append(_reason("HOLDOUT_TUNED", "An agent reached this holdout before with another fingerprint ("
                                + "; ".join(tuned) + "): its command, settings or code changed after it saw the "
-                               "holdout. Score the new version under a new agent name on a fresh holdout.", tuned))
+                               "holdout, under its old name or a new one. Score the new version on a fresh holdout.",
+                               tuned))
     if prior and prior[0]["holdout"] != entry["holdout"]:
         first, now = prior[0]["holdout"], entry["holdout"]
         moved = sorted(set(first) ^ set(now)) + sorted(t for t in set(first) & set(now) if first[t] != now[t])
         reasons.append(_reason("DENOMINATOR_MOVED", f"The holdout changed since its first scored run "
                                f"(tasks added, removed or edited: {', '.join(moved)}).", moved))
-    env = sorted({e["envelope_digest"][:12] for e in prior
-                  if e["card_name"] == entry["card_name"] and e["envelope_digest"] != entry["envelope_digest"]})
+    card = [e for e in prior if e["card_name"] == entry["card_name"]]
+    pinned = next((e for e in card if isinstance(e.get("preregistration"), dict)), None)
+    now = entry.get("preregistration") or {}
+    env = sorted({e["envelope_digest"][:12] for e in card if e["envelope_digest"] != entry["envelope_digest"]})
     if env:
+        knobs = _changed_knobs(pinned["preregistration"], now, _ENVELOPE_KEYS) if pinned else []
         reasons.append(_reason("ENVELOPE_CHANGED", f"Card '{entry['card_name']}' was scored before under another "
-                               f"envelope ({', '.join(env)}): a new envelope is a new experiment — rename the card.",
-                               env))
+                               f"envelope ({'; '.join(knobs) or ', '.join(env)}): a new envelope is a new experiment "
+                               "— rename the card.", knobs or env))
+    if pinned is not None:
+        knobs = _changed_knobs(pinned["preregistration"], now,
+                               [k for k in sorted(set(pinned["preregistration"]) | set(now)) if k not in _ENVELOPE_KEYS])
+        if knobs:
+            reasons.append(_reason("PREREGISTRATION_CHANGED",
+                                   f"Card '{entry['card_name']}' was pre-registered at its first scored run "
+                                   f"(experiment {pinned.get('experiment')}) and a knob that decides the result moved "
+                                   f"since: {'; '.join(knobs)}. Moving a control after seeing the result turns it "
+                                   "into a dial: put the pinned value back, or publish under a new card_name on a "
+                                   "fresh holdout.", knobs))
     return reasons
+
+
+def holdout_reuse(prior: list[dict], entry: Mapping, cand: str) -> dict | None:
+    """How many other agent versions reached this holdout before (multiple comparisons)."""
+    mine = set(entry["agents"].values())
+    others = sorted({fp for e in prior if e["holdout"] == entry["holdout"] or set(e["holdout"]) & set(entry["holdout"])
+                     for fp in e["agents"].values() if fp not in mine})
+    if not others or cand not in entry["agents"]:
+        return None
+    k = len(others)
+    return {"other_fingerprints": others, "count": k,
+            "sentence": f"This holdout was scored before for {k} other agent version(s); with {k + 1} versions "
+                        "compared on one holdout the best of them is favoured by chance (multiple comparisons)."}
+
+
+def pinned_servers(prior: list[dict], card_name: str) -> tuple[list[str], str | None]:
+    """The servers of the card's first scored run that recorded any (and its experiment)."""
+    for e in prior:
+        if e["card_name"] == card_name and e.get("servers"):
+            return list(e["servers"]), e.get("experiment")
+    return [], None
 
 
 def append_ledger(path: Path, entry: Mapping, prior: list[dict]) -> bool:
@@ -143,6 +259,38 @@ def _reason(code: str, sentence: str, evidence: Any = None) -> dict:
 
 def _note(code: str, sentence: str) -> dict:
     return {"code": code, "meaning": NOTES[code], "sentence": sentence}
+
+
+def _signed(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.2f}"
+
+
+def comparison_why(comparison: Mapping, cfg: Mapping) -> str:
+    """Why no winner is named, in words (the comparison half of the banner)."""
+    if "delta" not in comparison:
+        return comparison.get("note") or "no paired comparison was computed"
+    why = []
+    if comparison.get("interval_verdict") == stats.VERDICT_NONE:
+        why.append(f"the 95% interval [{comparison['ci_low']:+.3f}, {comparison['ci_high']:+.3f}] includes 0")
+    if comparison.get("underpowered"):
+        why.append(f"{comparison['matched_tasks']} paired tasks detect about {comparison['observed_mde']:.2f}; the "
+                   f"pre-registered MDE {cfg['mde']} needs {comparison['power']['required_n_miller']}")
+    if comparison.get("below_mde"):
+        why.append(f"|delta| {abs(comparison['delta']):.3f} is below the pre-registered MDE {cfg['mde']}")
+    if comparison.get("exact_test_disagrees"):
+        why.append(f"the exact McNemar p is {comparison['mcnemar_p']:.3f} ({comparison['wins']} wins, "
+                   f"{comparison['losses']} losses)")
+    return "; ".join(why) or comparison.get("verdict_label", "no winner")
+
+
+def comparison_summary(comparison: Mapping, cfg: Mapping) -> str:
+    """The comparison half of the banner: the winner, or "no winner" and why."""
+    v = comparison.get("verdict")
+    if v == stats.VERDICT_CANDIDATE:
+        return f"winner: {comparison['candidate']} over {comparison['baseline']}"
+    if v == stats.VERDICT_BASELINE:
+        return f"winner: {comparison['baseline']} over {comparison['candidate']}"
+    return "no winner (" + comparison_why(comparison, cfg) + ")"
 
 
 def _pct(x: float | None) -> str:
@@ -177,14 +325,14 @@ def _abstained_words(c: Mapping) -> str:
 
 
 def _verdict_of(cand_scores: Mapping[str, float], base_scores: Mapping[str, float], strata_of: Mapping[str, str],
-                n_req: int) -> tuple[str, float | None]:
+                n_req: int, mde: float) -> tuple[str, float | None]:
     """(verdict, delta) of the paired comparison on the matched tasks (NO_WINNER under 2)."""
     common = sorted(set(cand_scores) & set(base_scores))
     if len(common) < 2:
         return stats.VERDICT_NONE, None
     res = stats.paired_delta([strata_of[t] for t in common], [cand_scores[t] for t in common],
                              [base_scores[t] for t in common])
-    return stats.gate_call(res, n_req).verdict, res.delta
+    return stats.gate_call(res, n_req, mde=mde, alpha=ALPHA).verdict, res.delta
 
 
 def sensitivity(runs, cfg: Mapping, cand: str, base: str, split: str, strata_of: Mapping[str, str],
@@ -207,7 +355,7 @@ def sensitivity(runs, cfg: Mapping, cand: str, base: str, split: str, strata_of:
         cand_all = per_task_scores(runs, cand, split, abstained_as_failures=True)
         base_all = per_task_scores(runs, base, split, abstained_as_failures=True)
         verdict_s, delta_s = _verdict_of(cand_all, base_all, strata_of,
-                                         comparison["power"]["required_n_miller"])
+                                         comparison["power"]["required_n_miller"], cfg["mde"])
     else:
         cand_all, verdict_s, delta_s = dict(cand_scores), verdict, comparison.get("delta")
     passes_s, n_s = float(sum(cand_all.values())), len(cand_all)
@@ -279,18 +427,37 @@ def _median(values) -> float | None:
 
 
 def roles_table(runs, split: str) -> list[dict]:
-    """Humans beside agents on one split: n, hidden pass rate, median time-to-green, steers, timeouts."""
+    """Humans beside agents on one split: n, hidden pass rate, median time-to-green, steers, timeouts.
+
+    ``hidden_pass_rate``: per task (epochs averaged), excluded and infra_fail rows left out.
+    ``scored_attempts``: the rows that are not excluded or infra_fail. ``greens``: the scored
+    attempts that went green *within their clock*: a ``time_to_green_s`` no later than the
+    attempt's ``time_box_s``, on an attempt that was neither stopped at its clock (``timeout``)
+    nor scored ``tamper``. ``median_time_to_green_s``: the median over **all** scored attempts,
+    every attempt that did not go green within its clock counted as +infinity (seed 000:
+    timeouts are failures, not discarded); null when there is no scored attempt or when at
+    least half of them never went green (the median is infinite: not reached). A median over
+    the greens alone made 1 green and 9 timeouts "faster" than 10 greens (issue 11).
+    """
     out = []
+    inf = float("inf")
     sub = runs[(runs.split == split) & (runs.role.isin(["agent", "human"]))]
     for (solver, role), g in sorted(sub.groupby(["solver", "role"]), key=lambda kv: (kv[0][1], kv[0][0])):
-        scored = g[~g.status.isin(["excluded", "infra_fail"])]
+        scored = g[~g.status.isin(ABSTAINED)]
         per_task = scored.status.eq("pass").groupby(scored.task_id).mean()
         steers = g.steer_count
+        times = []  # one per scored attempt: seconds to a green within the clock, or +inf
+        for ttg, status, box in zip(scored.time_to_green_s, scored.status, scored.time_box_s):
+            green = (ttg is not None and ttg == ttg and status not in ("timeout", "tamper")
+                     and (box is None or box != box or float(ttg) <= float(box)))
+            times.append(float(ttg) if green else inf)
+        med = _median(times)
         out.append({
             "solver": solver, "role": role, "tasks": int(per_task.size), "runs": int(len(g)),
             "hidden_pass_rate": _fmt(per_task.mean() if per_task.size else None, 6),
-            "median_time_to_green_s": _fmt(_median(g.time_to_green_s.dropna().tolist()), 3),
-            "greens": int(g.time_to_green_s.notna().sum()),
+            "scored_attempts": len(times),
+            "median_time_to_green_s": None if med is None or med == inf else _fmt(med, 3),
+            "greens": sum(t != inf for t in times),
             "steers": None if steers.isna().any() else int(steers.sum()),
             "timeouts": int((g.status == "timeout").sum()),
             "time_box_s": sorted(float(x) for x in g.time_box_s.dropna().unique()),
@@ -305,11 +472,15 @@ def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
     for (solver, stratum), g in sub.groupby(["solver", "stratum"]):
         passes = int((g.status == "pass").sum())
         tok_known = g.tokens_in.notna().all() and g.tokens_out.notna().all()
+        tok_missing = int((g.tokens_in.isna() | g.tokens_out.isna()).sum())
         cost_known = g.cost_usd.notna().all()
         tokens = int(g.tokens_in.sum() + g.tokens_out.sum()) if tok_known else None
         cost = float(g.cost_usd.sum()) if cost_known else None
         out.append({"solver": solver, "stratum": stratum, "runs": int(len(g)), "passes": passes,
                     "tokens": tokens, "cost_usd": _fmt(cost, 6),
+                    # seed 002: tokens missing -> pass/fail only, labelled as incomplete
+                    "tokens_status": "complete" if tok_known else f"incomplete ({tok_missing} of {len(g)} runs "
+                                                                  "without tokens)",
                     "tokens_per_pass": None if tokens is None or not passes else round(tokens / passes, 1),
                     "cost_per_pass_usd": None if cost is None or not passes else round(cost / passes, 6)})
     order = {s: i for i, s in enumerate(strata_order)}
@@ -339,6 +510,41 @@ def pass_at_k_table(runs, split: str, epochs: int) -> dict:
     return out
 
 
+def stratum_deltas(common: list[str], strata_of: Mapping[str, str], cand_scores: Mapping[str, float],
+                   base_scores: Mapping[str, float], order: list[str]) -> list[dict]:
+    """The paired delta per stratum on the matched tasks (seed 003: stratum means stay visible)."""
+    out = []
+    for s in order:
+        ids = [t for t in common if strata_of.get(t) == s]
+        if ids:
+            c, b = sum(cand_scores[t] for t in ids), sum(base_scores[t] for t in ids)
+            out.append({"stratum": s, "n": len(ids), "candidate_rate": _fmt(c / len(ids), 6),
+                        "baseline_rate": _fmt(b / len(ids), 6), "delta": _fmt((c - b) / len(ids), 6)})
+    return out
+
+
+def dummy_deltas(runs, cand_scores: Mapping[str, float], split: str, strata_of: Mapping[str, str],
+                 order: list[str]) -> list[dict]:
+    """Per stratum: the candidate's rate minus each do-nothing control's rate on the same tasks
+    (seed 002: "stratum table + dummy deltas")."""
+    out = []
+    for s in order:
+        ids = sorted(t for t in cand_scores if strata_of.get(t) == s)
+        if not ids:
+            continue
+        row: dict[str, Any] = {"stratum": s, "n": len(ids), "candidate_rate": _fmt(sum(cand_scores[t] for t in ids) / len(ids), 6)}
+        for ctl in ("empty_diff", "stub"):
+            sc = per_task_scores(runs[runs.task_id.isin(ids)], ctl, split)
+            got = [t for t in ids if t in sc]
+            rate = sum(sc[t] for t in got) / len(got) if got else None
+            row[f"{ctl}_rate"] = _fmt(rate, 6)
+            row[f"delta_vs_{ctl}"] = None if rate is None else _fmt(row["candidate_rate"] - rate, 6)
+        known = [row[f"delta_vs_{c}"] for c in ("empty_diff", "stub") if row[f"delta_vs_{c}"] is not None]
+        row["beats_dummies"] = bool(known) and min(known) > 0
+        out.append(row)
+    return out
+
+
 def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
            ledger: Path | None = None) -> tuple[dict, dict, str]:
     """Compute (decision, card, report markdown) for one experiment folder.
@@ -358,6 +564,33 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     slice_tasks = tasks[tasks.split == split]
     reasons: list[dict] = []
     notes: list[dict] = []
+
+    # --- the holdout's memory, read first: it pins the card's servers ----------------------
+    prior: list[dict] | None = None
+    server_pin = None
+    if ledger is not None and split == "holdout":
+        try:
+            prior = read_ledger(ledger)
+        except ValueError as exc:
+            reasons.append(_reason("LEDGER_UNREADABLE", f"{exc} Restore it from version control; never edit it.",
+                                   str(ledger)))
+    if prior and cfg["health"].get("required_server_id") is None:
+        servers, pinned_at = pinned_servers(prior, cfg.get("card_name", "default"))
+        if servers:
+            runs = runs.copy()
+            foreign = ((runs.split == split) & (runs.role == "agent") & runs.server_id.notna()
+                       & ~runs.server_id.isin(servers) & ~runs.status.isin(ABSTAINED))
+            why = (f"server {{}} is not among the servers pinned for card '{cfg.get('card_name', 'default')}' at its "
+                   f"first scored run ({', '.join(servers)}, experiment {pinned_at}); name the servers in "
+                   "health.required_server_id to change that")
+            ev = sorted(f"{r.solver}:{r.task_id}#{r.epoch}@{r.server_id}" for r in runs[foreign].itertuples())
+            runs.loc[foreign, "reason"] = [why.format(repr(x)) for x in runs.loc[foreign, "server_id"]]
+            runs.loc[foreign, "status"] = "excluded"
+            server_pin = {"servers": servers, "pinned_at": pinned_at, "excluded": ev}
+            if ev:
+                notes.append(_note("SERVER_PINNED", f"{len(ev)} run(s) came from a server the card was not first "
+                                                    f"scored on ({', '.join(ev[:5])}{', …' if len(ev) > 5 else ''}) "
+                                                    f"and are excluded: the card's servers are {', '.join(servers)}."))
 
     # --- controls and pack health ------------------------------------------------------
     leak = tasks[tasks.leak_suspect]
@@ -438,6 +671,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
                                                     "were scored tamper (not pass): "
                       + ", ".join(sorted(f"{r.solver}:{r.task_id}" for r in tampered.itertuples()))})
     n_c = len(cand_scores)
+    scheduled = int(len(cand_rows))
     passes = sum(cand_scores.values())
     rate = passes / n_c if n_c else None
     timeouts = int((cand_rows.status == "timeout").sum())
@@ -460,7 +694,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     if len(common) >= 2:
         res = stats.paired_delta([strata_of[t] for t in common], [cand_scores[t] for t in common],
                                  [base_scores[t] for t in common])
-        call = stats.gate_call(res, n_req)
+        call = stats.gate_call(res, n_req, mde=cfg["mde"], alpha=ALPHA)
         verdict_label = call.label
         comparison.update({
             "delta": _fmt(res.delta, 6), "ci_low": _fmt(res.ci_low, 6), "ci_high": _fmt(res.ci_high, 6),
@@ -468,8 +702,29 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
             "bootstrap_ci": [_fmt(x, 6) for x in res.bootstrap_ci], "bootstrap_se": _fmt(res.bootstrap_se, 6),
             "mcnemar_p": _fmt(res.mcnemar_p, 6), "wins": res.wins, "losses": res.losses,
             "observed_mde": _fmt(stats.observed_mde(len(common), cfg["planning_discordance"]), 4),
-            "verdict": call.verdict, "underpowered": call.underpowered,
+            "verdict": call.verdict, "interval_verdict": call.interval_verdict, "underpowered": call.underpowered,
+            "below_mde": call.below_mde, "exact_test_disagrees": call.exact_disagrees,
+            "zero_width_interval": call.degenerate_interval,
+            "stratum_deltas": stratum_deltas(common, strata_of, cand_scores, base_scores, cfg["strata"]),
         })
+        if call.interval_verdict != stats.VERDICT_NONE and call.below_mde and not call.underpowered:
+            notes.append(_note("BELOW_MDE", f"The delta {res.delta:+.3f} is smaller than the pre-registered MDE "
+                                            f"{cfg['mde']}: a difference too small to have been planned for is not a "
+                                            "ranking. No winner is named."))
+        if call.exact_disagrees:
+            notes.append(_note("EXACT_TEST_NOT_SIGNIFICANT",
+                               f"{res.wins} win(s) and {res.losses} loss(es) over {len(common)} paired tasks: the "
+                               f"exact McNemar p is {res.mcnemar_p:.3f}, not below {ALPHA}, although the "
+                               f"{res.method.replace('_', ' ')} interval [{res.ci_low:+.3f}, {res.ci_high:+.3f}] "
+                               "excludes 0. No winner is named."))
+        if call.degenerate_interval:
+            what = ("no task was discordant" if res.wins + res.losses == 0 else
+                    "every task in each stratum had the same paired outcome")
+            comparison["interval_note"] = (f"zero-width interval: {what}; the interval shows no spread, not "
+                                           f"certainty (exact McNemar p {res.mcnemar_p:.3f} on {res.wins} win(s) / "
+                                           f"{res.losses} loss(es))")
+            notes.append(_note("ZERO_WIDTH_INTERVAL", comparison["interval_note"][0].upper()
+                               + comparison["interval_note"][1:] + "."))
         if call.underpowered:
             notes.append({"code": "UNDERPOWERED", "sentence":
                           f"{len(common)} paired tasks detect a difference of about "
@@ -479,29 +734,46 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         comparison["note"] = "fewer than 2 matched tasks: no interval"
     comparison["verdict_label"] = verdict_label
 
-    # --- the holdout's memory -------------------------------------------------------------
+    # --- the holdout's memory: what reached it, by fingerprint and lineage ---------------
     ledger_entry_out = None
-    if ledger is not None and split == "holdout":
-        agents = {n: fp for n, fp in exp["agent_fingerprints"].items() if n in (cand, base)}
-        entry = ledger_entry(exp, manifest, agents)
-        try:
-            prior = read_ledger(ledger)
-        except ValueError as exc:
-            reasons.append(_reason("LEDGER_UNREADABLE", f"{exc} Restore it from version control; never edit it.",
-                                   str(ledger)))
-        else:
-            reasons.extend(ledger_reasons([e for e in prior if {k: v for k, v in e.items() if k != "time"} != entry],
-                                          entry))
-            ledger_entry_out = entry
+    reuse = None
+    if prior is not None:
+        scored = runs[(runs.split == split) & (runs.role == "agent") & ~runs.status.isin(ABSTAINED)]
+        agents = {n: fp for n, fp in exp["agent_fingerprints"].items()
+                  if n in (cand, base) and (scored.solver == n).any()}
+        servers = sorted({str(x) for x in scored[scored.solver.isin(list(agents))].server_id.dropna()})
+        entry = ledger_entry(exp, manifest, agents, servers)
+        earlier = [e for e in prior if {k: v for k, v in e.items() if k != "time"} != entry]
+        reasons.extend(ledger_reasons(earlier, entry))
+        reuse = holdout_reuse(earlier, entry, cand)
+        if reuse:
+            notes.append(_note("HOLDOUT_REUSED", reuse["sentence"]))
+        # a scoring where no agent scored a row did not reach the holdout: nothing to record
+        ledger_entry_out = entry if agents else None
+    holdout_reuse_out = reuse
 
     # --- no pooled headline over unbalanced strata ----------------------------------------
     easiest = cfg["strata"][0]
+    present = [s for s in cfg["strata"] if (slice_tasks.stratum == s).any()]
     share = float((slice_tasks.stratum == easiest).mean()) if len(slice_tasks) else 0.0
-    unbalanced = share > 0.5
+    # one stratum is not an imbalance: there is nothing for a pooled rate to hide
+    unbalanced = share > 0.5 and len(present) > 1
     if unbalanced:
         notes.append(_note("UNBALANCED_STRATA", f"{share:.0%} of the {split} tasks are in the easiest stratum "
                                                 f"'{easiest}': a pooled rate would mostly measure it. Quote the "
                                                 "per-stratum rates, never one pooled number."))
+    dummies = dummy_deltas(runs, cand_scores, split, strata_of, cfg["strata"])
+    hardest = dummies[-1] if dummies else None
+    easy_only = bool(hardest) and len(dummies) > 1 and not hardest["beats_dummies"] \
+        and any(d["beats_dummies"] for d in dummies[:-1])
+    if easy_only:
+        won = ", ".join(f"{d['stratum']} {d['candidate_rate']:.2f}" for d in dummies if d["beats_dummies"])
+        notes.append(_note("DUMMY_BEATEN_ONLY_ON_EASY",
+                           f"{cand} beats the do-nothing controls only on {won}; on the hardest stratum "
+                           f"'{hardest['stratum']}' it scores {hardest['candidate_rate']:.2f}, no better than them. "
+                           "A pooled rate would be the easy strata's: publish the stratum table and the dummy "
+                           "deltas, never one pooled number."))
+    no_pooled = unbalanced or easy_only
 
     # --- abstention must not pay: the rate with exclusions counted as failures -------------
     public_sens = None
@@ -510,7 +782,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         public_sens = public_comparison(cfg, exp, cand, sum(cand_all.values()) / len(cand_all) if cand_all else None,
                                         True)
     sens, sens_reason = sensitivity(runs, cfg, cand, base, split, strata_of, cand_scores, comparison, cand_strata,
-                                    not unbalanced, public_comparison(cfg, exp, cand, rate, True), public_sens)
+                                    not no_pooled, public_comparison(cfg, exp, cand, rate, True), public_sens)
     if sens_reason is not None:
         reasons.append(sens_reason)
     counts = {s: abstention_counts(runs[(runs.split == split) & (runs.solver == s)]) for s in (cand, base)}
@@ -518,7 +790,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     comparison["exclusion_note"] = exclusion_note(counts, cand, base, sens["delta"], sens["verdict"])
 
     publishable = not reasons
-    headline = round(rate, 6) if (publishable and rate is not None and not unbalanced) else None
+    headline = round(rate, 6) if (publishable and rate is not None and not no_pooled) else None
     per_stratum = []
     for s in cfg["strata"]:
         if s in cand_strata.index:
@@ -532,15 +804,20 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     refused: list[dict] = []
     if publishable:
         strata_txt = "; ".join(f"{p['stratum']} {p['passes']:g}/{p['n']}" for p in per_stratum)
-        pooled = "" if unbalanced else f"passed {passes:g} of {n_c} {split} tasks ({_pct(rate)}) on hidden tests, "
+        pooled = "" if no_pooled else f"passed {passes:g} of {n_c} {split} tasks ({_pct(rate)}) on hidden tests, "
         allowed.append(
             f"On this sealed pack (digest {exp['pack_digest'][:12]}), {cand} {pooled}"
-            f"{'passed hidden tests ' if unbalanced else ''}under a clock of at most {env['max_wall_s']} s per task, "
+            f"{'passed hidden tests ' if no_pooled else ''}under a clock of at most {env['max_wall_s']} s per task, "
             f"{env['max_steps']} steps and {env['max_output_tokens']} output tokens; per stratum: {strata_txt}; "
-            f"timeouts {timeouts}, exclusions {len(excluded)}"
+            f"timeouts {timeouts} (counted as failures), exclusions {len(excluded)} of {scheduled} scheduled runs"
             + (f" (with them counted as failures: {sens['passes']:g} of {sens['n']}, {_pct(sens['rate'])})"
                if len(excluded) else "") + "."
+            + (f" {holdout_reuse_out['sentence']}" if holdout_reuse_out else "")
         )
+        if len(dummies) > 1 or no_pooled:
+            allowed.append(f"Against the do-nothing controls on the same {split} tasks, per stratum: " + "; ".join(
+                f"{d['stratum']} {d['candidate_rate']:.2f} (empty diff {_signed(d['delta_vs_empty_diff'])}, "
+                f"stub {_signed(d['delta_vs_stub'])}, n={d['n']})" for d in dummies) + ".")
         if comparison.get("verdict") in (stats.VERDICT_CANDIDATE, stats.VERDICT_BASELINE):
             winner, loser = (cand, base) if comparison["verdict"] == stats.VERDICT_CANDIDATE else (base, cand)
             allowed.append(
@@ -550,8 +827,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
                 + (f". {comparison['exclusion_note']}" if comparison["exclusion_note"] else ".")
             )
         else:
-            refused.append({"sentence": f"{cand} is better than {base}.",
-                            "why": f"the decision interval includes 0 or the slice is underpowered ({verdict_label})"})
+            refused.append({"sentence": f"{cand} is better than {base}.", "why": comparison_why(comparison, cfg)})
     else:
         refused.append({"sentence": f"{cand} clears {_pct(rate)}.",
                         "why": "the gate refused a headline: " + ", ".join(r["code"] for r in reasons)})
@@ -579,7 +855,12 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         "experiment": exp["exp_id"], "publishable": publishable, "headline": headline,
         "headline_metric": f"{cand} hidden-test pass rate on the {split} split (per-task, epochs averaged)",
         "n": n_c, "passes": passes, "per_stratum": per_stratum, "timeouts": timeouts,
-        "exclusions": len(excluded), "sensitivity": sens, "reasons": reasons, "notes": notes, "allowed_sentences": allowed,
+        "exclusions": len(excluded), "scheduled": scheduled,
+        "exclusion_rate_scheduled": _fmt(len(excluded) / scheduled, 6) if scheduled else None,
+        "dummy_deltas": dummies, "holdout_reuse": holdout_reuse_out, "server_pin": server_pin,
+        "pooled_headline_withheld": bool(publishable and no_pooled),
+        "comparison_summary": comparison_summary(comparison, cfg),
+        "sensitivity": sens, "reasons": reasons, "notes": notes, "allowed_sentences": allowed,
         "refused_sentences": refused, "comparison": comparison, "roles": roles,
         "cost_per_pass": cost_per_pass(runs, split, cfg["strata"]),
         "pass_at_k": pass_at_k_table(runs, split, int(cfg["epochs"])),
@@ -588,6 +869,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         "toolchain": {"python": exp["toolchain"]["python"], "packages": exp["toolchain"]["packages"]},
     }
     card = build_card(exp, manifest, tasks, runs)
+    card.update(card_claim(exp, decision))
     report = render_report(decision, card, strata, tasks)
     return decision, card, report
 
@@ -736,6 +1018,35 @@ def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
     }
 
 
+def _solver_card(exp: Mapping, name: str) -> dict:
+    """Who a solver is, in the card: its fingerprint, command and what the fingerprint covered."""
+    cfg = exp["config_full"]
+    spec = cfg["agents"].get(name)
+    if spec is None:
+        return {"name": name, "kind": "control"}
+    ident = (exp.get("agent_identity") or {}).get(name) or {}
+    files = ident.get("files") or {}
+    return {"name": name, "kind": "agent", "fingerprint": exp["agent_fingerprints"].get(name),
+            "command": spec["command"], "env": spec.get("env", {}), "endpoint": spec.get("endpoint"),
+            "lineage": ident.get("lineage") or spec.get("lineage") or name,
+            "covered_files": {k: files[k] for k in sorted(files)}}
+
+
+def card_claim(exp: Mapping, decision: Mapping) -> dict:
+    """What makes card.json self-contained: the claim, and the solvers it is about."""
+    cfg = exp["config_full"]
+    return {
+        "candidate": _solver_card(exp, cfg["candidate"]),
+        "baseline": _solver_card(exp, cfg["baseline"]),
+        "headline": {"publishable": decision["publishable"], "value": decision["headline"],
+                     "metric": decision["headline_metric"], "n": decision["n"], "passes": decision["passes"],
+                     "per_stratum": decision["per_stratum"], "comparison": decision["comparison_summary"],
+                     "experiment": decision["experiment"],
+                     "refusals": [r["code"] for r in decision["reasons"]]},
+        "preregistration": preregistration(cfg),
+    }
+
+
 def _table(rows: list[list[Any]], header: list[str]) -> str:
     def cell(x: Any) -> str:
         if x is None or (isinstance(x, float) and x != x):
@@ -748,10 +1059,20 @@ def _table(rows: list[list[Any]], header: list[str]) -> str:
     return "\n".join(out)
 
 
+def banner_headline(decision: Mapping) -> str:
+    """The headline half of the banner: publishable or not, and in which form."""
+    if not decision["publishable"]:
+        return "Headline: not publishable (" + ", ".join(r["code"] for r in decision["reasons"]) + ")."
+    if decision["headline"] is None:
+        return "Headline: publishable per stratum only (no pooled number: " + ", ".join(
+            n["code"] for n in decision["notes"] if n["code"] in ("UNBALANCED_STRATA", "DUMMY_BEATEN_ONLY_ON_EASY")) + ")."
+    return f"Headline: publishable ({decision['headline']:.3f})."
+
+
 def render_report(decision: Mapping, card: Mapping, strata, tasks) -> str:
     lines = [f"# sealbench report — experiment {decision['experiment']}", ""]
-    verdict = "PUBLISHABLE" if decision["publishable"] else "NOT PUBLISHABLE"
-    lines += [f"**Decision: {verdict}.** Headline: {decision['headline'] if decision['headline'] is not None else 'none'} "
+    lines += [f"**{banner_headline(decision)}**", "", f"**Comparison: {decision['comparison_summary']}.**",
+              "", f"Headline value: {decision['headline'] if decision['headline'] is not None else 'none'} "
               f"({decision['headline_metric']}).", ""]
     if decision["reasons"]:
         lines += ["## Why not", ""] + [f"- `{r['code']}`: {r['sentence']}" for r in decision["reasons"]] + [""]
@@ -786,9 +1107,12 @@ def render_report(decision: Mapping, card: Mapping, strata, tasks) -> str:
                         ["solver", "role", "tasks", "hidden pass rate", "median time-to-green (s)", "steers",
                          "timeouts"]))
     lines += ["", "## Tokens and cost per passing task", ""]
-    lines.append(_table([[r["solver"], r["stratum"], r["passes"], r["tokens_per_pass"], r["cost_per_pass_usd"]]
+    lines.append(_table([[r["solver"], r["stratum"], r["passes"],
+                          r["tokens_per_pass"] if r["tokens_per_pass"] is not None else
+                          ("incomplete" if r.get("tokens_status", "complete") != "complete" else None),
+                          r["cost_per_pass_usd"], r.get("tokens_status")]
                          for r in decision.get("cost_per_pass", [])],
-                        ["solver", "stratum", "passes", "tokens / pass", "cost / pass (USD)"]))
+                        ["solver", "stratum", "passes", "tokens / pass", "cost / pass (USD)", "tokens"]))
     if decision.get("pass_at_k"):
         lines += ["", "## pass@k and pass^k", ""]
         lines.append(_table([[solver, k, a, h] for solver, t in decision["pass_at_k"].items()
@@ -840,7 +1164,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.latest:  # last: results/latest only ever points at a complete experiment
         point_latest(args.latest, args.experiment_dir)
     state = "PUBLISHABLE" if decision["publishable"] else "NOT PUBLISHABLE"
-    print(f"gate: {state}; headline={decision['headline']}; reasons={[r['code'] for r in decision['reasons']]}")
+    print(f"gate: headline {state}; headline={decision['headline']}; reasons={[r['code'] for r in decision['reasons']]}; "
+          f"comparison: {decision['comparison_summary']}")
     return 0
 
 

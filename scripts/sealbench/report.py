@@ -513,11 +513,17 @@ def _evidence(ev: Any) -> str:
 def section_decision(decision: Mapping) -> str:
     pub = bool(decision.get("publishable"))
     out = [f'<section id="decision"><h2>Decision</h2>'
-           f'<div class="verdict {"ok" if pub else "no"}">{"PUBLISHABLE" if pub else "NOT PUBLISHABLE"}</div>']
+           f'<div class="verdict {"ok" if pub else "no"}">Headline: {"PUBLISHABLE" if pub else "NOT PUBLISHABLE"}'
+           '</div>']
+    if decision.get("comparison_summary"):
+        out.append(f'<div class="verdict {"ok" if decision["comparison_summary"].startswith("winner") else "no"}">'
+                   f'Comparison: {esc(decision["comparison_summary"])}</div>')
     head = decision.get("headline")
     metric = decision.get("headline_metric", "")
     if head is None:
-        out.append(f"<p><strong>Headline:</strong> none — the gate refused a headline. <span class=\"sub\">"
+        why = ("the gate refused a headline" if not pub else
+               "publishable per stratum only: no pooled number (see the notes)")
+        out.append(f"<p><strong>Headline:</strong> none — {why}. <span class=\"sub\">"
                    f"({esc(metric)})</span></p>")
     else:
         out.append(f"<p><strong>Headline:</strong> {esc(_pct(head))} ({esc(_num(head, 6))}) — {esc(metric)}</p>")

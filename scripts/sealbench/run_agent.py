@@ -182,6 +182,8 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
         "SEALBENCH_TIME_BOX_S": str(int(clock)),
         "SEALBENCH_MAX_STEPS": "" if envelope.get("max_steps") is None else str(envelope["max_steps"]),
         "SEALBENCH_MAX_OUTPUT_TOKENS": "" if envelope.get("max_output_tokens") is None else str(envelope["max_output_tokens"]),
+        **{var: str(envelope[key]) for var, key in (("SEALBENCH_TEMPERATURE", "temperature"), ("SEALBENCH_MODEL", "model"))
+           if envelope.get(key) is not None},
         "SEALBENCH_OUT": str(out),
         "SEALBENCH_EPOCH": str(epoch),
         "SEALBENCH_ISOLATION": level,

@@ -648,10 +648,11 @@ def _interval_call(lo: float, hi: float) -> str:
 
 @dataclass(frozen=True)
 class GateCall:
-    """The decision with its power flag, e.g. ``NO_WINNER + UNDERPOWERED``."""
+    """The decision with its flags, e.g. ``NO_WINNER + UNDERPOWERED`` or ``NO_WINNER + BELOW_MDE``."""
 
     verdict: str
-    """Final call (a winner is never named when underpowered)."""
+    """Final call: a winner is named only when the interval excludes 0, the pack is powered,
+    the exact sign test agrees (when ``alpha`` is given) and |delta| >= ``mde`` (when given)."""
     interval_verdict: str
     """What the interval alone says, ignoring power."""
     underpowered: bool
@@ -660,21 +661,45 @@ class GateCall:
     """Tasks in the comparison."""
     n_required: int | None
     """Tasks required for the pre-registered MDE (None if not given)."""
+    below_mde: bool = False
+    """The interval excludes 0 but |delta| is smaller than the pre-registered MDE (seed 003: no winner)."""
+    exact_disagrees: bool = False
+    """The interval excludes 0 but the exact McNemar (sign) test on the discordant tasks has
+    p >= alpha: a collapsed or too-narrow interval is not evidence (e.g. 4 wins / 0 losses, p 0.125)."""
+    degenerate_interval: bool = False
+    """The decision interval has zero width: every task in each stratum has the same paired
+    outcome. It shows no spread, not certainty."""
 
     @property
     def label(self) -> str:
-        """``verdict`` plus ``" + UNDERPOWERED"`` when underpowered."""
-        return self.verdict + (" + UNDERPOWERED" if self.underpowered else "")
+        """``verdict`` plus each flag that held the winner back."""
+        flags = [name for name, on in (("UNDERPOWERED", self.underpowered), ("BELOW_MDE", self.below_mde),
+                                       ("EXACT_TEST_NOT_SIGNIFICANT", self.exact_disagrees)) if on]
+        return " + ".join([self.verdict, *flags])
 
 
-def gate_call(result: PairedResult, n_required: int | None = None) -> GateCall:
-    """Verdict, interval-only verdict and underpowered flag together."""
+def gate_call(result: PairedResult, n_required: int | None = None, *, mde: float | None = None,
+              alpha: float | None = None) -> GateCall:
+    """Verdict, interval-only verdict and the flags that can hold a winner back.
+
+    ``mde``: the pre-registered minimum detectable effect; a delta with ``|delta| < mde`` names
+    no winner (``below_mde``). ``alpha``: the exact McNemar p on the per-task wins and losses
+    must be below it too, so a collapsed interval (``[d, d]`` when every task in each stratum
+    has the same paired outcome) never names a winner on a handful of wins alone."""
+    interval = _interval_call(result.ci_low, result.ci_high)
+    underpowered = is_underpowered(result.n, n_required)
+    below = mde is not None and interval != VERDICT_NONE and abs(result.delta) < mde - 1e-12
+    exact_no = alpha is not None and interval != VERDICT_NONE and not result.mcnemar_p < alpha
+    final = VERDICT_NONE if (underpowered or below or exact_no) else interval
     return GateCall(
-        verdict=verdict(result, n_required),
-        interval_verdict=_interval_call(result.ci_low, result.ci_high),
-        underpowered=is_underpowered(result.n, n_required),
+        verdict=final,
+        interval_verdict=interval,
+        underpowered=underpowered,
         n=result.n,
         n_required=n_required,
+        below_mde=below,
+        exact_disagrees=exact_no,
+        degenerate_interval=result.ci_high - result.ci_low <= 1e-12,
     )
 
 
