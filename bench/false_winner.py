@@ -17,8 +17,10 @@ Simulation model (one simulated pack = n tasks, n/3 per stratum xs / s / m):
 Each pack is scored with ``stats.paired_delta(strata, cand, base, n_resamples=2000)``
 (the gate's own function, bootstrap resamples NOT lowered) and three calls are counted:
 the stratified t decision interval excludes 0 (either direction), the blocked bootstrap
-percentile interval excludes 0, and ``stats.gate_call`` with ``n_required`` from
-``required_n_miller(mde=0.1, psi=0.3)`` (which never names a winner when underpowered).
+percentile interval excludes 0, the gate's rule without the power floor (``rule``: the
+interval excludes 0, the exact McNemar p < 0.05 and |delta| >= MDE 0.1), and
+``stats.gate_call`` with ``n_required`` from ``required_n_miller(mde=0.1, psi=0.3)``
+(which never names a winner when underpowered).
 
 Prints a table and appends one JSON line to bench/results/false_winner.jsonl.
 Not a test: nothing here fails when the rate is above 5%; the output says so instead.
@@ -47,6 +49,7 @@ BASE_P = (0.8, 0.5, 0.2)
 CONCENTRATION = 2.0
 RESAMPLES = 2000
 MDE, PSI = 0.1, 0.3
+ALPHA = 0.05
 NULL_NS = (12, 24, 48)
 POWER_NS = (24, 48, 96)
 POWER_DELTA = 0.15
@@ -83,7 +86,8 @@ def _score_chunk(args: tuple) -> list[tuple]:
     out = []
     for c, b, seed in zip(cand, base, seeds):
         res = stats.paired_delta(labels, c, b, n_resamples=RESAMPLES, seed=int(seed))
-        call = stats.gate_call(res, n_required)
+        call = stats.gate_call(res, n_required, mde=MDE, alpha=ALPHA)
+        rule = stats.gate_call(res, None, mde=MDE, alpha=ALPHA)  # the gate's rule without the power floor
         out.append((
             call.interval_verdict,  # what the stratified t decision interval alone says
             _interval_call(*res.bootstrap_ci),
@@ -91,6 +95,7 @@ def _score_chunk(args: tuple) -> list[tuple]:
             res.discordance,
             res.se == 0.0,
             res.method,
+            rule.verdict,
         ))
     return out
 
@@ -116,6 +121,8 @@ def summarise(n: int, rows: list[tuple], delta: float) -> dict:
     g_any = sum(c != stats.VERDICT_NONE for c in g_calls)
     g_cand = sum(c == stats.VERDICT_CANDIDATE for c in g_calls)
     degenerate = sum(1 for r in rows if r[0] != stats.VERDICT_NONE and r[4])
+    r_any = sum(r[6] != stats.VERDICT_NONE for r in rows)
+    r_cand = sum(r[6] == stats.VERDICT_CANDIDATE for r in rows)
     fallback = sum(1 for r in rows if r[5] != "stratified_t")
     out = {
         "n": n, "packs": k, "true_delta": delta,
@@ -125,6 +132,8 @@ def summarise(n: int, rows: list[tuple], delta: float) -> dict:
         "boot_winner": b_any, "boot_winner_rate": b_any / k,
         "boot_names_candidate": b_cand, "boot_names_candidate_rate": b_cand / k,
         "gate_winner": g_any, "gate_winner_rate": g_any / k,
+        "rule_winner": r_any, "rule_winner_rate": r_any / k, "rule_names_candidate": r_cand,
+        "rule_names_candidate_rate": r_cand / k,
         "gate_names_candidate": g_cand, "gate_names_candidate_rate": g_cand / k,
         "mean_discordance": float(np.mean([r[3] for r in rows])),
         "observed_mde": stats.observed_mde(n, PSI),
@@ -178,14 +187,14 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("A. TRUE delta = 0: a named winner is a false winner (either direction)")
     hdr = (f"{'n':>4} {'packs':>6} {'strat-t FW':>11} {'95% CP on FW rate':>19} {'boot FW':>8} "
-           f"{'gate FW':>8} {'mean disc':>10}")
+           f"{'rule FW':>8} {'gate FW':>8} {'mean disc':>10}")
     print(hdr)
     print("-" * len(hdr))
     for r in results["null"]:
         lo, hi = r["t_winner_cp95"]
         print(f"{r['n']:>4} {r['packs']:>6} {100 * r['t_winner_rate']:>10.2f}% "
               f"{'[' + f'{100 * lo:.2f}%, {100 * hi:.2f}%' + ']':>19} {100 * r['boot_winner_rate']:>7.2f}% "
-              f"{100 * r['gate_winner_rate']:>7.2f}% {r['mean_discordance']:>10.3f}")
+              f"{100 * r['rule_winner_rate']:>7.2f}% {100 * r['gate_winner_rate']:>7.2f}% {r['mean_discordance']:>10.3f}")
     for r in results["null"]:
         if r["t_winner_se0"] or r["paired_t_fallbacks"]:
             print(f"  n={r['n']}: {r['t_winner_se0']} strat-t false winner(s) had se = 0 (every d equal within "
@@ -193,15 +202,18 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"B. TRUE delta = +{POWER_DELTA}: power = share of packs whose interval names the candidate")
     hdr = (f"{'n':>4} {'packs':>6} {'strat-t power':>14} {'95% CP on power':>19} {'boot power':>11} "
-           f"{'gate power':>11} {'obs. MDE':>9} {'mean disc':>10}")
+           f"{'rule power':>11} {'gate power':>11} {'obs. MDE':>9} {'mean disc':>10}")
     print(hdr)
     print("-" * len(hdr))
     for r in results["power"]:
         lo, hi = r["t_power_cp95"]
         print(f"{r['n']:>4} {r['packs']:>6} {100 * r['t_names_candidate_rate']:>13.2f}% "
               f"{'[' + f'{100 * lo:.2f}%, {100 * hi:.2f}%' + ']':>19} {100 * r['boot_names_candidate_rate']:>10.2f}% "
-              f"{100 * r['gate_names_candidate_rate']:>10.2f}% {r['observed_mde']:>9.3f} {r['mean_discordance']:>10.3f}")
+              f"{100 * r['rule_names_candidate_rate']:>10.2f}% {100 * r['gate_names_candidate_rate']:>10.2f}% "
+              f"{r['observed_mde']:>9.3f} {r['mean_discordance']:>10.3f}")
     print(f"  gate power is 0 by construction below n_required = {n_required}: it says NO_WINNER + UNDERPOWERED.")
+    print(f"  rule = the gate's call without the power floor: interval excludes 0, exact McNemar p < {ALPHA}, "
+          f"|delta| >= MDE {MDE}.")
     print()
 
     checks = {}

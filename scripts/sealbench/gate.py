@@ -913,7 +913,33 @@ def public_comparison(cfg: Mapping, exp: Mapping, cand: str, rate: float | None,
 
 
 def human_sentences(roles: list[dict], runs, cand: str, split: str, publishable: bool) -> tuple[list[str], list[dict]]:
-    """The seed's human-clock sentences: allowed only when their conditions hold."""
+    """The seed's human-clock sentences (seed 000's table): allowed only when their conditions hold.
+
+    Both compare the candidate with each person on the tasks both attempted on this split (the
+    shared tasks) and nowhere else; their numbers (rates, passes, timeouts, steers) are those of
+    :func:`roles_table` on that slice.
+
+    *Attempts.* Seed 000 never allows "faster" when "you reran only the agent", and its matched
+    clock gives both sides the same session; summing passes over epochs let an agent at 1 pass
+    in 3 attempts per task "match" a person at 1 in 1 (issue 11). So, rather than restating
+    rates per attempt when the attempt counts differ, both sentences are refused whenever the
+    number of attempts (rows of any status: a rerun is a rerun, whatever it scored) differs on
+    any shared task, naming the counts. With the same attempts per task on both sides, each
+    task's pass rate (passes / attempts, epochs averaged) is a per-attempt rate on the same
+    footing. An excluded or infra_fail attempt on a shared task refuses both sentences too:
+    leaving it out would compare different attempts, counting it as a failure would charge one
+    side for the harness.
+
+    *Matched.* The mean per-task hidden pass rate over the shared tasks: "matched" when the
+    candidate's is at least the person's, else "did not match" (also a fact worth stating);
+    the sentence gives both rates, the attempts per task, the passes, steers and timeouts
+    (timeouts are failures).
+
+    *Faster.* :func:`roles_table`'s median time-to-green on the shared tasks: over every scored
+    attempt, an attempt that did not go green within its clock counted as +infinity. Allowed
+    only when the candidate's median is finite (most of its attempts went green) and below the
+    person's, which may be infinite ("never").
+    """
     allowed: list[str] = []
     refused: list[dict] = []
     agent = next((r for r in roles if r["solver"] == cand), None)
@@ -940,26 +966,64 @@ def human_sentences(roles: list[dict], runs, cand: str, split: str, publishable:
             why_not.append("steers were not recorded for both")
         a = runs[(runs.solver == cand) & (runs.split == split) & (runs.task_id.isin(shared))]
         b = runs[(runs.solver == who) & (runs.split == split) & (runs.task_id.isin(shared))]
-        a_pass, b_pass = int((a.status == "pass").sum()), int((b.status == "pass").sum())
+        a_n, b_n = a.groupby("task_id").size(), b.groupby("task_id").size()
+        moved = [t for t in shared if int(a_n.get(t, 0)) != int(b_n.get(t, 0))]
+
+        def times(counts) -> str:
+            lo, hi = int(counts.min()), int(counts.max())
+            return f"{lo} time{'' if lo == 1 else 's'}" if lo == hi else f"{lo} to {hi} times"
+        if moved:
+            per = ", ".join(f"{t}: {cand} {int(a_n.get(t, 0))} vs {who} {int(b_n.get(t, 0))}"
+                            for t in moved[:5])
+            why_not.append(f"{cand} was run {times(a_n)} per task and {who} {times(b_n)} ({per}"
+                           + (f", and {len(moved) - 5} more" if len(moved) > 5 else "") + "): seed 000 never "
+                           "allows these sentences when one side was rerun and the other not; compare per attempt, "
+                           "with the same number of attempts per task on both sides")
+        a_abs, b_abs = int(a.status.isin(ABSTAINED).sum()), int(b.status.isin(ABSTAINED).sum())
+        if a_abs or b_abs:
+            why_not.append(f"{a_abs} of {cand}'s and {b_abs} of {who}'s attempts on the shared tasks were excluded or "
+                           "infra_fail: left out, the sides would not be compared on the same attempts; fix what "
+                           "excluded them and rerun")
         clock_min = f"{agent['time_box_s'][0] / 60:g}-minute" if agent["time_box_s"] else "same"
         matched = f"On this sealed pack, {cand} matched {who} under a {clock_min} clock"
+        faster = f"{cand} was faster to a green visible suite than {who} on these tasks"
         if why_not:
             refused.append({"sentence": matched + ".", "why": "; ".join(why_not)})
+            refused.append({"sentence": faster + ".", "why": "; ".join(why_not)})
+            continue
+        # the same slice through roles_table: one definition of rates, greens and medians
+        sl = {r["solver"]: r for r in roles_table(runs[(runs.split == split) & runs.solver.isin([cand, who])
+                                                       & runs.task_id.isin(shared)], split)}
+        ra, rb = sl[cand], sl[who]
+        a_rate = float(a.status.eq("pass").groupby(a.task_id).mean().mean())
+        b_rate = float(b.status.eq("pass").groupby(b.task_id).mean().mean())
+        a_pass, b_pass = int((a.status == "pass").sum()), int((b.status == "pass").sum())
+        attempts = times(a_n).replace("time", "attempt")
+        verb = "matched" if a_rate >= b_rate - 1e-9 else "did not match"
+        allowed.append(f"On this sealed pack, {cand} {verb} {who} under a {clock_min} clock: mean per-task hidden pass "
+                       f"rate {a_rate:.2f} vs {b_rate:.2f} on the same {len(shared)} {split} tasks, {attempts} per "
+                       f"task each ({a_pass} vs {b_pass} passes in {len(a)} attempts each; steers: {cand} "
+                       f"{ra['steers']}, {who} {rb['steers']}; timeouts {ra['timeouts']} vs {rb['timeouts']}, "
+                       "counted as failures).")
+        a_med, b_med = ra["median_time_to_green_s"], rb["median_time_to_green_s"]
+        a_never, b_never = ra["scored_attempts"] - ra["greens"], rb["scored_attempts"] - rb["greens"]
+
+        def secs(m) -> str:
+            return "never" if m is None else f"{m:.0f} s"
+        if a_med is None:
+            refused.append({"sentence": faster + ".",
+                            "why": f"at least half of {cand}'s attempts never went green within the clock "
+                                   f"({a_never} of {ra['scored_attempts']}: timeouts, tamper or no green visible "
+                                   "suite), so its median time-to-green, timeouts counted as never, is not reached"})
+        elif b_med is None or a_med < b_med:
+            allowed.append(f"{faster}: median time-to-green {secs(a_med)} vs {secs(b_med)} over all "
+                           f"{ra['scored_attempts']} scored attempts each on the same {len(shared)} {split} tasks, an "
+                           "attempt that did not go green within its clock (a timeout, tamper, or no green visible "
+                           f"suite) counted as +infinity ({a_never} vs {b_never} such attempts; timeouts "
+                           f"{ra['timeouts']} vs {rb['timeouts']}).")
         else:
-            verb = "matched" if a_pass >= b_pass else "did not match"
-            allowed.append(f"On this sealed pack, {cand} {verb} {who} under a {clock_min} clock: hidden tests passed on "
-                           f"{a_pass} vs {b_pass} of the same {len(shared)} {split} tasks (steers: {cand} "
-                           f"{agent['steers']}, {who} {h['steers']}; timeouts {agent['timeouts']} vs {h['timeouts']}).")
-        a_med, b_med = _median(a.time_to_green_s), _median(b.time_to_green_s)
-        faster = f"{cand} was faster to a green visible suite than {who} on these tasks"
-        if why_not or a_med is None or b_med is None:
-            reason = "; ".join(why_not) or "time-to-green is missing for one of them (no green run)"
-            refused.append({"sentence": faster + ".", "why": reason})
-        elif a_med < b_med:
-            allowed.append(f"{faster}: median time-to-green {a_med:.0f} s vs {b_med:.0f} s; timeouts "
-                           f"{agent['timeouts']} vs {h['timeouts']}, counted as failures.")
-        else:
-            refused.append({"sentence": faster + ".", "why": f"it was not: median {a_med:.0f} s vs {b_med:.0f} s"})
+            refused.append({"sentence": faster + ".", "why": f"it was not: median {secs(a_med)} vs {secs(b_med)}, "
+                                                             "timeouts counted as never green"})
     return allowed, refused
 
 
@@ -1097,10 +1161,22 @@ def render_report(decision: Mapping, card: Mapping, strata, tasks) -> str:
                              "wins", "losses", "verdict"]))
     else:
         lines.append(c.get("note", ""))
+    if c.get("interval_note"):
+        lines += ["", f"Note: {c['interval_note']}."]
+    if c.get("stratum_deltas"):
+        lines += ["", "Per stratum (matched tasks):", ""]
+        lines.append(_table([[x["stratum"], x["n"], x["candidate_rate"], x["baseline_rate"], x["delta"]]
+                             for x in c["stratum_deltas"]], ["stratum", "n", "candidate", "baseline", "delta"]))
     if c.get("exclusion_note"):
         lines += ["", c["exclusion_note"]]
     lines += ["", f"Power: the pre-registered MDE {c['power']['mde']} needs {c['power']['required_n_miller']} tasks "
                   f"(Miller Eq. 9; Connor: {c['power']['required_n_connor']}).", ""]
+    if decision.get("dummy_deltas"):
+        lines += ["## The candidate against the do-nothing controls", ""]
+        lines.append(_table([[x["stratum"], x["n"], x["candidate_rate"], x["empty_diff_rate"], x["delta_vs_empty_diff"],
+                              x["stub_rate"], x["delta_vs_stub"]] for x in decision["dummy_deltas"]],
+                            ["stratum", "n", "candidate", "empty diff", "delta", "stub", "delta"]))
+        lines.append("")
     lines += ["## Humans beside agents", ""]
     lines.append(_table([[r["solver"], r["role"], r["tasks"], r["hidden_pass_rate"], r["median_time_to_green_s"],
                           r["steers"], r["timeouts"]] for r in decision.get("roles", [])],
