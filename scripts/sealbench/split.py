@@ -7,8 +7,10 @@ Writes: PACK/split_manifest.json (only when absent; never rewritten)
 Rules: at least 12 tasks; per stratum, round(n_h * holdout_frac) tasks go to the holdout
 (chosen by a seeded shuffle), topped up to at least 5 holdout tasks overall. Once written,
 the manifest is the contract: another seed or fraction is refused (resplitting after seeing
-holdout results is how fitted numbers happen), and a manifest whose ids no longer match the
-pack is an error (the denominator moved).
+holdout results is how fitted numbers happen), a manifest whose ids no longer match the
+pack is an error (the denominator moved), and every check recomputes the split from the
+manifest's own seed and fraction and refuses lists that differ (a hand edit that keeps the
+seed), naming the tasks that moved.
 """
 
 from __future__ import annotations
@@ -113,7 +115,37 @@ def validate_manifest(manifest: object, path: Path, strata_of: Mapping[str, str]
         )
     if len(hold) < MIN_HOLDOUT:
         raise SplitError(f"{path}: only {len(hold)} holdout tasks; at least {MIN_HOLDOUT} are needed")
+    recompute(manifest, path, strata_of)
     return manifest
+
+
+def recompute(manifest: Mapping, path: Path, strata_of: Mapping[str, str]) -> None:
+    """Refuse a manifest whose lists are not what its own seed and fraction make on this pack.
+
+    The split is a pure function of the task ids, their strata, the seed and the fraction
+    (:func:`make_split`), so a frozen manifest is recomputed every time it is checked and
+    compared list by list. A hand edit that keeps the seed (one holdout task swapped into tune)
+    is refused here, naming the tasks that moved; so is a manifest whose pack changed a task's
+    stratum after the split was frozen (the seeded split of this pack is no longer the frozen
+    one)."""
+    seed, frac = manifest["seed"], manifest["holdout_frac"]
+    try:
+        made = make_split(strata_of, seed, frac)
+    except SplitError as exc:
+        raise SplitError(f"{path}: recomputing the split from seed={seed}, holdout_frac={frac} failed: "
+                         f"{SealbenchError.__str__(exc)}") from exc
+    hold, want = set(manifest["holdout"]), set(made["holdout"])
+    if hold == want and set(manifest["tune"]) == set(made["tune"]):
+        return
+    into_holdout = sorted(hold - want)  # the seed puts these in tune
+    into_tune = sorted(want - hold)     # the seed puts these in the holdout
+    raise SplitError(
+        f"{path}: the lists are not the split that seed={seed}, holdout_frac={frac} makes on this pack "
+        f"(was the file edited by hand, or a task's stratum changed after the split was frozen?): "
+        f"tasks moved into the holdout: {into_holdout or 'none'}; tasks moved into tune: {into_tune or 'none'}. "
+        "A frozen split is the seeded one or none: restore the file from version control; if a stratum "
+        "really changed, this is a new pack (a new experiment) and needs a new split."
+    )
 
 
 def check(pack: Path, strata_of: Mapping[str, str], seed: int, holdout_frac: float) -> dict:
