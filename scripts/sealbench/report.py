@@ -451,8 +451,11 @@ def plot_time_to_green(decision: Mapping, card: Mapping, runs: pd.DataFrame, spl
             out.append(f'<circle cx="{_f(px(v))}" cy="{_f(cy + jitter)}" r="3.5" fill="{col}" fill-opacity="0.55" '
                        f'stroke="{col}" stroke-width="0.8"><title>{esc(f"{sv}: {v:g} s")}</title></circle>')
         total = len(times) + no_green
-        if times:
-            med = float(pd.Series(times).median())
+        # the same median as decision.json's roles: runs without a green count as +infinity
+        med = float(pd.Series(times + [math.inf] * no_green).median()) if total else math.inf
+        if times and med == math.inf:
+            right_txt = f"never · no green {no_green}/{total}"
+        elif times:
             xm = px(med)
             out.append(f'<line x1="{_f(xm)}" y1="{_f(cy - 11)}" x2="{_f(xm)}" y2="{_f(cy + 11)}" stroke="#111" '
                        f'stroke-width="2.5"><title>{esc(f"median {med:g} s")}</title></line>')
@@ -463,7 +466,8 @@ def plot_time_to_green(decision: Mapping, card: Mapping, runs: pd.DataFrame, spl
         out.append(_text(x1 + 10, cy + 4, right_txt, 11, fill="#222"))
         y += row_h
     out.append(_text(8, height - 10, "Dots: runs whose visible tests went green (time from clock start). Black bar: "
-                                     "median. No green: runs with a null time_to_green_s.", 11, fill="#444"))
+                                     "median over all runs, a run without a green counted as never (+inf). No green: runs with a null "
+                                     "time_to_green_s.", 11, fill="#444"))
     out.append("</svg>")
     return "".join(out)
 
