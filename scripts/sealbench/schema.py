@@ -29,7 +29,7 @@ TASKS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("task_digest", "string", False, "sha256 of the task folder (relative paths + bytes)"),
     ("title", "string", False, "meta.json title"),
     ("time_box_sec", "int64", False, "the task's clock"),
-    ("leak_suspect", "bool", False, "the leak check matched a denylist line, a public 13-gram or identifier"),
+    ("leak_suspect", "bool", False, "the leak check matched a denylist line, a public 13-gram or identifier, or hidden-test text in prompt.md or repo/"),
     ("leak_checks", "string", False, "which contamination checks ran on the task, `;`-separated"),
     ("oracle_ok", "bool", False, "the gold patch passed on every oracle run"),
     ("oracle_passes", "int64", False, "how many oracle runs passed"),

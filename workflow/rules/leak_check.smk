@@ -1,4 +1,5 @@
-# leak_check: each task's title, notes, prompt and identifiers against the pack's denylist.
+# leak_check: each task's title, notes, prompt and identifiers against the pack's denylist and public
+# benchmark text, and prompt.md and repo/ against the task's own hidden tests.
 # A suspect fails the job with a message naming the task and the line; nothing downstream runs.
 
 
