@@ -146,10 +146,11 @@ def test_3_lowering_min_kept_after_too_few_clean_tasks_does_not_make_a_headline(
     spec["cfg"]["min_kept_tasks"] = 6
     d = ledger_decide(tmp_path / "b", spec, ledger)
     assert d["headline"] is None and "PREREGISTRATION_CHANGED" in codes(d)
-    # another card name is another pre-registration (a new card on the same holdout is a new claim)
+    # a new card name on the same holdout is no fresh start: the holdout keeps its pre-registration
     spec = build_spec()
     spec["cfg"].update(min_kept_tasks=6, card_name="second_card")
-    assert "PREREGISTRATION_CHANGED" not in codes(ledger_decide(tmp_path / "c", spec, ledger))
+    d = ledger_decide(tmp_path / "c", spec, ledger)
+    assert "PREREGISTRATION_CHANGED" in codes(d) and "no fresh start" in d["reasons"][-1]["sentence"]
 
 
 # ------------------------------------------------------------------------- 4. BELOW_MDE

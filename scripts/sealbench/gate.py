@@ -71,8 +71,8 @@ NOTES: dict[str, str] = {
                                   "does not (p >= 0.05): no winner is named",
     "ZERO_WIDTH_INTERVAL": "the decision interval has zero width (every task in each stratum had the same paired "
                            "outcome): it shows no spread, not certainty",
-    "DUMMY_BEATEN_ONLY_ON_EASY": "the candidate beats the do-nothing controls only on easier strata, not on the "
-                                 "hardest: no pooled headline, per-stratum rates and dummy deltas only",
+    "DUMMY_BEATEN_ONLY_ON_EASY": "the candidate beats the do-nothing controls on some strata but not on others: "
+                                 "no pooled headline, per-stratum rates and dummy deltas only",
 }
 
 #: The significance level of every decision (interval confidence 1 - ALPHA, exact test p < ALPHA).
@@ -83,45 +83,79 @@ LEDGER = "ledger.jsonl"
 
 # ------------------------------------------------------------------------------ ledger
 
-#: Config keys that can change the decision: pinned per card name at its first scored holdout
-#: run (seed 003: "lowering that floor after seeing the gap would convert a written control into
-#: a marketing dial"). envelope and health are ENVELOPE_CHANGED; the rest PREREGISTRATION_CHANGED.
+#: Config keys that can change the decision: pinned at the holdout's first scored run, whatever
+#: the card name (seed 003: "lowering that floor after seeing the gap would convert a written
+#: control into a marketing dial"; a new card name on a holdout already seen is no fresh start).
+#: Under the same card, envelope and health are ENVELOPE_CHANGED; the rest PREREGISTRATION_CHANGED.
 PREREGISTERED = ("mde", "planning_discordance", "min_kept_tasks", "interval_method", "strata", "score_split",
                  "epochs", "baseline", "oracle_runs", "score_timeout_s", "limits", "stop_on_green",
                  "envelope", "health")
 _ENVELOPE_KEYS = ("envelope", "health")
+#: The server label of a scored row whose stamp names no server.
+NO_SERVER = "<none>"
 
 
-def preregistration(cfg: Mapping) -> dict:
-    """Every knob that can change the decision, with its value (and the fixed alpha)."""
-    return {**{k: cfg.get(k) for k in PREREGISTERED}, "alpha": ALPHA}
+def preregistration(cfg: Mapping, exp: Mapping | None = None) -> dict:
+    """Every knob that can change the decision, with its value (the fixed alpha, and the
+    denylist digest: deleting a denylist line after LEAK_SUSPECT is a knob too)."""
+    out = {**{k: cfg.get(k) for k in PREREGISTERED}, "alpha": ALPHA}
+    if exp is not None:
+        out["denylist_digest"] = exp.get("denylist_digest")
+    return out
 
 
-#: Folders whose files are the machine's, not an agent's: sharing them is no lineage.
-_SYSTEM_PREFIXES = tuple(sorted({sys.prefix, sys.base_prefix, "/usr", "/bin", "/lib", "/lib64", "/etc", "/opt/conda"}))
+def _system_roots() -> tuple[str, ...]:
+    roots = {sys.prefix, sys.base_prefix, "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"}
+    roots |= {os.path.realpath(r) for r in list(roots)}
+    return tuple(sorted(r.rstrip("/") + "/" for r in roots if r))
 
 
-def agent_lineage(name: str, identity: Mapping | None) -> dict:
+_SEALBENCH_PKG = os.path.realpath(Path(__file__).resolve().parent) + "/"
+_SEALBENCH_AGENTS = _SEALBENCH_PKG + "agents/"
+
+
+def _own_file(label: str, base: Path) -> bool:
+    """Is a covered file the agent's own code, not the machine's (interpreter, system, the
+    project's venv) nor sealbench's shared harness modules?"""
+    path = label if label.startswith("/") else os.path.join(base, label)
+    real = os.path.realpath(path)
+    for cand in {path if path.endswith("/") else path, real}:
+        if cand.startswith(_system_roots()):
+            return False
+        if cand.startswith(_SEALBENCH_PKG) and not cand.startswith(_SEALBENCH_AGENTS):
+            return False
+    if os.path.realpath(sys.executable) == real:
+        return False
+    # a venv interpreter named relative to the project (.venv/bin/python -> /usr/...)
+    return not (os.path.basename(path).startswith("python") and real.startswith(_system_roots()))
+
+
+def agent_lineage(name: str, identity: Mapping | None, base: Path | None = None) -> dict:
     """What ties versions of one agent together: its name, its declared ``lineage:`` and the
-    files its fingerprint covered that are its own (not the interpreter's or the system's)."""
+    files its fingerprint covered that are its own (not the interpreter's, the system's or
+    sealbench's shared modules), with their content digests (a script copied to a new path is
+    the same code)."""
     identity = identity or {}
-    files = sorted(f for f in (identity.get("files") or {})
-                   if not (f.startswith("/") and f.startswith(_SYSTEM_PREFIXES)))
-    return {"name": name, "lineage": identity.get("lineage") or name, "files": files}
+    base = Path(base) if base is not None else Path.cwd()
+    files = identity.get("files") or {}
+    own = {f: files[f] for f in sorted(files) if _own_file(f, base)}
+    return {"name": name, "lineage": identity.get("lineage") or name, "files": own}
 
 
 def ledger_entry(exp: Mapping, manifest: Mapping, agents: Mapping[str, str],
                  servers: list[str] | None = None) -> dict:
-    """What a holdout scoring leaves in the pack's ledger (``time`` is run-specific).
+    """What a holdout scoring leaves in the pack's ledger (``time`` and ``prev`` are added when
+    it is appended).
 
-    ``agents``: name -> fingerprint of the agents that reached the holdout (a scored row);
-    ``servers``: the server ids of their scored rows (pinned per card at the first one)."""
+    ``agents``: name -> fingerprint of the agents that reached the holdout (ran on it);
+    ``servers``: the server labels of their rows (pinned at the holdout's first one)."""
     cfg = exp["config_full"]
     identities = exp.get("agent_identity") or {}
-    prereg = preregistration(cfg)
+    prereg = preregistration(cfg, exp)
     return {
         "card_name": cfg.get("card_name", "default"),
         "pack_digest": exp["pack_digest"],
+        "denylist_digest": exp.get("denylist_digest"),
         "split_manifest_digest": exp["split_manifest_digest"],
         "holdout": {t: exp["task_digests"][t] for t in sorted(manifest["holdout"]) if t in exp["task_digests"]},
         "envelope_digest": envelope_digest(cfg),
@@ -134,11 +168,20 @@ def ledger_entry(exp: Mapping, manifest: Mapping, agents: Mapping[str, str],
     }
 
 
+def line_hash(line: str) -> str:
+    """The digest of one ledger line as written (the chain links and decisions cite it)."""
+    return sha256_text(line.strip())
+
+
 def read_ledger(path: Path) -> list[dict]:
-    """Entries of ``ledger.jsonl``; raises ValueError naming the line if one is damaged."""
+    """Entries of ``ledger.jsonl`` (each with its line digest under ``_line``); raises
+    ValueError naming the line if one is damaged or the hash chain is broken (a line edited,
+    removed from the middle or inserted)."""
     if not Path(path).exists():
         return []
     out = []
+    prev: str | None = None
+    chained = False
     for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -148,8 +191,18 @@ def read_ledger(path: Path) -> list[dict]:
             raise ValueError(f"{path}:{i}: not a JSON line ({exc.msg}); was the ledger truncated or edited?") from exc
         if not isinstance(entry, dict) or not {"holdout", "agents", "envelope_digest", "card_name"} <= set(entry):
             raise ValueError(f"{path}:{i}: not a ledger entry (missing fields)")
-        out.append(entry)
+        if "prev" in entry or chained:
+            chained = True
+            if entry.get("prev") != prev:
+                raise ValueError(f"{path}:{i}: the hash chain is broken (this line does not follow the one before "
+                                 "it): a line was edited, removed or inserted")
+        prev = line_hash(line)
+        out.append(dict(entry, _line=prev))
     return out
+
+
+def _bare(entry: Mapping) -> dict:
+    return {k: v for k, v in entry.items() if k not in ("time", "prev", "_line")}
 
 
 def _same_lineage(a: Mapping, b: Mapping) -> str | None:
@@ -158,14 +211,22 @@ def _same_lineage(a: Mapping, b: Mapping) -> str | None:
         return "same name"
     if a.get("lineage") and a.get("lineage") == b.get("lineage"):
         return f"same declared lineage '{a['lineage']}'"
-    shared = sorted(set(a.get("files") or []) & set(b.get("files") or []))
+    fa, fb = a.get("files") or {}, b.get("files") or {}
+    if isinstance(fa, list):  # older entries: names only
+        fa = dict.fromkeys(fa, None)
+    if isinstance(fb, list):
+        fb = dict.fromkeys(fb, None)
+    shared = sorted(set(fa) & set(fb))
     if shared:
         return "same code file " + ", ".join(shared[:3])
+    same_bytes = sorted(f"{x} = {y}" for x, dx in fa.items() for y, dy in fb.items() if dx and dx == dy)
+    if same_bytes:
+        return "same code (identical bytes: " + ", ".join(same_bytes[:3]) + ")"
     return None
 
 
 def _lineage_of(entry: Mapping, name: str) -> dict:
-    return (entry.get("lineage") or {}).get(name) or {"name": name, "lineage": name, "files": []}
+    return (entry.get("lineage") or {}).get(name) or {"name": name, "lineage": name, "files": {}}
 
 
 def _changed_knobs(first: Mapping, now: Mapping, keys) -> list[str]:
@@ -173,15 +234,20 @@ def _changed_knobs(first: Mapping, now: Mapping, keys) -> list[str]:
             for k in keys if first.get(k) != now.get(k)]
 
 
+def _same_holdout(a: Mapping, b: Mapping) -> bool:
+    return bool(set(a["holdout"]) & set(b["holdout"]))
+
+
 def ledger_reasons(prior: list[dict], entry: Mapping) -> list[dict]:
     """The holdout's memory: refuse when this scoring contradicts an earlier one."""
     reasons = []
     tuned = set()
+    current = set(entry["agents"].values())
     for e in prior:
         for pname, pfp in e["agents"].items():
+            if pfp in current:  # that version is here unchanged: nothing was replaced
+                continue
             for name, fp in entry["agents"].items():
-                if pfp == fp:
-                    continue
                 why = _same_lineage(_lineage_of(e, pname), _lineage_of(entry, name))
                 if why:
                     tuned.add(f"{name}: {pfp} ({pname}) then {fp} — {why}")
@@ -197,61 +263,84 @@ def ledger_reasons(prior: list[dict], entry: Mapping) -> list[dict]:
         reasons.append(_reason("DENOMINATOR_MOVED", f"The holdout changed since its first scored run "
                                f"(tasks added, removed or edited: {', '.join(moved)}).", moved))
     card = [e for e in prior if e["card_name"] == entry["card_name"]]
-    pinned = next((e for e in card if isinstance(e.get("preregistration"), dict)), None)
+    pinned = next((e for e in prior if isinstance(e.get("preregistration"), dict) and _same_holdout(e, entry)), None)
     now = entry.get("preregistration") or {}
     env = sorted({e["envelope_digest"][:12] for e in card if e["envelope_digest"] != entry["envelope_digest"]})
     if env:
         knobs = _changed_knobs(pinned["preregistration"], now, _ENVELOPE_KEYS) if pinned else []
         reasons.append(_reason("ENVELOPE_CHANGED", f"Card '{entry['card_name']}' was scored before under another "
                                f"envelope ({'; '.join(knobs) or ', '.join(env)}): a new envelope is a new experiment "
-                               "— rename the card.", knobs or env))
+                               "— score it on a fresh holdout.", knobs or env))
     if pinned is not None:
+        skip = _ENVELOPE_KEYS if env else ()
         knobs = _changed_knobs(pinned["preregistration"], now,
-                               [k for k in sorted(set(pinned["preregistration"]) | set(now)) if k not in _ENVELOPE_KEYS])
+                               [k for k in sorted(set(pinned["preregistration"]) | set(now)) if k not in skip])
         if knobs:
+            other = pinned["card_name"] != entry["card_name"]
             reasons.append(_reason("PREREGISTRATION_CHANGED",
-                                   f"Card '{entry['card_name']}' was pre-registered at its first scored run "
-                                   f"(experiment {pinned.get('experiment')}) and a knob that decides the result moved "
-                                   f"since: {'; '.join(knobs)}. Moving a control after seeing the result turns it "
-                                   "into a dial: put the pinned value back, or publish under a new card_name on a "
-                                   "fresh holdout.", knobs))
+                                   f"This holdout was pre-registered at its first scored run (card "
+                                   f"'{pinned['card_name']}', experiment {pinned.get('experiment')}) and a knob that "
+                                   f"decides the result moved since: {'; '.join(knobs)}. Moving a control after "
+                                   "seeing the result turns it into a dial"
+                                   + (", and a new card name on a holdout already seen is no fresh start" if other
+                                      else "") + ": put the pinned value back, or score on a fresh holdout.", knobs))
     return reasons
 
 
 def holdout_reuse(prior: list[dict], entry: Mapping, cand: str) -> dict | None:
     """How many other agent versions reached this holdout before (multiple comparisons)."""
     mine = set(entry["agents"].values())
-    others = sorted({fp for e in prior if e["holdout"] == entry["holdout"] or set(e["holdout"]) & set(entry["holdout"])
-                     for fp in e["agents"].values() if fp not in mine})
+    others = sorted({fp for e in prior if _same_holdout(e, entry) for fp in e["agents"].values() if fp not in mine})
     if not others or cand not in entry["agents"]:
         return None
     k = len(others)
-    return {"other_fingerprints": others, "count": k,
+    return {"other_fingerprints": others, "count": k, "alpha": ALPHA / (k + 1),
             "sentence": f"This holdout was scored before for {k} other agent version(s); with {k + 1} versions "
-                        "compared on one holdout the best of them is favoured by chance (multiple comparisons)."}
+                        "compared on one holdout the best of them is favoured by chance (multiple comparisons: a "
+                        f"winner needs exact p < {ALPHA}/{k + 1})."}
 
 
-def pinned_servers(prior: list[dict], card_name: str) -> tuple[list[str], str | None]:
-    """The servers of the card's first scored run that recorded any (and its experiment)."""
+def pinned_servers(prior: list[dict], entry: Mapping) -> tuple[list[str], str | None]:
+    """The server labels of the holdout's first scored run that recorded any (and its experiment)."""
     for e in prior:
-        if e["card_name"] == card_name and e.get("servers"):
+        if e.get("servers") and _same_holdout(e, entry):
             return list(e["servers"]), e.get("experiment")
     return [], None
 
 
-def append_ledger(path: Path, entry: Mapping, prior: list[dict]) -> bool:
-    """Append ``entry`` (with the time) unless an identical entry is already there."""
-    if any({k: v for k, v in e.items() if k != "time"} == dict(entry) for e in prior):
-        return False
-    line = json.dumps(dict(entry, time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())), sort_keys=True) + "\n"
+def append_ledger(path: Path, entry: Mapping, prior: list[dict]) -> str:
+    """Append ``entry`` (with the time and the digest of the line before it) unless an identical
+    entry is already there; returns the digest of the line that records it."""
+    for e in prior:
+        if _bare(e) == _bare(entry):
+            return e["_line"]
+    prev = prior[-1]["_line"] if prior else None
+    line = json.dumps(dict(_bare(entry), time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), prev=prev),
+                      sort_keys=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, line.encode("utf-8"))
+        os.write(fd, (line + "\n").encode("utf-8"))
         os.fsync(fd)
     finally:
         os.close(fd)
-    return True
+    return line_hash(line)
+
+
+def lost_ledger_lines(ledger: Path, prior: list[dict], experiments: Path) -> list[str]:
+    """Experiments in ``experiments/`` whose decision cites a line of this ledger that is no
+    longer in it (the ledger was deleted, truncated or replaced)."""
+    have = {e["_line"] for e in prior}
+    where = os.path.realpath(ledger)
+    lost = []
+    for d in sorted(Path(experiments).glob("*/decision.json")):
+        try:
+            cited = (json.loads(d.read_text(encoding="utf-8")).get("ledger") or {})
+        except (OSError, ValueError):
+            continue
+        if cited.get("path") == where and cited.get("line") and cited["line"] not in have:
+            lost.append(d.parent.name)
+    return lost
 
 
 def _reason(code: str, sentence: str, evidence: Any = None) -> dict:
@@ -279,8 +368,8 @@ def comparison_why(comparison: Mapping, cfg: Mapping) -> str:
     if comparison.get("below_mde"):
         why.append(f"|delta| {abs(comparison['delta']):.3f} is below the pre-registered MDE {cfg['mde']}")
     if comparison.get("exact_test_disagrees"):
-        why.append(f"the exact McNemar p is {comparison['mcnemar_p']:.3f} ({comparison['wins']} wins, "
-                   f"{comparison['losses']} losses)")
+        why.append(f"the exact McNemar p is {comparison['mcnemar_p']:.3f}, not below "
+                   f"{comparison.get('alpha', ALPHA):.4g} ({comparison['wins']} wins, {comparison['losses']} losses)")
     return "; ".join(why) or comparison.get("verdict_label", "no winner")
 
 
@@ -303,13 +392,16 @@ def _fmt(x: float | None, nd: int = 3) -> float | None:
     return None if x is None or x != x else round(float(x), nd)
 
 
-def per_task_scores(runs, solver: str, split: str, abstained_as_failures: bool = False) -> dict[str, float]:
+def per_task_scores(runs, solver: str, split: str, abstained_as_failures: bool = False,
+                    abstained_as_passes: bool = False) -> dict[str, float]:
     """Per-task pass share for a solver on a split (epochs averaged; excluded/infra rows left
-    out, or counted as failures with ``abstained_as_failures``: the sensitivity rate)."""
+    out, or counted as failures with ``abstained_as_failures`` — the sensitivity rate — or as
+    passes with ``abstained_as_passes``: the worst case for a claim against this solver)."""
     sub = runs[(runs.solver == solver) & (runs.split == split)]
-    if not abstained_as_failures:
+    if not (abstained_as_failures or abstained_as_passes):
         sub = sub[~sub.status.isin(ABSTAINED)]
-    share = sub.status.eq("pass").groupby(sub.task_id).mean()
+    won = sub.status.eq("pass") | (sub.status.isin(ABSTAINED) if abstained_as_passes else False)
+    share = won.groupby(sub.task_id).mean()
     return {str(tid): float(v) for tid, v in share.items()}
 
 
@@ -326,14 +418,14 @@ def _abstained_words(c: Mapping) -> str:
 
 
 def _verdict_of(cand_scores: Mapping[str, float], base_scores: Mapping[str, float], strata_of: Mapping[str, str],
-                n_req: int, mde: float) -> tuple[str, float | None]:
+                n_req: int, mde: float, alpha: float = 0.05) -> tuple[str, float | None]:
     """(verdict, delta) of the paired comparison on the matched tasks (NO_WINNER under 2)."""
     common = sorted(set(cand_scores) & set(base_scores))
     if len(common) < 2:
         return stats.VERDICT_NONE, None
     res = stats.paired_delta([strata_of[t] for t in common], [cand_scores[t] for t in common],
                              [base_scores[t] for t in common])
-    return stats.gate_call(res, n_req, mde=mde, alpha=ALPHA).verdict, res.delta
+    return stats.gate_call(res, n_req, mde=mde, alpha=alpha).verdict, res.delta
 
 
 def sensitivity(runs, cfg: Mapping, cand: str, base: str, split: str, strata_of: Mapping[str, str],
@@ -354,9 +446,16 @@ def sensitivity(runs, cfg: Mapping, cand: str, base: str, split: str, strata_of:
     any_abstained = any(c["excluded"] + c["infra_fail"] for c in counts.values())
     if any_abstained:
         cand_all = per_task_scores(runs, cand, split, abstained_as_failures=True)
-        base_all = per_task_scores(runs, base, split, abstained_as_failures=True)
-        verdict_s, delta_s = _verdict_of(cand_all, base_all, strata_of,
-                                         comparison["power"]["required_n_miller"], cfg["mde"])
+        # the worst case for the verdict claimed: the winner's left-out rows as failures and
+        # the loser's as passes (excluding the other side's wins must not make a winner)
+        # (no winner claimed: both sides' left-out rows as failures, as before)
+        c_w, b_w = cand_all, per_task_scores(runs, base, split, abstained_as_failures=True)
+        if verdict == stats.VERDICT_BASELINE:
+            c_w = per_task_scores(runs, cand, split, abstained_as_passes=True)
+        elif verdict == stats.VERDICT_CANDIDATE:
+            b_w = per_task_scores(runs, base, split, abstained_as_passes=True)
+        verdict_s, delta_s = _verdict_of(c_w, b_w, strata_of, comparison["power"]["required_n_miller"],
+                                         cfg["mde"], comparison.get("alpha", ALPHA))
     else:
         cand_all, verdict_s, delta_s = dict(cand_scores), verdict, comparison.get("delta")
     passes_s, n_s = float(sum(cand_all.values())), len(cand_all)
@@ -388,7 +487,9 @@ def sensitivity(runs, cfg: Mapping, cand: str, base: str, split: str, strata_of:
         moved.append("the public-minus-holdout sentence would " + ("not " if public["allowed"] else "")
                      + "be allowed")
     record = {
-        "definition": "excluded and infra_fail rows counted as failures (per task, epochs averaged)",
+        "definition": "excluded and infra_fail rows counted as failures (per task, epochs averaged); for the "
+                      "verdict, the worst case for the verdict claimed: the winner's such rows as failures, the "
+                      "other side's as passes",
         "rate": _fmt(rate_s, 6), "passes": passes_s, "n": n_s, "headline_rate": _fmt(rate, 6),
         "headline_half_width": _fmt(half, 6), "excluded": counts[cand]["excluded"],
         "infra_fail": counts[cand]["infra_fail"], "verdict": verdict_s, "delta": _fmt(delta_s, 6),
@@ -566,32 +667,66 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     reasons: list[dict] = []
     notes: list[dict] = []
 
-    # --- the holdout's memory, read first: it pins the card's servers ----------------------
+    # --- the holdout's memory, read first: it pins the servers and sets the exact test's alpha --
     prior: list[dict] | None = None
     server_pin = None
+    ledger_entry_out = None
+    reuse = None
     if ledger is not None and split == "holdout":
         try:
             prior = read_ledger(ledger)
         except ValueError as exc:
             reasons.append(_reason("LEDGER_UNREADABLE", f"{exc} Restore it from version control; never edit it.",
                                    str(ledger)))
-    if prior and cfg["health"].get("required_server_id") is None:
-        servers, pinned_at = pinned_servers(prior, cfg.get("card_name", "default"))
+        else:
+            lost = lost_ledger_lines(ledger, prior, Path(exp_dir).parent)
+            if lost:
+                reasons.append(_reason("LEDGER_UNREADABLE", f"{ledger} no longer holds the lines that earlier "
+                                       f"decisions in this results folder cite (experiments {', '.join(lost[:5])}): "
+                                       "the ledger was deleted, truncated or replaced. Restore it from version "
+                                       "control; never edit it.", lost))
+    if prior is not None:
+        def labels(rows):
+            return rows.server_id.where(rows.server_id.notna(), NO_SERVER).astype(str)
+
+        agent_rows = runs[(runs.split == split) & (runs.role == "agent") & runs.solver.isin([cand, base])]
+        # an agent that ran on the holdout reached it, even when its rows were excluded (a run
+        # without a stamp still saw the tasks); only a harness failure is no visit
+        reached = agent_rows[agent_rows.status != "infra_fail"]
+        agents = {n: fp for n, fp in exp["agent_fingerprints"].items() if (reached.solver == n).any()}
+        probe = ledger_entry(exp, manifest, agents, [])
+        servers, pinned_at = pinned_servers(prior, probe) if cfg["health"].get("required_server_id") is None \
+            else ([], None)
         if servers:
             runs = runs.copy()
-            foreign = ((runs.split == split) & (runs.role == "agent") & runs.server_id.notna()
-                       & ~runs.server_id.isin(servers) & ~runs.status.isin(ABSTAINED))
-            why = (f"server {{}} is not among the servers pinned for card '{cfg.get('card_name', 'default')}' at its "
-                   f"first scored run ({', '.join(servers)}, experiment {pinned_at}); name the servers in "
-                   "health.required_server_id to change that")
-            ev = sorted(f"{r.solver}:{r.task_id}#{r.epoch}@{r.server_id}" for r in runs[foreign].itertuples())
-            runs.loc[foreign, "reason"] = [why.format(repr(x)) for x in runs.loc[foreign, "server_id"]]
-            runs.loc[foreign, "status"] = "excluded"
+            rows = runs[(runs.split == split) & (runs.role == "agent")]
+            lab = labels(rows)
+            foreign_ix = rows.index[~lab.isin(servers) & ~rows.status.isin(ABSTAINED)]
+            why = (f"server {{}} is not among the servers of this holdout's first scored run ({', '.join(servers)}, "
+                   f"experiment {pinned_at}); name the servers in health.required_server_id before the first run "
+                   "to change that")
+            ev = sorted(f"{runs.at[i, 'solver']}:{runs.at[i, 'task_id']}#{runs.at[i, 'epoch']}@{lab[i]}"
+                        for i in foreign_ix)
+            runs.loc[foreign_ix, "reason"] = [why.format(repr(lab[i])) for i in foreign_ix]
+            runs.loc[foreign_ix, "status"] = "excluded"
             server_pin = {"servers": servers, "pinned_at": pinned_at, "excluded": ev}
             if ev:
-                notes.append(_note("SERVER_PINNED", f"{len(ev)} run(s) came from a server the card was not first "
-                                                    f"scored on ({', '.join(ev[:5])}{', …' if len(ev) > 5 else ''}) "
-                                                    f"and are excluded: the card's servers are {', '.join(servers)}."))
+                notes.append(_note("SERVER_PINNED", f"{len(ev)} run(s) came from a server this holdout was not "
+                                                    f"first scored on ({', '.join(ev[:5])}"
+                                                    f"{', …' if len(ev) > 5 else ''}) and are excluded: its servers "
+                                                    f"are {', '.join(servers)}."))
+        scored = runs[(runs.split == split) & (runs.role == "agent") & runs.solver.isin(list(agents))
+                      & ~runs.status.isin(ABSTAINED)]
+        entry = ledger_entry(exp, manifest, agents, sorted(set(labels(scored))))
+        earlier = [e for e in prior if _bare(e) != _bare(entry)]
+        reasons.extend(ledger_reasons(earlier, entry))
+        reuse = holdout_reuse(earlier, entry, cand)
+        if reuse:
+            notes.append(_note("HOLDOUT_REUSED", reuse["sentence"]))
+        # a scoring in which no agent ran did not reach the holdout: nothing to record
+        ledger_entry_out = entry if agents else None
+    holdout_reuse_out = reuse
+    alpha = reuse["alpha"] if reuse else ALPHA
 
     # --- controls and pack health ------------------------------------------------------
     leak = tasks[tasks.leak_suspect]
@@ -696,7 +831,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     if len(common) >= 2:
         res = stats.paired_delta([strata_of[t] for t in common], [cand_scores[t] for t in common],
                                  [base_scores[t] for t in common])
-        call = stats.gate_call(res, n_req, mde=cfg["mde"], alpha=ALPHA)
+        call = stats.gate_call(res, n_req, mde=cfg["mde"], alpha=alpha)
         verdict_label = call.label
         comparison.update({
             "delta": _fmt(res.delta, 6), "ci_low": _fmt(res.ci_low, 6), "ci_high": _fmt(res.ci_high, 6),
@@ -716,7 +851,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         if call.exact_disagrees:
             notes.append(_note("EXACT_TEST_NOT_SIGNIFICANT",
                                f"{res.wins} win(s) and {res.losses} loss(es) over {len(common)} paired tasks: the "
-                               f"exact McNemar p is {res.mcnemar_p:.3f}, not below {ALPHA}, although the "
+                               f"exact McNemar p is {res.mcnemar_p:.3f}, not below {alpha:.4g}, although the "
                                f"{res.method.replace('_', ' ')} interval [{res.ci_low:+.3f}, {res.ci_high:+.3f}] "
                                "excludes 0. No winner is named."))
         if call.degenerate_interval:
@@ -735,46 +870,31 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     else:
         comparison["note"] = "fewer than 2 matched tasks: no interval"
     comparison["verdict_label"] = verdict_label
-
-    # --- the holdout's memory: what reached it, by fingerprint and lineage ---------------
-    ledger_entry_out = None
-    reuse = None
-    if prior is not None:
-        scored = runs[(runs.split == split) & (runs.role == "agent") & ~runs.status.isin(ABSTAINED)]
-        agents = {n: fp for n, fp in exp["agent_fingerprints"].items()
-                  if n in (cand, base) and (scored.solver == n).any()}
-        servers = sorted({str(x) for x in scored[scored.solver.isin(list(agents))].server_id.dropna()})
-        entry = ledger_entry(exp, manifest, agents, servers)
-        earlier = [e for e in prior if {k: v for k, v in e.items() if k != "time"} != entry]
-        reasons.extend(ledger_reasons(earlier, entry))
-        reuse = holdout_reuse(earlier, entry, cand)
-        if reuse:
-            notes.append(_note("HOLDOUT_REUSED", reuse["sentence"]))
-        # a scoring where no agent scored a row did not reach the holdout: nothing to record
-        ledger_entry_out = entry if agents else None
-    holdout_reuse_out = reuse
+    comparison["alpha"] = alpha
 
     # --- no pooled headline over unbalanced strata ----------------------------------------
-    easiest = cfg["strata"][0]
+    # Neither rule trusts the order of `strata` (easiest first is the author's word): any
+    # stratum over half the tasks, and any stratum where the dummies are not beaten, withhold it.
     present = [s for s in cfg["strata"] if (slice_tasks.stratum == s).any()]
-    share = float((slice_tasks.stratum == easiest).mean()) if len(slice_tasks) else 0.0
+    shares = {s: float((slice_tasks.stratum == s).mean()) for s in present}
+    big = max(shares, key=lambda s: shares[s]) if shares else None
     # one stratum is not an imbalance: there is nothing for a pooled rate to hide
-    unbalanced = share > 0.5 and len(present) > 1
+    unbalanced = big is not None and shares[big] > 0.5 and len(present) > 1
     if unbalanced:
-        notes.append(_note("UNBALANCED_STRATA", f"{share:.0%} of the {split} tasks are in the easiest stratum "
-                                                f"'{easiest}': a pooled rate would mostly measure it. Quote the "
+        notes.append(_note("UNBALANCED_STRATA", f"{shares[big]:.0%} of the {split} tasks are in stratum "
+                                                f"'{big}': a pooled rate would mostly measure it. Quote the "
                                                 "per-stratum rates, never one pooled number."))
     dummies = dummy_deltas(runs, cand_scores, split, strata_of, cfg["strata"])
-    hardest = dummies[-1] if dummies else None
-    easy_only = bool(hardest) and len(dummies) > 1 and not hardest["beats_dummies"] \
-        and any(d["beats_dummies"] for d in dummies[:-1])
+    beaten = [d for d in dummies if d["beats_dummies"]]
+    not_beaten = [d for d in dummies if not d["beats_dummies"]]
+    easy_only = len(dummies) > 1 and bool(beaten) and bool(not_beaten)
     if easy_only:
-        won = ", ".join(f"{d['stratum']} {d['candidate_rate']:.2f}" for d in dummies if d["beats_dummies"])
+        won = ", ".join(f"{d['stratum']} {d['candidate_rate']:.2f}" for d in beaten)
+        lost_ = ", ".join(f"{d['stratum']} {d['candidate_rate']:.2f}" for d in not_beaten)
         notes.append(_note("DUMMY_BEATEN_ONLY_ON_EASY",
-                           f"{cand} beats the do-nothing controls only on {won}; on the hardest stratum "
-                           f"'{hardest['stratum']}' it scores {hardest['candidate_rate']:.2f}, no better than them. "
-                           "A pooled rate would be the easy strata's: publish the stratum table and the dummy "
-                           "deltas, never one pooled number."))
+                           f"{cand} beats the do-nothing controls only on {won}; on {lost_} it is no better than "
+                           "them. A pooled rate would be the other strata's: publish the stratum table and the "
+                           "dummy deltas, never one pooled number."))
     no_pooled = unbalanced or easy_only
 
     # --- abstention must not pay: the rate with exclusions counted as failures -------------
@@ -825,8 +945,10 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
             allowed.append(
                 f"On these {len(common)} {split} tasks, {winner} passed more than {loser}: delta "
                 f"{comparison['delta']:+.3f} (95% {comparison['method'].replace('_', ' ')} interval "
-                f"[{comparison['ci_low']:+.3f}, {comparison['ci_high']:+.3f}])"
+                f"[{comparison['ci_low']:+.3f}, {comparison['ci_high']:+.3f}], exact McNemar p "
+                f"{comparison['mcnemar_p']:.3f} < {alpha:.4g})"
                 + (f". {comparison['exclusion_note']}" if comparison["exclusion_note"] else ".")
+                + (f" {holdout_reuse_out['sentence']}" if holdout_reuse_out else "")
             )
         else:
             refused.append({"sentence": f"{cand} is better than {base}.", "why": comparison_why(comparison, cfg)})
@@ -1109,7 +1231,7 @@ def card_claim(exp: Mapping, decision: Mapping) -> dict:
                      "per_stratum": decision["per_stratum"], "comparison": decision["comparison_summary"],
                      "experiment": decision["experiment"],
                      "refusals": [r["code"] for r in decision["reasons"]]},
-        "preregistration": preregistration(cfg),
+        "preregistration": preregistration(cfg, exp),
     }
 
 
@@ -1236,7 +1358,13 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_text(args.experiment_dir / "report.md", report)
     entry = decision.pop("ledger_entry", None)
     if args.ledger is not None and entry is not None:
-        append_ledger(args.ledger, entry, read_ledger(args.ledger))
+        try:
+            prior = read_ledger(args.ledger)
+        except ValueError:
+            prior = None  # a damaged ledger is refused (LEDGER_UNREADABLE) and never appended to
+        if prior is not None:
+            decision["ledger"] = {"path": os.path.realpath(args.ledger),
+                                  "line": append_ledger(args.ledger, entry, prior)}
     write_json(args.experiment_dir / "decision.json", decision)
     write_report(args.experiment_dir)  # the HTML report, from the files just written
     if args.latest:  # last: results/latest only ever points at a complete experiment
