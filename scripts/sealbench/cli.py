@@ -37,16 +37,53 @@ def _console():
     return Console()
 
 
+#: The test level and power the gate plans with (stats defaults).
+ALPHA, POWER = 0.05, 0.8
+
+
+def power_sentence(n: int, split_name: str, mde: float, psi: float) -> str:
+    """What difference ``n`` scored tasks can detect, and how many the pre-registered MDE needs."""
+    from . import stats
+
+    need = stats.required_n_miller(mde, psi, ALPHA, POWER)[1]
+    head = (f"{n} {split_name} tasks detect Δ ≈ {stats.observed_mde(n, psi, ALPHA, POWER):.2f}" if n > 0
+            else f"no {split_name} tasks: no difference can be detected")
+    text = f"{head} (ψ {psi:g}, α {ALPHA:g}, power {POWER:g}); the pre-registered MDE {mde:g} needs {need}."
+    if 0 < n < need:
+        text += " With fewer tasks than that, the gate names no winner (UNDERPOWERED)."
+    return text
+
+
+def _identity_lines(name: str, ident: dict, first: int = 5) -> list[str]:
+    files = list(ident.get("files") or {})
+    n = f"{len(files)} file" + ("" if len(files) == 1 else "s")
+    head = f"{name} {ident['fingerprint']} (lineage {ident.get('lineage', name)}): covers {n}"
+    lines = [head + (":" if files else " (only its command, env and paths as text)")]
+    lines += [f"    {f}" for f in files[:first]]
+    if len(files) > first:
+        lines.append(f"    … and {len(files) - first} more (experiment.json: agent_identity.{name}.files)")
+    for s in ident.get("skipped") or []:
+        lines.append(f"    not covered: {s['token']} ({s['reason']})")
+    return lines
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from . import hash_pack, split
+    from .core import agent_identity
 
     cfg = load_config_file(args.config)
     plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
     strata_of = {tid: t.stratum for tid, t in plan.tasks.items()}
-    manifest = split.check(plan.pack, strata_of, cfg["seed"], cfg["holdout_frac"])
+    manifest = split.check(plan.pack, strata_of, cfg["seed"], cfg["holdout_frac"])  # never written here
     frozen = (plan.pack / split.MANIFEST).exists()
     print(f"{args.config}: valid. pack {plan.pack}: {len(plan.tasks)} tasks, digest {plan.pack_digest}")
     print(f"split: {'frozen' if frozen else 'not yet written'}; tune={len(manifest['tune'])} holdout={len(manifest['holdout'])}")
+    scored = cfg["score_split"]
+    print("power: " + power_sentence(len(manifest[scored]), scored, cfg["mde"], cfg["planning_discordance"]))
+    print("agents (fingerprint and what it covers, seen from this working directory):")
+    for name, spec in sorted(cfg["agents"].items()):
+        for line in _identity_lines(name, agent_identity(name, spec)):
+            print("  " + line)
     return 0
 
 
@@ -115,7 +152,24 @@ def cmd_show(args: argparse.Namespace) -> int:
     con.print("May publish:" if d["allowed_sentences"] else "May publish: nothing.")
     for s in d["allowed_sentences"]:
         con.print(f"  - {s}")
+    _show_identities(con, Path(args.results))
     return 0
+
+
+def _show_identities(con, results: Path) -> None:
+    """Each agent's fingerprint and the files it covered, from the experiment beside the decision."""
+    f = (results if results.is_dir() else results.parent) / "experiment.json"
+    exp = read_json(f) if f.exists() else {}
+    idents = exp.get("agent_identity")
+    if not idents:
+        fps = ", ".join(f"{a} {fp}" for a, fp in sorted((exp.get("agent_fingerprints") or {}).items()))
+        con.print(f"Agent identities: not recorded in this experiment{' (fingerprints: ' + fps + ')' if fps else ''}.",
+                  markup=False, highlight=False, soft_wrap=True)
+        return
+    con.print("Agent identities (fingerprint and the files it covers):")
+    for name, ident in sorted(idents.items()):
+        for line in _identity_lines(name, ident):
+            con.print("  " + line, markup=False, highlight=False, soft_wrap=True)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

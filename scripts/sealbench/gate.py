@@ -79,6 +79,8 @@ NOTES: dict[str, str] = {
 ALPHA = 0.05
 
 LEDGER = "ledger.jsonl"
+#: Beside decision.json: the ledger line that records the decision ({"path", "line"}).
+LEDGER_CITATION = "ledger_line.json"
 
 
 # ------------------------------------------------------------------------------ ledger
@@ -328,15 +330,17 @@ def append_ledger(path: Path, entry: Mapping, prior: list[dict]) -> str:
 
 
 def lost_ledger_lines(ledger: Path, prior: list[dict], experiments: Path) -> list[str]:
-    """Experiments in ``experiments/`` whose decision cites a line of this ledger that is no
-    longer in it (the ledger was deleted, truncated or replaced)."""
+    """Experiments in ``experiments/`` whose decision cited a line of this ledger
+    (``ledger_line.json``) that is no longer in it (the ledger was deleted, truncated or replaced)."""
     have = {e["_line"] for e in prior}
     where = os.path.realpath(ledger)
     lost = []
-    for d in sorted(Path(experiments).glob("*/decision.json")):
+    for d in sorted(Path(experiments).glob(f"*/{LEDGER_CITATION}")):
         try:
-            cited = (json.loads(d.read_text(encoding="utf-8")).get("ledger") or {})
+            cited = json.loads(d.read_text(encoding="utf-8"))
         except (OSError, ValueError):
+            continue
+        if not isinstance(cited, dict):
             continue
         if cited.get("path") == where and cited.get("line") and cited["line"] not in have:
             lost.append(d.parent.name)
@@ -1362,9 +1366,9 @@ def main(argv: list[str] | None = None) -> int:
             prior = read_ledger(args.ledger)
         except ValueError:
             prior = None  # a damaged ledger is refused (LEDGER_UNREADABLE) and never appended to
-        if prior is not None:
-            decision["ledger"] = {"path": os.path.realpath(args.ledger),
-                                  "line": append_ledger(args.ledger, entry, prior)}
+        if prior is not None:  # run-specific (a time, a path): beside decision.json, not in it
+            write_json(args.experiment_dir / LEDGER_CITATION, {"path": os.path.realpath(args.ledger),
+                                                               "line": append_ledger(args.ledger, entry, prior)})
     write_json(args.experiment_dir / "decision.json", decision)
     write_report(args.experiment_dir)  # the HTML report, from the files just written
     if args.latest:  # last: results/latest only ever points at a complete experiment

@@ -14,9 +14,11 @@ if SCRIPTS not in sys.path:
     sys.path.insert(0, SCRIPTS)
 
 from sealbench.core import (  # noqa: E402
+    AGENT_CACHE_NAME,
     CONTROLS,
+    HashCache,
     SealbenchError,
-    agent_fingerprint,
+    agent_identity,
     canonical_json,
     code_digest,
     control_fingerprint,
@@ -66,7 +68,26 @@ try:
 except SealbenchError as exc:
     _fail(exc)
 
-AGENTS = {name: dict(spec, fingerprint=agent_fingerprint(name, spec)) for name, spec in CFG["agents"].items()}
+
+
+def _agent_identities():
+    """Each agent's identity: its fingerprint and the files it covers (stat-cached, so a re-plan
+    reads only what changed). The cache is written by the main process only."""
+    cache = HashCache(Path(RESULTS) / ".sealbench" / AGENT_CACHE_NAME)
+    out = {name: agent_identity(name, spec, Path.cwd(), cache) for name, spec in CFG["agents"].items()}
+    if workflow.is_main_process:
+        try:
+            cache.save()
+        except OSError:
+            pass  # results/ not writable: said before any job (below); the cache only saves time
+    return out
+
+
+try:
+    AGENT_IDENTITY = _agent_identities()
+except SealbenchError as exc:
+    _fail(exc)
+AGENTS = {name: dict(spec, fingerprint=AGENT_IDENTITY[name]["fingerprint"]) for name, spec in CFG["agents"].items()}
 EPOCHS = list(range(1, int(CFG["epochs"]) + 1))
 #: The resource limits every sandboxed command runs under (a param of each rule that runs one).
 LIMITS = json.dumps(CFG["limits"], sort_keys=True)
@@ -108,7 +129,8 @@ def experiment():
     return dict(ident, exp_id=exp_id, pack=str(CFG["pack"]), task_digests=p.task_digests,
                 oracle_commands=[{"commands": k, "tasks": v} for k, v in commands.items()],
                 denylist_lines=len(deny),
-                denylist_digest=p.denylist_digest, strata_of=strata_of, toolchain=tc, config_full=CFG)
+                denylist_digest=p.denylist_digest, strata_of=strata_of, toolchain=tc, config_full=CFG,
+                agent_identity=AGENT_IDENTITY)
 
 
 def task_dir(task):
