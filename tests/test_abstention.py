@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import FIX_AGENT, ORACLE, STAMP, write_pytest_task  # noqa: E402
 from sealbench import core, gate, hash_pack, hidden_score, run_agent, run_dummy, scoring, stats  # noqa: E402
+from sealbench.refusals import REFUSALS  # noqa: E402
 from sealbench.stratify import build_runs  # noqa: E402
 from test_gate_refusals import (  # noqa: E402
     BASE, CAND, _rows, _set_status, build_spec, codes, decide,
@@ -266,7 +267,7 @@ def test_excluding_failures_to_move_the_headline_refuses_it(tmp_path: Path) -> N
     r = next(r for r in d["reasons"] if r["code"] == "EXCLUSIONS_DECIDE")
     assert "2 excluded and 1 infra_fail" in r["sentence"]
     assert "0.67" in r["sentence"] and "1.00" in r["sentence"]
-    assert r["meaning"] == gate.REFUSALS["EXCLUSIONS_DECIDE"]
+    assert r["meaning"] == REFUSALS["EXCLUSIONS_DECIDE"]
     assert d["sensitivity"]["rate"] == pytest.approx(6 / 9)
 
 
@@ -313,7 +314,7 @@ def test_report_states_differing_exclusion_rates_beside_the_delta(tmp_path: Path
 
 
 def test_refusal_code_is_documented_like_the_others() -> None:
-    assert "EXCLUSIONS_DECIDE" in gate.REFUSALS
+    assert "EXCLUSIONS_DECIDE" in REFUSALS
     assert stats.VERDICT_NONE  # the verdict names used in the sentence exist
 
 

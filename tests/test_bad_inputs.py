@@ -3,7 +3,7 @@
 Every case starts from a valid generated pack + config (``packgen``) and applies ONE mutation.
 The pre-job checks are run the way ``workflow/rules/common.smk`` runs them, as plain function
 calls (``preflight``): config -> pack (load + digest) -> split -> denylist, plus the pack's
-ledger (``gate.read_ledger``). Each case then asserts one of:
+ledger (``read_ledger``). Each case then asserts one of:
 
 * ``Err``: a clear error of the given type whose text names the file and the field (or line);
 * ``Score``: the inputs are accepted and the problem surfaces as a task-level outcome of
@@ -33,8 +33,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import BUGGY, ORACLE, make_pack, write_config, write_task  # noqa: E402
-from sealbench import core, gate, hash_pack, leak_check, scoring, split  # noqa: E402
+from sealbench import core, hash_pack, leak_check, scoring, split  # noqa: E402
 from sealbench.core import ConfigError, PackError  # noqa: E402
+from sealbench.ledger import LEDGER, read_ledger  # noqa: E402
 from sealbench.split import SplitError  # noqa: E402
 
 TASK = "t03"  # the task most mutations touch
@@ -74,7 +75,7 @@ def preflight(ctx: Ctx) -> hash_pack.PackPlan:
     strata_of = {tid: t.stratum for tid, t in plan.tasks.items()}
     split.check(plan.pack, strata_of, cfg["seed"], cfg["holdout_frac"])
     leak_check.read_denylist(plan.pack / "denylist.txt")
-    gate.read_ledger(plan.pack / gate.LEDGER)
+    read_ledger(plan.pack / LEDGER)
     return plan
 
 
@@ -150,7 +151,7 @@ LEDGER_LINE = json.dumps({"holdout": {"t00": "d" * 64}, "agents": {"fixer": "0" 
 
 
 def write_ledger(text: str) -> Callable[[Ctx], None]:
-    return write_bytes(gate.LEDGER, text.encode())
+    return write_bytes(LEDGER, text.encode())
 
 
 # --- specific mutations

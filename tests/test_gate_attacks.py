@@ -3,7 +3,7 @@ an allowed sentence that the seeds forbid.
 
 Each attack was found working against the first issue-11 gate (commit 3b77a6e: the test
 failed there at its last assertion, the attack itself) and passes since the gate was fixed. Experiments are built with
-``test_gate_refusals``' builder; ledger runs go through ``gate.append_ledger`` like
+``test_gate_refusals``' builder; ledger runs go through ``append_ledger`` like
 ``gate.main`` (``ledger_decide`` of ``test_gate_seeds``).
 """
 
@@ -12,13 +12,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from sealbench import core, gate, stats  # noqa: E402
+from sealbench.ledger import _same_lineage, agent_lineage, append_ledger, read_ledger  # noqa: E402
 from test_gate_refusals import (  # noqa: E402
     BASE, CAND, _set_status, build_spec, codes, decide, write_experiment,
 )
@@ -149,15 +149,15 @@ def test_attack_renamed_agent_with_its_script_copied_to_a_new_path(tmp_path: Pat
 def test_lineage_files_are_the_agents_own_only(tmp_path: Path) -> None:
     """Gate holds: a file under the interpreter's prefix (absolute path) is no lineage."""
     interp = str(Path(sys.prefix) / "bin" / "python")
-    a = gate.agent_lineage("a", {"files": {interp: "x" * 64, "agents/a.py": "1" * 64}})
-    b = gate.agent_lineage("b", {"files": {interp: "x" * 64, "agents/b.py": "2" * 64}})
-    assert gate._same_lineage(a, b) is None
+    a = agent_lineage("a", {"files": {interp: "x" * 64, "agents/a.py": "1" * 64}})
+    b = agent_lineage("b", {"files": {interp: "x" * 64, "agents/b.py": "2" * 64}})
+    assert _same_lineage(a, b) is None
 
 
 def test_bug_venv_interpreter_links_unrelated_agents() -> None:
-    a = gate.agent_lineage("a", {"files": {".venv/bin/python": "x" * 64, "agents/a.py": "1" * 64}})
-    b = gate.agent_lineage("b", {"files": {".venv/bin/python": "x" * 64, "agents/b.py": "2" * 64}})
-    assert gate._same_lineage(a, b) is None
+    a = agent_lineage("a", {"files": {".venv/bin/python": "x" * 64, "agents/a.py": "1" * 64}})
+    b = agent_lineage("b", {"files": {".venv/bin/python": "x" * 64, "agents/b.py": "2" * 64}})
+    assert _same_lineage(a, b) is None
 
 
 # ------------------------------------------------------------------- 6. the denylist is a dial
@@ -180,7 +180,7 @@ def test_attack_deleting_the_denylist_line_after_leak_suspect(tmp_path: Path) ->
     next(t for t in spec["tasks"] if t["task_id"] == "m03")["leak_suspect"] = True
     d1, _, _ = gate.decide(*_write_with_denylist(tmp_path / "a", spec, "d" * 64), ledger=ledger)
     assert "LEAK_SUSPECT" in codes(d1)
-    gate.append_ledger(ledger, d1.pop("ledger_entry"), gate.read_ledger(ledger))
+    append_ledger(ledger, d1.pop("ledger_entry"), read_ledger(ledger))
     spec = build_spec()  # the same task no longer matches the (shorter) denylist
     d2, _, _ = gate.decide(*_write_with_denylist(tmp_path / "b", spec, "e" * 64), ledger=ledger)
     assert d2["publishable"] is False, (codes(d2), d2["headline"])

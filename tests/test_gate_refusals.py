@@ -25,6 +25,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from sealbench import core, gate, schema, split, stats  # noqa: E402
+from sealbench.ledger import append_ledger, read_ledger  # noqa: E402
+from sealbench.refusals import REFUSALS  # noqa: E402
 from sealbench.stratify import build_strata  # noqa: E402
 
 STRATA = ["xs", "s", "m"]
@@ -38,7 +40,7 @@ BASE_PASSES = {"xs": 4, "s": 3, "m": 2}
 # balance check); their triggers are not written here yet: the lead adds them to MUTATORS and
 # drops them from this set. LEDGER_UNREADABLE appeared in gate.py with the ledger codes while
 # this file was written, so it is pending too. (UNBALANCED_STRATA is currently a note in
-# gate.NOTES, not a refusal; removing it from the set is harmless either way.)
+# NOTES, not a refusal; removing it from the set is harmless either way.)
 PENDING_CODES = {"HOLDOUT_TUNED", "DENOMINATOR_MOVED", "ENVELOPE_CHANGED", "UNBALANCED_STRATA",
                  "LEDGER_UNREADABLE"}
 
@@ -336,12 +338,12 @@ def test_refusal_code_is_raised_by_its_trigger(tmp_path: Path, code: str) -> Non
     assert set(codes(d)) == expected, f"{code}: unexpected side effects {codes(d)}"
     assert d["publishable"] is False
     assert d["headline"] is None
-    assert all(r["meaning"] == gate.REFUSALS[r["code"]] and r["sentence"] for r in d["reasons"])
+    assert all(r["meaning"] == REFUSALS[r["code"]] and r["sentence"] for r in d["reasons"])
 
 
 def test_every_refusal_code_has_a_trigger_test() -> None:
     # The ledger codes are triggered through the ledger file: see LEDGER_TRIGGERS below.
-    assert set(MUTATORS) | set(LEDGER_TRIGGERS) == set(gate.REFUSALS)
+    assert set(MUTATORS) | set(LEDGER_TRIGGERS) == set(REFUSALS)
 
 
 # ------------------------------------------------------------------------- the ledger
@@ -351,7 +353,7 @@ def _ledger_decide(root: Path, spec: dict, ledger: Path) -> dict:
     decision, _, _ = gate.decide(*write_experiment(root, spec), ledger=ledger)
     entry = decision.pop("ledger_entry")
     if entry is not None:
-        gate.append_ledger(ledger, entry, gate.read_ledger(ledger))
+        append_ledger(ledger, entry, read_ledger(ledger))
     return decision
 
 

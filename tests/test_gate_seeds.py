@@ -2,7 +2,7 @@
 
 Each test builds a synthetic experiment folder with the builder of ``test_gate_refusals`` (18
 tasks, 9 in the holdout, xs/s/m x 3), changes the smallest thing that shows the rule, and
-runs the real ``gate.decide`` on it; ledger tests go through ``gate.append_ledger`` the way
+runs the real ``gate.decide`` on it; ledger tests go through ``append_ledger`` the way
 ``gate.main`` does. Seed 003's FIXTURE and seed 001's example report are run at the end.
 """
 
@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from sealbench import core, gate, stats  # noqa: E402
+from sealbench.ledger import append_ledger, read_ledger  # noqa: E402
 from test_gate_refusals import (  # noqa: E402
     BASE, CAND, _run, _set_status, _task, build_spec, codes, decide, write_experiment,
 )
@@ -32,7 +33,7 @@ def ledger_decide(root: Path, spec: dict, ledger: Path) -> dict:
     decision, card, report = gate.decide(*write_experiment(root, spec), ledger=ledger)
     entry = decision.pop("ledger_entry")
     if entry is not None:
-        gate.append_ledger(ledger, entry, gate.read_ledger(ledger))
+        append_ledger(ledger, entry, read_ledger(ledger))
     decision["_card"], decision["_report"] = card, report
     return decision
 

@@ -12,6 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from sealbench import gate, stats  # noqa: E402
+from sealbench.card import contamination_posture  # noqa: E402
+from sealbench.sentences import human_sentences, roles_table  # noqa: E402
 
 
 def row(task, solver, role, status, epoch=1, ttg=None, steers=0, box=2700.0, tin=None, tout=None, cost=None,
@@ -50,7 +52,7 @@ def _pair(agent_ttg, human_ttg, human_box=2700.0, human_steers=1):
     rows += [row(f"t{i}", "ana", "human", "pass" if i else "fail", ttg=human_ttg if i else None,
                  steers=human_steers, box=human_box) for i in range(3)]
     runs = frame(rows)
-    return gate.human_sentences(gate.roles_table(runs, "holdout"), runs, "bot", "holdout", True)
+    return human_sentences(roles_table(runs, "holdout"), runs, "bot", "holdout", True)
 
 
 def test_matched_and_faster_sentences_need_same_clock_and_steers() -> None:
@@ -67,14 +69,14 @@ def test_matched_and_faster_sentences_need_same_clock_and_steers() -> None:
 
 def test_no_human_means_no_human_sentence() -> None:
     runs = frame([row("t1", "bot", "agent", "pass")])
-    allowed, refused = gate.human_sentences(gate.roles_table(runs, "holdout"), runs, "bot", "holdout", True)
+    allowed, refused = human_sentences(roles_table(runs, "holdout"), runs, "bot", "holdout", True)
     assert allowed == [] and "no human session" in refused[0]["why"]
 
 
 def test_contamination_posture_says_what_ran_on_every_task() -> None:
     t = pd.DataFrame({"leak_checks": ["denylist;ngram13:humaneval", "ngram13:humaneval;denylist"]})
-    assert gate.contamination_posture(t) == "ngram_scan"
+    assert contamination_posture(t) == "ngram_scan"
     t = pd.DataFrame({"leak_checks": ["denylist;ngram13:humaneval", "denylist"]})
-    assert gate.contamination_posture(t) == "filename_scan"
+    assert contamination_posture(t) == "filename_scan"
     t = pd.DataFrame({"leak_checks": ["", "denylist"]})
-    assert gate.contamination_posture(t) == "unchecked"
+    assert contamination_posture(t) == "unchecked"

@@ -254,7 +254,7 @@ def test_bundled_suite_has_no_hidden_test_leak() -> None:
 
 
 def test_existing_check_names_stay_for_the_card_posture(pack: Path) -> None:
-    """gate.contamination_posture looks for "denylist" and "ngram13:humaneval" in leak_checks."""
+    """card.contamination_posture looks for "denylist" and "ngram13:humaneval" in leak_checks."""
     rep = leak_check.check_task_full(pack / "tasks" / "led", leak_check.read_denylist(pack / "denylist.txt"))
     assert {leak_check.CHECK_DENYLIST, leak_check.CHECK_HIDDEN} <= set(rep.checks)
     if rep.corpus_missing is None:

@@ -20,7 +20,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench import gate  # noqa: E402
+from sealbench.sentences import human_sentences, roles_table  # noqa: E402
 
 
 def row(task, solver, role, status, epoch=1, ttg=None, steers=0, box=2700.0):
@@ -31,11 +31,11 @@ def row(task, solver, role, status, epoch=1, ttg=None, steers=0, box=2700.0):
 
 def sentences(rows):
     runs = pd.DataFrame(rows)
-    return gate.human_sentences(gate.roles_table(runs, "holdout"), runs, "bot", "holdout", True)
+    return human_sentences(roles_table(runs, "holdout"), runs, "bot", "holdout", True)
 
 
 def roles(rows):
-    return {r["solver"]: r for r in gate.roles_table(pd.DataFrame(rows), "holdout")}
+    return {r["solver"]: r for r in roles_table(pd.DataFrame(rows), "holdout")}
 
 
 def _matched(texts):

@@ -989,19 +989,41 @@ def toolchain_digest(tc: Mapping[str, Any] | None = None) -> str:
     return sha256_text(canonical_json({"python": tc["python"], "packages": tc["packages"]}))
 
 
+#: Modules loaded by name at run time, not imported: pytest loads the seal plugin with
+#: ``-p sealbench.pytest_seal`` in every scoring command.
+RUNTIME_LOADS: dict[str, tuple[str, ...]] = {"scoring": ("pytest_seal",)}
+
+
+@functools.cache
+def code_closure(*modules: str) -> tuple[str, ...]:
+    """The sealbench source files the given modules run: the modules, every sealbench module
+    they import (statically, transitively, lazy imports included) and what those load by name
+    (``RUNTIME_LOADS``), as paths relative to the package folder. Derived, not listed by hand."""
+    here = Path(__file__).resolve().parent
+    files = [str(here / (m.replace(".", "/") + ".py")) for m in modules]
+    closure: list[str] = []
+    while True:
+        closure = _sealbench_closure(files, here)
+        names = {Path(f).resolve().relative_to(here).with_suffix("").as_posix().replace("/", ".") for f in closure}
+        extra = [str(here / (x + ".py")) for n in names for x in RUNTIME_LOADS.get(n, ())
+                 if x not in names and (here / (x + ".py")).is_file()]
+        if not extra:
+            break
+        files += extra
+    return tuple(sorted(Path(f).resolve().relative_to(here).as_posix() for f in closure if Path(f).is_file()))
+
+
 @functools.cache
 def code_digest(*modules: str) -> str:
-    """Digest of sealbench's own source for the given stage modules plus the shared core.
+    """Digest of the sealbench source the given stage modules run (:func:`code_closure`).
 
     Used as a Snakemake ``params`` value so that a code change reruns exactly the jobs of the
-    stages whose code changed. Read once per process (a workflow's code does not change under it).
+    stages whose code changed — a comment in ``scoring.py`` reruns the jobs that score, not
+    ``hash_pack`` or ``split``. Read once per process (a workflow's code does not change under it).
     """
     here = Path(__file__).resolve().parent
-    names = sorted(set(modules) | {"core", "workspace", "scoring", "pytest_seal", "schema", "__init__"})
     h = hashlib.sha256()
-    for name in names:
-        p = here / (name.replace(".", "/") + ".py")
-        h.update(name.encode() + b"\0")
-        if p.exists():
-            h.update(p.read_bytes())
+    for rel in code_closure(*modules):
+        h.update(rel.encode() + b"\0")
+        h.update((here / rel).read_bytes())
     return h.hexdigest()[:16]

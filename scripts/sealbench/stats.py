@@ -138,6 +138,24 @@ def clopper_pearson_interval(k: int, n: int, conf: float = 0.95) -> tuple[float,
     return float(ci.low), float(ci.high)
 
 
+def rate_interval(passes: float, n: int, method: str = "wilson") -> tuple[float | None, float | None]:
+    """95% interval of a per-task pass share: Wilson (default) or Clopper–Pearson. With epochs
+    ``passes`` may be fractional; Wilson then uses the per-task share as p-hat and Clopper–Pearson
+    rounds to the nearest whole count (said in the README)."""
+    if n == 0:
+        return None, None
+    if method == "clopper_pearson":
+        return clopper_pearson_interval(int(round(passes)), n)
+    if abs(passes - round(passes)) < 1e-9:
+        return wilson_interval(int(round(passes)), n)
+    z = 1.959963984540054
+    p = passes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 # ------------------------------------------------------------------------ shaping data
 
 

@@ -22,7 +22,6 @@ are Wilson 95% on the per-task pass share.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any, Iterable, Mapping
 
 from .core import SealbenchError, read_json
 from .schema import write_table
-from .stats import clopper_pearson_interval, wilson_interval
+from .stats import rate_interval
 
 RATE_EXCLUDED = {"excluded", "infra_fail"}
 
@@ -55,24 +54,6 @@ def health_problems(stamp: Mapping[str, Any], health: Mapping[str, Any]) -> list
     if stamp.get("route_changed") is not False:
         out.append("the route changed during the session (or is unknown)")
     return out
-
-
-def rate_interval(passes: float, n: int, method: str = "wilson") -> tuple[float | None, float | None]:
-    """95% interval of a per-task pass share: Wilson (default) or Clopper–Pearson. With epochs
-    ``passes`` may be fractional; Wilson then uses the per-task share as p-hat and Clopper–Pearson
-    rounds to the nearest whole count (said in the README)."""
-    if n == 0:
-        return None, None
-    if method == "clopper_pearson":
-        return clopper_pearson_interval(int(round(passes)), n)
-    if abs(passes - round(passes)) < 1e-9:
-        return wilson_interval(int(round(passes)), n)
-    z = 1.959963984540054
-    p = passes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def build_tasks(experiment: Mapping, split_of: Mapping[str, str], sealed: Iterable[Mapping],

@@ -23,7 +23,7 @@ rule decide:
             f"{RESULTS}/experiments/{{exp}}/report.html", caption="../report/report_html.rst", category="Decision"
         ),
     params:
-        code=code_digest("gate", "stats", "report"),
+        code=code_digest("gate"),
         ledger=str(Path(CFG["pack"]) / "ledger.jsonl"),
     log:
         f"{RESULTS}/experiments/{{exp}}/logs/gate.log",

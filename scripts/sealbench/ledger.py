@@ -1,0 +1,293 @@
+"""The holdout's memory: ``PACK/ledger.jsonl``, one hash-chained line per holdout scoring.
+
+What reached the holdout (agent fingerprints and lineage), its pre-registration (every knob
+that decides the result) and its servers are pinned at the first scored run; the gate
+refuses a scoring that contradicts them (``ledger_reasons``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Mapping
+
+from .core import canonical_json, envelope_digest, sha256_text
+from .refusals import ALPHA, refusal
+
+LEDGER = "ledger.jsonl"
+
+
+#: Beside decision.json: the ledger line that records the decision ({"path", "line"}).
+LEDGER_CITATION = "ledger_line.json"
+
+
+#: Config keys that can change the decision: pinned at the holdout's first scored run, whatever
+#: the card name (seed 003: "lowering that floor after seeing the gap would convert a written
+#: control into a marketing dial"; a new card name on a holdout already seen is no fresh start).
+#: Under the same card, envelope and health are ENVELOPE_CHANGED; the rest PREREGISTRATION_CHANGED.
+PREREGISTERED = ("mde", "planning_discordance", "min_kept_tasks", "interval_method", "strata", "score_split",
+                 "epochs", "baseline", "oracle_runs", "score_timeout_s", "limits", "stop_on_green",
+                 "envelope", "health")
+
+
+_ENVELOPE_KEYS = ("envelope", "health")
+
+
+#: The server label of a scored row whose stamp names no server.
+NO_SERVER = "<none>"
+
+
+def preregistration(cfg: Mapping, exp: Mapping | None = None) -> dict:
+    """Every knob that can change the decision, with its value (the fixed alpha, and the
+    denylist digest: deleting a denylist line after LEAK_SUSPECT is a knob too)."""
+    out = {**{k: cfg.get(k) for k in PREREGISTERED}, "alpha": ALPHA}
+    if exp is not None:
+        out["denylist_digest"] = exp.get("denylist_digest")
+    return out
+
+
+def _system_roots() -> tuple[str, ...]:
+    roots = {sys.prefix, sys.base_prefix, "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"}
+    roots |= {os.path.realpath(r) for r in list(roots)}
+    return tuple(sorted(r.rstrip("/") + "/" for r in roots if r))
+
+
+_SEALBENCH_PKG = os.path.realpath(Path(__file__).resolve().parent) + "/"
+
+
+_SEALBENCH_AGENTS = _SEALBENCH_PKG + "agents/"
+
+
+def _own_file(label: str, base: Path) -> bool:
+    """Is a covered file the agent's own code, not the machine's (interpreter, system, the
+    project's venv) nor sealbench's shared harness modules?"""
+    path = label if label.startswith("/") else os.path.join(base, label)
+    real = os.path.realpath(path)
+    for cand in {path if path.endswith("/") else path, real}:
+        if cand.startswith(_system_roots()):
+            return False
+        if cand.startswith(_SEALBENCH_PKG) and not cand.startswith(_SEALBENCH_AGENTS):
+            return False
+    if os.path.realpath(sys.executable) == real:
+        return False
+    # a venv interpreter named relative to the project (.venv/bin/python -> /usr/...)
+    return not (os.path.basename(path).startswith("python") and real.startswith(_system_roots()))
+
+
+def agent_lineage(name: str, identity: Mapping | None, base: Path | None = None) -> dict:
+    """What ties versions of one agent together: its name, its declared ``lineage:`` and the
+    files its fingerprint covered that are its own (not the interpreter's, the system's or
+    sealbench's shared modules), with their content digests (a script copied to a new path is
+    the same code)."""
+    identity = identity or {}
+    base = Path(base) if base is not None else Path.cwd()
+    files = identity.get("files") or {}
+    own = {f: files[f] for f in sorted(files) if _own_file(f, base)}
+    return {"name": name, "lineage": identity.get("lineage") or name, "files": own}
+
+
+def ledger_entry(exp: Mapping, manifest: Mapping, agents: Mapping[str, str],
+                 servers: list[str] | None = None) -> dict:
+    """What a holdout scoring leaves in the pack's ledger (``time`` and ``prev`` are added when
+    it is appended).
+
+    ``agents``: name -> fingerprint of the agents that reached the holdout (ran on it);
+    ``servers``: the server labels of their rows (pinned at the holdout's first one)."""
+    cfg = exp["config_full"]
+    identities = exp.get("agent_identity") or {}
+    prereg = preregistration(cfg, exp)
+    return {
+        "card_name": cfg.get("card_name", "default"),
+        "pack_digest": exp["pack_digest"],
+        "denylist_digest": exp.get("denylist_digest"),
+        "split_manifest_digest": exp["split_manifest_digest"],
+        "holdout": {t: exp["task_digests"][t] for t in sorted(manifest["holdout"]) if t in exp["task_digests"]},
+        "envelope_digest": envelope_digest(cfg),
+        "agents": dict(sorted(agents.items())),
+        "lineage": {n: agent_lineage(n, identities.get(n)) for n in sorted(agents)},
+        "preregistration": prereg,
+        "preregistration_digest": sha256_text(canonical_json(prereg)),
+        "servers": sorted(servers or []),
+        "experiment": exp["exp_id"],
+    }
+
+
+def line_hash(line: str) -> str:
+    """The digest of one ledger line as written (the chain links and decisions cite it)."""
+    return sha256_text(line.strip())
+
+
+def read_ledger(path: Path) -> list[dict]:
+    """Entries of ``ledger.jsonl`` (each with its line digest under ``_line``); raises
+    ValueError naming the line if one is damaged or the hash chain is broken (a line edited,
+    removed from the middle or inserted)."""
+    if not Path(path).exists():
+        return []
+    out = []
+    prev: str | None = None
+    chained = False
+    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}:{i}: not a JSON line ({exc.msg}); was the ledger truncated or edited?") from exc
+        if not isinstance(entry, dict) or not {"holdout", "agents", "envelope_digest", "card_name"} <= set(entry):
+            raise ValueError(f"{path}:{i}: not a ledger entry (missing fields)")
+        if "prev" in entry or chained:
+            chained = True
+            if entry.get("prev") != prev:
+                raise ValueError(f"{path}:{i}: the hash chain is broken (this line does not follow the one before "
+                                 "it): a line was edited, removed or inserted")
+        prev = line_hash(line)
+        out.append(dict(entry, _line=prev))
+    return out
+
+
+def bare_entry(entry: Mapping) -> dict:
+    return {k: v for k, v in entry.items() if k not in ("time", "prev", "_line")}
+
+
+def _same_lineage(a: Mapping, b: Mapping) -> str | None:
+    """Why two ledger lineages are one agent (None: they are not)."""
+    if a["name"] == b["name"]:
+        return "same name"
+    if a.get("lineage") and a.get("lineage") == b.get("lineage"):
+        return f"same declared lineage '{a['lineage']}'"
+    fa, fb = a.get("files") or {}, b.get("files") or {}
+    if isinstance(fa, list):  # older entries: names only
+        fa = dict.fromkeys(fa, None)
+    if isinstance(fb, list):
+        fb = dict.fromkeys(fb, None)
+    shared = sorted(set(fa) & set(fb))
+    if shared:
+        return "same code file " + ", ".join(shared[:3])
+    same_bytes = sorted(f"{x} = {y}" for x, dx in fa.items() for y, dy in fb.items() if dx and dx == dy)
+    if same_bytes:
+        return "same code (identical bytes: " + ", ".join(same_bytes[:3]) + ")"
+    return None
+
+
+def _lineage_of(entry: Mapping, name: str) -> dict:
+    return (entry.get("lineage") or {}).get(name) or {"name": name, "lineage": name, "files": {}}
+
+
+def _changed_knobs(first: Mapping, now: Mapping, keys) -> list[str]:
+    return [f"{k}: {json.dumps(first.get(k), sort_keys=True)} then {json.dumps(now.get(k), sort_keys=True)}"
+            for k in keys if first.get(k) != now.get(k)]
+
+
+def _same_holdout(a: Mapping, b: Mapping) -> bool:
+    return bool(set(a["holdout"]) & set(b["holdout"]))
+
+
+def ledger_reasons(prior: list[dict], entry: Mapping) -> list[dict]:
+    """The holdout's memory: refuse when this scoring contradicts an earlier one."""
+    reasons = []
+    tuned = set()
+    current = set(entry["agents"].values())
+    for e in prior:
+        for pname, pfp in e["agents"].items():
+            if pfp in current:  # that version is here unchanged: nothing was replaced
+                continue
+            for name, fp in entry["agents"].items():
+                why = _same_lineage(_lineage_of(e, pname), _lineage_of(entry, name))
+                if why:
+                    tuned.add(f"{name}: {pfp} ({pname}) then {fp} — {why}")
+    tuned = sorted(tuned)
+    if tuned:
+        reasons.append(refusal("HOLDOUT_TUNED", "An agent reached this holdout before with another fingerprint ("
+                               + "; ".join(tuned) + "): its command, settings or code changed after it saw the "
+                               "holdout, under its old name or a new one. Score the new version on a fresh holdout.",
+                               tuned))
+    if prior and prior[0]["holdout"] != entry["holdout"]:
+        first, now = prior[0]["holdout"], entry["holdout"]
+        moved = sorted(set(first) ^ set(now)) + sorted(t for t in set(first) & set(now) if first[t] != now[t])
+        reasons.append(refusal("DENOMINATOR_MOVED", f"The holdout changed since its first scored run "
+                               f"(tasks added, removed or edited: {', '.join(moved)}).", moved))
+    card = [e for e in prior if e["card_name"] == entry["card_name"]]
+    pinned = next((e for e in prior if isinstance(e.get("preregistration"), dict) and _same_holdout(e, entry)), None)
+    now = entry.get("preregistration") or {}
+    env = sorted({e["envelope_digest"][:12] for e in card if e["envelope_digest"] != entry["envelope_digest"]})
+    if env:
+        knobs = _changed_knobs(pinned["preregistration"], now, _ENVELOPE_KEYS) if pinned else []
+        reasons.append(refusal("ENVELOPE_CHANGED", f"Card '{entry['card_name']}' was scored before under another "
+                               f"envelope ({'; '.join(knobs) or ', '.join(env)}): a new envelope is a new experiment "
+                               "— score it on a fresh holdout.", knobs or env))
+    if pinned is not None:
+        skip = _ENVELOPE_KEYS if env else ()
+        knobs = _changed_knobs(pinned["preregistration"], now,
+                               [k for k in sorted(set(pinned["preregistration"]) | set(now)) if k not in skip])
+        if knobs:
+            other = pinned["card_name"] != entry["card_name"]
+            reasons.append(refusal("PREREGISTRATION_CHANGED",
+                                   f"This holdout was pre-registered at its first scored run (card "
+                                   f"'{pinned['card_name']}', experiment {pinned.get('experiment')}) and a knob that "
+                                   f"decides the result moved since: {'; '.join(knobs)}. Moving a control after "
+                                   "seeing the result turns it into a dial"
+                                   + (", and a new card name on a holdout already seen is no fresh start" if other
+                                      else "") + ": put the pinned value back, or score on a fresh holdout.", knobs))
+    return reasons
+
+
+def holdout_reuse(prior: list[dict], entry: Mapping, cand: str) -> dict | None:
+    """How many other agent versions reached this holdout before (multiple comparisons)."""
+    mine = set(entry["agents"].values())
+    others = sorted({fp for e in prior if _same_holdout(e, entry) for fp in e["agents"].values() if fp not in mine})
+    if not others or cand not in entry["agents"]:
+        return None
+    k = len(others)
+    return {"other_fingerprints": others, "count": k, "alpha": ALPHA / (k + 1),
+            "sentence": f"This holdout was scored before for {k} other agent version(s); with {k + 1} versions "
+                        "compared on one holdout the best of them is favoured by chance (multiple comparisons: a "
+                        f"winner needs exact p < {ALPHA}/{k + 1})."}
+
+
+def pinned_servers(prior: list[dict], entry: Mapping) -> tuple[list[str], str | None]:
+    """The server labels of the holdout's first scored run that recorded any (and its experiment)."""
+    for e in prior:
+        if e.get("servers") and _same_holdout(e, entry):
+            return list(e["servers"]), e.get("experiment")
+    return [], None
+
+
+def append_ledger(path: Path, entry: Mapping, prior: list[dict]) -> str:
+    """Append ``entry`` (with the time and the digest of the line before it) unless an identical
+    entry is already there; returns the digest of the line that records it."""
+    for e in prior:
+        if bare_entry(e) == bare_entry(entry):
+            return e["_line"]
+    prev = prior[-1]["_line"] if prior else None
+    line = json.dumps(dict(bare_entry(entry), time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), prev=prev),
+                      sort_keys=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, (line + "\n").encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return line_hash(line)
+
+
+def lost_ledger_lines(ledger: Path, prior: list[dict], experiments: Path) -> list[str]:
+    """Experiments in ``experiments/`` whose decision cited a line of this ledger
+    (``ledger_line.json``) that is no longer in it (the ledger was deleted, truncated or replaced)."""
+    have = {e["_line"] for e in prior}
+    where = os.path.realpath(ledger)
+    lost = []
+    for d in sorted(Path(experiments).glob(f"*/{LEDGER_CITATION}")):
+        try:
+            cited = json.loads(d.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(cited, dict):
+            continue
+        if cited.get("path") == where and cited.get("line") and cited["line"] not in have:
+            lost.append(d.parent.name)
+    return lost

@@ -1,0 +1,71 @@
+"""The gate's vocabulary: every refusal code and note with what it means, and how one is made.
+
+One place defines them (the README's tables are checked against ``REFUSALS`` and ``NOTES``).
+A refusal blocks the headline (``publishable: false``); a note is stated beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Statuses left out of the rates (the sensitivity rate counts them as failures).
+ABSTAINED = ("excluded", "infra_fail")
+
+
+#: Every refusal code with what it means (documented in the README).
+REFUSALS: dict[str, str] = {
+    "LEAK_SUSPECT": "a task matches the denylist or public benchmark text, or its prompt or repo quotes its hidden "
+                    "tests; the pack is not private",
+    "ORACLE_FAILED": "the gold patch did not pass every run on some task: the grader is broken",
+    "DUMMY_PASSED": "a control (empty diff or stub) passed some task: the grader rewards doing nothing",
+    "CONTROL_INFRA_FAIL": "a control could not be scored: the grader's health is unknown",
+    "WEAK_TEST_IN_SLICE": "a scored task passes without any change",
+    "FLAKY_IN_SLICE": "a scored task's gold patch gave different results on reruns",
+    "TUNE_SPLIT": "the score is on the tune split, where prompts and tools were fitted",
+    "STRATUM_TOO_SMALL": "a stratum has fewer than 2 scored tasks",
+    "ENVELOPE_INCOMPLETE": "the pre-registered envelope (clock, steps, output tokens) has a blank",
+    "TOO_FEW_CLEAN_TASKS": "fewer clean tasks than min_kept_tasks remain after exclusions",
+    "NO_CANDIDATE_ROWS": "the candidate has no scored rows in the slice",
+    "UNSANDBOXED": "agent runs in the slice were not sandboxed: they could have read the hidden tests",
+    "OVER_ENVELOPE": "the candidate reported more steps or output tokens than the pre-registered envelope",
+    "HOLDOUT_TUNED": "an agent (by name, declared lineage or code file) reached the holdout with more than one "
+                     "fingerprint (tuned on the holdout)",
+    "DENOMINATOR_MOVED": "the holdout's task set or task digests changed after a scored run",
+    "ENVELOPE_CHANGED": "the envelope changed under the same card name after a scored run",
+    "LEDGER_UNREADABLE": "the pack's ledger.jsonl is damaged, so the holdout's history cannot be checked",
+    "PREREGISTRATION_CHANGED": "a knob that decides the result (MDE, discordance, min_kept_tasks, interval, strata, "
+                               "epochs, baseline, limits...) changed under the same card name after a scored run",
+    "CANDIDATE_TAMPERED": "the candidate was scored tamper on some run (touched tests or test configuration, "
+                          "shadowed a module, or forged the test report): none of its numbers is trusted",
+    "EXCLUSIONS_DECIDE": "with excluded and infra_fail runs counted as failures the verdict changes or the "
+                         "headline moves by more than its interval's half-width: abstaining decides the result",
+}
+
+
+#: Non-blocking observations (the decision may still be publishable).
+NOTES: dict[str, str] = {
+    "UNDERPOWERED": "the slice is smaller than the pre-registered MDE needs: no winner is named",
+    "UNBALANCED_STRATA": "the easiest stratum holds more than half the tasks: no pooled headline, per-stratum rates only",
+    "TAMPER": "some runs touched tests or test configuration and were scored tamper",
+    "HOLDOUT_REUSED": "other agent versions reached this holdout before: multiple comparisons favour the best by chance",
+    "SERVER_PINNED": "rows from a server other than the card's pinned servers were excluded",
+    "BELOW_MDE": "the interval excludes 0 but |delta| is smaller than the pre-registered MDE: no winner is named",
+    "EXACT_TEST_NOT_SIGNIFICANT": "the interval excludes 0 but the exact McNemar test on the discordant tasks "
+                                  "does not (p >= 0.05): no winner is named",
+    "ZERO_WIDTH_INTERVAL": "the decision interval has zero width (every task in each stratum had the same paired "
+                           "outcome): it shows no spread, not certainty",
+    "DUMMY_BEATEN_ONLY_ON_EASY": "the candidate beats the do-nothing controls on some strata but not on others: "
+                                 "no pooled headline, per-stratum rates and dummy deltas only",
+}
+
+
+#: The significance level of every decision (interval confidence 1 - ALPHA, exact test p < ALPHA).
+ALPHA = 0.05
+
+
+def refusal(code: str, sentence: str, evidence: Any = None) -> dict:
+    return {"code": code, "meaning": REFUSALS[code], "sentence": sentence, "evidence": evidence}
+
+
+def note_for(code: str, sentence: str) -> dict:
+    return {"code": code, "meaning": NOTES[code], "sentence": sentence}
