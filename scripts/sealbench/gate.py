@@ -15,8 +15,9 @@ import os
 import statistics
 import sys
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from . import stats
 from .card import build_card, card_claim
@@ -26,11 +27,9 @@ from .ledger import (LEDGER_CITATION, NO_SERVER, append_ledger, bare_entry, hold
 from .refusals import ABSTAINED, ALPHA, note_for, refusal
 from .report import write_report
 from .report_md import render_report
-from .sentences import (abstained_words, comparison_summary, comparison_why, exclusion_note, fmt, human_sentences,
-                        pct, public_comparison, roles_table, signed)
+from .sentences import (abstained_words, comparison_summary, exclusion_note, fmt, headline_sentences,
+                        human_sentences, public_comparison, roles_table)
 
-
-# ------------------------------------------------------------------------------ ledger
 
 
 def per_task_scores(runs, solver: str, split: str, abstained_as_failures: bool = False,
@@ -226,179 +225,288 @@ def dummy_deltas(runs, cand_scores: Mapping[str, float], split: str, strata_of: 
     return out
 
 
-def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
-           ledger: Path | None = None) -> tuple[dict, dict, str]:
-    """Compute (decision, card, report markdown) for one experiment folder.
+@dataclass
+class Slice:
+    """What the rules read: the experiment's tables and the candidate's aggregates on the
+    scored split (built once by :func:`load_slice`; ``runs`` already carries the server pin)."""
 
-    With ``ledger`` (the pack's ledger.jsonl) and a holdout score, the holdout's history is
-    checked; the entry to append is returned in ``decision["ledger_entry"]``."""
+    exp: dict
+    cfg: dict
+    manifest: dict
+    tasks: Any
+    runs: Any
+    strata: Any
+    split: str
+    cand: str
+    base: str
+    slice_tasks: Any = None
+    cand_rows: Any = None
+    cand_strata: Any = None
+    cand_scores: dict = field(default_factory=dict)
+    clean: set = field(default_factory=set)
+
+    def aggregate(self) -> "Slice":
+        self.slice_tasks = self.tasks[self.tasks.split == self.split]
+        self.cand_rows = self.runs[(self.runs.solver == self.cand) & (self.runs.split == self.split)]
+        self.cand_strata = self.strata[(self.strata.solver == self.cand)
+                                       & (self.strata.split == self.split)].set_index("stratum")
+        self.cand_scores = per_task_scores(self.runs, self.cand, self.split)
+        unclean = set(self.slice_tasks.task_id[self.slice_tasks.weak_test | self.slice_tasks.flaky])
+        self.clean = {t for t in self.cand_scores if t not in unclean}
+        return self
+
+
+def load_slice(exp_dir: Path, split_path: Path) -> Slice:
     import pandas as pd
 
     exp = read_json(exp_dir / "experiment.json")
     cfg = exp["config_full"]
-    manifest = read_json(split_path)
-    tasks = pd.read_parquet(exp_dir / "tables" / "tasks.parquet")
-    runs = pd.read_parquet(exp_dir / "tables" / "runs.parquet")
-    strata = pd.read_parquet(exp_dir / "tables" / "strata.parquet")
-    split = cfg["score_split"]
-    cand, base = cfg["candidate"], cfg["baseline"]
-    slice_tasks = tasks[tasks.split == split]
-    reasons: list[dict] = []
-    notes: list[dict] = []
+    return Slice(exp=exp, cfg=cfg, manifest=read_json(split_path),
+                 tasks=pd.read_parquet(exp_dir / "tables" / "tasks.parquet"),
+                 runs=pd.read_parquet(exp_dir / "tables" / "runs.parquet"),
+                 strata=pd.read_parquet(exp_dir / "tables" / "strata.parquet"),
+                 split=cfg["score_split"], cand=cfg["candidate"], base=cfg["baseline"])
 
-    # --- the holdout's memory, read first: it pins the servers and sets the exact test's alpha --
-    prior: list[dict] | None = None
-    server_pin = None
-    ledger_entry_out = None
-    reuse = None
-    if ledger is not None and split == "holdout":
-        try:
-            prior = read_ledger(ledger)
-        except ValueError as exc:
-            reasons.append(refusal("LEDGER_UNREADABLE", f"{exc} Restore it from version control; never edit it.",
+
+@dataclass
+class Memory:
+    """What the holdout's ledger says about this scoring (:func:`holdout_memory`)."""
+
+    reasons: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    runs: Any = None
+    entry: dict | None = None
+    reuse: dict | None = None
+    server_pin: dict | None = None
+
+    @property
+    def alpha(self) -> float:
+        return self.reuse["alpha"] if self.reuse else ALPHA
+
+
+def _server_labels(rows):
+    return rows.server_id.where(rows.server_id.notna(), NO_SERVER).astype(str)
+
+
+def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
+    """Read the ledger (refusing a damaged or shortened one), pin the holdout's servers (rows
+    from others become excluded), and check this scoring against what reached the holdout."""
+    mem = Memory(runs=s.runs)
+    if ledger is None or s.split != "holdout":
+        return mem
+    try:
+        prior = read_ledger(ledger)
+    except ValueError as exc:
+        mem.reasons.append(refusal("LEDGER_UNREADABLE", f"{exc} Restore it from version control; never edit it.",
                                    str(ledger)))
-        else:
-            lost = lost_ledger_lines(ledger, prior, Path(exp_dir).parent)
-            if lost:
-                reasons.append(refusal("LEDGER_UNREADABLE", f"{ledger} no longer holds the lines that earlier "
-                                       f"decisions in this results folder cite (experiments {', '.join(lost[:5])}): "
-                                       "the ledger was deleted, truncated or replaced. Restore it from version "
-                                       "control; never edit it.", lost))
-    if prior is not None:
-        def labels(rows):
-            return rows.server_id.where(rows.server_id.notna(), NO_SERVER).astype(str)
+        return mem
+    lost = lost_ledger_lines(ledger, prior, Path(exp_dir).parent)
+    if lost:
+        mem.reasons.append(refusal("LEDGER_UNREADABLE", f"{ledger} no longer holds the lines that earlier "
+                                   f"decisions in this results folder cite (experiments {', '.join(lost[:5])}): "
+                                   "the ledger was deleted, truncated or replaced. Restore it from version "
+                                   "control; never edit it.", lost))
+    runs, split, cfg = s.runs, s.split, s.cfg
+    agent_rows = runs[(runs.split == split) & (runs.role == "agent") & runs.solver.isin([s.cand, s.base])]
+    # an agent that ran on the holdout reached it, even when its rows were excluded (a run
+    # without a stamp still saw the tasks); only a harness failure is no visit
+    reached = agent_rows[agent_rows.status != "infra_fail"]
+    agents = {n: fp for n, fp in s.exp["agent_fingerprints"].items() if (reached.solver == n).any()}
+    probe = ledger_entry(s.exp, s.manifest, agents, [])
+    servers, pinned_at = pinned_servers(prior, probe) if cfg["health"].get("required_server_id") is None \
+        else ([], None)
+    if servers:
+        runs = runs.copy()
+        rows = runs[(runs.split == split) & (runs.role == "agent")]
+        lab = _server_labels(rows)
+        foreign_ix = rows.index[~lab.isin(servers) & ~rows.status.isin(ABSTAINED)]
+        why = (f"server {{}} is not among the servers of this holdout's first scored run ({', '.join(servers)}, "
+               f"experiment {pinned_at}); name the servers in health.required_server_id before the first run "
+               "to change that")
+        ev = sorted(f"{runs.at[i, 'solver']}:{runs.at[i, 'task_id']}#{runs.at[i, 'epoch']}@{lab[i]}"
+                    for i in foreign_ix)
+        runs.loc[foreign_ix, "reason"] = [why.format(repr(lab[i])) for i in foreign_ix]
+        runs.loc[foreign_ix, "status"] = "excluded"
+        mem.server_pin = {"servers": servers, "pinned_at": pinned_at, "excluded": ev}
+        if ev:
+            mem.notes.append(note_for("SERVER_PINNED", f"{len(ev)} run(s) came from a server this holdout was not "
+                                                       f"first scored on ({', '.join(ev[:5])}"
+                                                       f"{', …' if len(ev) > 5 else ''}) and are excluded: its "
+                                                       f"servers are {', '.join(servers)}."))
+    mem.runs = runs
+    scored = runs[(runs.split == split) & (runs.role == "agent") & runs.solver.isin(list(agents))
+                  & ~runs.status.isin(ABSTAINED)]
+    entry = ledger_entry(s.exp, s.manifest, agents, sorted(set(_server_labels(scored))))
+    earlier = [e for e in prior if bare_entry(e) != bare_entry(entry)]
+    mem.reasons.extend(ledger_reasons(earlier, entry))
+    mem.reuse = holdout_reuse(earlier, entry, s.cand)
+    if mem.reuse:
+        mem.notes.append(note_for("HOLDOUT_REUSED", mem.reuse["sentence"]))
+    # a scoring in which no agent ran did not reach the holdout: nothing to record
+    mem.entry = entry if agents else None
+    return mem
 
-        agent_rows = runs[(runs.split == split) & (runs.role == "agent") & runs.solver.isin([cand, base])]
-        # an agent that ran on the holdout reached it, even when its rows were excluded (a run
-        # without a stamp still saw the tasks); only a harness failure is no visit
-        reached = agent_rows[agent_rows.status != "infra_fail"]
-        agents = {n: fp for n, fp in exp["agent_fingerprints"].items() if (reached.solver == n).any()}
-        probe = ledger_entry(exp, manifest, agents, [])
-        servers, pinned_at = pinned_servers(prior, probe) if cfg["health"].get("required_server_id") is None \
-            else ([], None)
-        if servers:
-            runs = runs.copy()
-            rows = runs[(runs.split == split) & (runs.role == "agent")]
-            lab = labels(rows)
-            foreign_ix = rows.index[~lab.isin(servers) & ~rows.status.isin(ABSTAINED)]
-            why = (f"server {{}} is not among the servers of this holdout's first scored run ({', '.join(servers)}, "
-                   f"experiment {pinned_at}); name the servers in health.required_server_id before the first run "
-                   "to change that")
-            ev = sorted(f"{runs.at[i, 'solver']}:{runs.at[i, 'task_id']}#{runs.at[i, 'epoch']}@{lab[i]}"
-                        for i in foreign_ix)
-            runs.loc[foreign_ix, "reason"] = [why.format(repr(lab[i])) for i in foreign_ix]
-            runs.loc[foreign_ix, "status"] = "excluded"
-            server_pin = {"servers": servers, "pinned_at": pinned_at, "excluded": ev}
-            if ev:
-                notes.append(note_for("SERVER_PINNED", f"{len(ev)} run(s) came from a server this holdout was not "
-                                                    f"first scored on ({', '.join(ev[:5])}"
-                                                    f"{', …' if len(ev) > 5 else ''}) and are excluded: its servers "
-                                                    f"are {', '.join(servers)}."))
-        scored = runs[(runs.split == split) & (runs.role == "agent") & runs.solver.isin(list(agents))
-                      & ~runs.status.isin(ABSTAINED)]
-        entry = ledger_entry(exp, manifest, agents, sorted(set(labels(scored))))
-        earlier = [e for e in prior if bare_entry(e) != bare_entry(entry)]
-        reasons.extend(ledger_reasons(earlier, entry))
-        reuse = holdout_reuse(earlier, entry, cand)
-        if reuse:
-            notes.append(note_for("HOLDOUT_REUSED", reuse["sentence"]))
-        # a scoring in which no agent ran did not reach the holdout: nothing to record
-        ledger_entry_out = entry if agents else None
-    holdout_reuse_out = reuse
-    alpha = reuse["alpha"] if reuse else ALPHA
 
-    # --- controls and pack health ------------------------------------------------------
-    leak = tasks[tasks.leak_suspect]
+# ------------------------------------------------------------------ one function per refusal
+
+def _leak_suspect(s: Slice) -> dict | None:
+    leak = s.tasks[s.tasks.leak_suspect]
     if len(leak):
-        reasons.append(refusal("LEAK_SUSPECT", f"{len(leak)} task(s) match the denylist or public text, or quote "
-                                               f"their hidden tests: {', '.join(leak.task_id)}.",
-                               list(leak.task_id)))
-    bad_oracle = tasks[~tasks.oracle_ok]
-    if len(bad_oracle):
-        reasons.append(refusal("ORACLE_FAILED",
-                               f"The gold patch failed on {len(bad_oracle)} task(s) ({', '.join(bad_oracle.task_id)}); "
-                               "the grader is broken there, so no score from this pack is published.",
-                               list(bad_oracle.task_id)))
+        return refusal("LEAK_SUSPECT", f"{len(leak)} task(s) match the denylist or public text, or quote "
+                                       f"their hidden tests: {', '.join(leak.task_id)}.", list(leak.task_id))
+    return None
+
+
+def _oracle_failed(s: Slice) -> dict | None:
+    bad = s.tasks[~s.tasks.oracle_ok]
+    if len(bad):
+        return refusal("ORACLE_FAILED", f"The gold patch failed on {len(bad)} task(s) ({', '.join(bad.task_id)}); "
+                                        "the grader is broken there, so no score from this pack is published.",
+                       list(bad.task_id))
+    return None
+
+
+def _dummy_passed(s: Slice) -> dict | None:
+    runs = s.runs
     ctl = runs[(runs.role == "control") & (runs.solver.isin(["empty_diff", "stub"])) & (runs.status == "pass")]
     if len(ctl):
         ev = sorted(f"{r.solver}:{r.task_id}" for r in ctl.itertuples())
-        reasons.append(refusal("DUMMY_PASSED", f"A do-nothing control passed {len(ctl)} time(s) ({', '.join(ev)}); "
-                                               "those tests do not test the bug.", ev))
-    ctl_infra = tasks[tasks.control_infra_fail]
-    if len(ctl_infra):
-        reasons.append(refusal("CONTROL_INFRA_FAIL", f"Controls could not be scored on {', '.join(ctl_infra.task_id)}; "
-                                                     "fix the harness (see the run_dummy logs).", list(ctl_infra.task_id)))
-    for code, col, words in (("WEAK_TEST_IN_SLICE", "weak_test", "pass with the empty diff"),
-                             ("FLAKY_IN_SLICE", "flaky", "gave different gold-patch results on reruns")):
-        bad = slice_tasks[slice_tasks[col]]
-        if len(bad):
-            reasons.append(refusal(code, f"{len(bad)} {split} task(s) {words}: {', '.join(bad.task_id)}.", list(bad.task_id)))
-    if split == "tune":
-        reasons.append(refusal("TUNE_SPLIT", "The score is on the tune split; only the frozen holdout is a measurement. "
-                                             "Set score_split: holdout.", split))
-    missing_env = [k for k in ("max_wall_s", "max_steps", "max_output_tokens") if cfg["envelope"].get(k) is None]
-    if missing_env:
-        reasons.append(refusal("ENVELOPE_INCOMPLETE", f"The envelope leaves {', '.join(missing_env)} blank; "
-                                                      "write the caps down before the run.", missing_env))
+        return refusal("DUMMY_PASSED", f"A do-nothing control passed {len(ctl)} time(s) ({', '.join(ev)}); "
+                                       "those tests do not test the bug.", ev)
+    return None
 
-    # --- the candidate's rates per stratum -----------------------------------------------
-    cand_rows = runs[(runs.solver == cand) & (runs.split == split)]
-    cand_strata = strata[(strata.solver == cand) & (strata.split == split)].set_index("stratum")
+
+def _control_infra_fail(s: Slice) -> dict | None:
+    bad = s.tasks[s.tasks.control_infra_fail]
+    if len(bad):
+        return refusal("CONTROL_INFRA_FAIL", f"Controls could not be scored on {', '.join(bad.task_id)}; "
+                                             "fix the harness (see the run_dummy logs).", list(bad.task_id))
+    return None
+
+
+def _slice_flag(code: str, col: str, words: str):
+    def rule(s: Slice) -> dict | None:
+        bad = s.slice_tasks[s.slice_tasks[col]]
+        if len(bad):
+            return refusal(code, f"{len(bad)} {s.split} task(s) {words}: {', '.join(bad.task_id)}.",
+                           list(bad.task_id))
+        return None
+    return rule
+
+
+def _tune_split(s: Slice) -> dict | None:
+    if s.split == "tune":
+        return refusal("TUNE_SPLIT", "The score is on the tune split; only the frozen holdout is a measurement. "
+                                     "Set score_split: holdout.", s.split)
+    return None
+
+
+def _envelope_incomplete(s: Slice) -> dict | None:
+    missing = [k for k in ("max_wall_s", "max_steps", "max_output_tokens") if s.cfg["envelope"].get(k) is None]
+    if missing:
+        return refusal("ENVELOPE_INCOMPLETE", f"The envelope leaves {', '.join(missing)} blank; "
+                                              "write the caps down before the run.", missing)
+    return None
+
+
+def _stratum_too_small(s: Slice) -> dict | None:
     small = []
-    for s in cfg["strata"]:
-        n = int(cand_strata.loc[s, "n"]) if s in cand_strata.index else 0
+    for st in s.cfg["strata"]:
+        n = int(s.cand_strata.loc[st, "n"]) if st in s.cand_strata.index else 0
         if n < 2:
-            small.append(f"{s} (n={n})")
+            small.append(f"{st} (n={n})")
     if small:
-        reasons.append(refusal("STRATUM_TOO_SMALL", f"Stratum {', '.join(small)} has fewer than 2 scored {split} tasks; "
-                                                    "a rate on it is not a measurement.", small))
-    cand_scores = per_task_scores(runs, cand, split)
-    unclean = set(slice_tasks.task_id[slice_tasks.weak_test | slice_tasks.flaky])
-    clean = {t for t in cand_scores if t not in unclean}
-    if len(cand_rows) == 0:
-        reasons.append(refusal("NO_CANDIDATE_ROWS", f"{cand} has no rows on the {split} split.", cand))
-    if len(clean) < cfg["min_kept_tasks"]:
-        reasons.append(refusal("TOO_FEW_CLEAN_TASKS", f"Only {len(clean)} clean {split} task(s) remain for {cand}; "
-                                                      f"min_kept_tasks is {cfg['min_kept_tasks']}.", len(clean)))
-    compared = runs[(runs.split == split) & (runs.role == "agent") & (runs.solver.isin([cand, base]))]
+        return refusal("STRATUM_TOO_SMALL", f"Stratum {', '.join(small)} has fewer than 2 scored {s.split} tasks; "
+                                            "a rate on it is not a measurement.", small)
+    return None
+
+
+def _no_candidate_rows(s: Slice) -> dict | None:
+    if len(s.cand_rows) == 0:
+        return refusal("NO_CANDIDATE_ROWS", f"{s.cand} has no rows on the {s.split} split.", s.cand)
+    return None
+
+
+def _too_few_clean_tasks(s: Slice) -> dict | None:
+    if len(s.clean) < s.cfg["min_kept_tasks"]:
+        return refusal("TOO_FEW_CLEAN_TASKS", f"Only {len(s.clean)} clean {s.split} task(s) remain for {s.cand}; "
+                                              f"min_kept_tasks is {s.cfg['min_kept_tasks']}.", len(s.clean))
+    return None
+
+
+def _unsandboxed(s: Slice) -> dict | None:
+    runs = s.runs
+    compared = runs[(runs.split == s.split) & (runs.role == "agent") & (runs.solver.isin([s.cand, s.base]))]
     loose = compared[compared.isolation != "bwrap"]
     if len(loose):
         ev = sorted({f"{r.solver}:{r.isolation}" for r in loose.itertuples()})
-        reasons.append(refusal("UNSANDBOXED", f"{len(loose)} agent run(s) on the {split} split ran without the "
-                                              f"sandbox ({', '.join(ev)}); the sandbox needs unprivileged user "
-                                              "namespaces: with sandbox: required the run stops and names the "
-                                              "setting to enable.",
-                               ev))
-    over = cand_rows[cand_rows.over_envelope.eq(True)]
-    if len(over):
-        reasons.append(refusal("OVER_ENVELOPE", f"{len(over)} {cand} run(s) exceeded the envelope "
-                                                f"({', '.join(sorted(over.task_id))}).", sorted(over.task_id)))
-    cand_tamper = cand_rows[cand_rows.status == "tamper"]
-    if len(cand_tamper):
-        ev = sorted(f"{r.task_id}#{r.epoch}" for r in cand_tamper.itertuples())
-        reasons.append(refusal("CANDIDATE_TAMPERED", f"{cand} was scored tamper on {len(cand_tamper)} {split} run(s) "
-                                                     f"({', '.join(ev)}): its patches touched tests or test configuration, "
-                                                     "shadowed a module or forged the test report (see the reasons in "
-                                                     "runs.parquet). A rate for an agent caught tampering is not published.",
-                               ev))
-    tampered = runs[(runs.split == split) & (runs.status == "tamper")]
-    if len(tampered):
-        notes.append({"code": "TAMPER", "sentence": f"{len(tampered)} run(s) touched tests or test configuration and "
-                                                    "were scored tamper (not pass): "
-                      + ", ".join(sorted(f"{r.solver}:{r.task_id}" for r in tampered.itertuples()))})
-    n_c = len(cand_scores)
-    scheduled = int(len(cand_rows))
-    passes = sum(cand_scores.values())
-    rate = passes / n_c if n_c else None
-    timeouts = int((cand_rows.status == "timeout").sum())
-    excluded = cand_rows[cand_rows.status.isin(["excluded", "infra_fail"])]
+        return refusal("UNSANDBOXED", f"{len(loose)} agent run(s) on the {s.split} split ran without the "
+                                      f"sandbox ({', '.join(ev)}); the sandbox needs unprivileged user "
+                                      "namespaces: with sandbox: required the run stops and names the "
+                                      "setting to enable.", ev)
+    return None
 
-    # --- paired comparison ---------------------------------------------------------------
-    base_scores = per_task_scores(runs, base, split)
+
+def _over_envelope(s: Slice) -> dict | None:
+    over = s.cand_rows[s.cand_rows.over_envelope.eq(True)]
+    if len(over):
+        return refusal("OVER_ENVELOPE", f"{len(over)} {s.cand} run(s) exceeded the envelope "
+                                        f"({', '.join(sorted(over.task_id))}).", sorted(over.task_id))
+    return None
+
+
+def _candidate_tampered(s: Slice) -> dict | None:
+    bad = s.cand_rows[s.cand_rows.status == "tamper"]
+    if len(bad):
+        ev = sorted(f"{r.task_id}#{r.epoch}" for r in bad.itertuples())
+        return refusal("CANDIDATE_TAMPERED", f"{s.cand} was scored tamper on {len(bad)} {s.split} run(s) "
+                                             f"({', '.join(ev)}): its patches touched tests or test configuration, "
+                                             "shadowed a module or forged the test report (see the reasons in "
+                                             "runs.parquet). A rate for an agent caught tampering is not published.",
+                       ev)
+    return None
+
+
+#: The refusals a slice is checked for, in the order they are reported (the ledger's come
+#: before them, EXCLUSIONS_DECIDE after: it needs the comparison).
+RULES: list[tuple[str, Callable[[Slice], dict | None]]] = [
+    ("LEAK_SUSPECT", _leak_suspect),
+    ("ORACLE_FAILED", _oracle_failed),
+    ("DUMMY_PASSED", _dummy_passed),
+    ("CONTROL_INFRA_FAIL", _control_infra_fail),
+    ("WEAK_TEST_IN_SLICE", _slice_flag("WEAK_TEST_IN_SLICE", "weak_test", "pass with the empty diff")),
+    ("FLAKY_IN_SLICE", _slice_flag("FLAKY_IN_SLICE", "flaky", "gave different gold-patch results on reruns")),
+    ("TUNE_SPLIT", _tune_split),
+    ("ENVELOPE_INCOMPLETE", _envelope_incomplete),
+    ("STRATUM_TOO_SMALL", _stratum_too_small),
+    ("NO_CANDIDATE_ROWS", _no_candidate_rows),
+    ("TOO_FEW_CLEAN_TASKS", _too_few_clean_tasks),
+    ("UNSANDBOXED", _unsandboxed),
+    ("OVER_ENVELOPE", _over_envelope),
+    ("CANDIDATE_TAMPERED", _candidate_tampered),
+]
+
+
+def tamper_note(s: Slice) -> dict | None:
+    tampered = s.runs[(s.runs.split == s.split) & (s.runs.status == "tamper")]
+    if len(tampered):
+        return {"code": "TAMPER", "sentence": f"{len(tampered)} run(s) touched tests or test configuration and "
+                                              "were scored tamper (not pass): "
+                + ", ".join(sorted(f"{r.solver}:{r.task_id}" for r in tampered.itertuples()))}
+    return None
+
+
+# -------------------------------------------------------------------- the paired comparison
+
+def compare(s: Slice, alpha: float) -> tuple[dict, list[dict]]:
+    """The paired comparison candidate vs baseline on the matched tasks, and its notes."""
+    cfg, notes = s.cfg, []
+    base_scores = per_task_scores(s.runs, s.base, s.split)
+    cand_scores = s.cand_scores
     common = sorted(set(cand_scores) & set(base_scores))
-    strata_of = exp["strata_of"]
+    strata_of = s.exp["strata_of"]
     comparison: dict[str, Any] = {
-        "candidate": cand, "baseline": base, "split": split, "unit": "task (epochs averaged per task)",
+        "candidate": s.cand, "baseline": s.base, "split": s.split, "unit": "task (epochs averaged per task)",
         "matched_tasks": len(common),
         "unmatched_task_ids": sorted(set(cand_scores) ^ set(base_scores)),
     }
@@ -450,20 +558,26 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         comparison["note"] = "fewer than 2 matched tasks: no interval"
     comparison["verdict_label"] = verdict_label
     comparison["alpha"] = alpha
+    return comparison, notes
 
-    # --- no pooled headline over unbalanced strata ----------------------------------------
-    # Neither rule trusts the order of `strata` (easiest first is the author's word): any
-    # stratum over half the tasks, and any stratum where the dummies are not beaten, withhold it.
-    present = [s for s in cfg["strata"] if (slice_tasks.stratum == s).any()]
-    shares = {s: float((slice_tasks.stratum == s).mean()) for s in present}
-    big = max(shares, key=lambda s: shares[s]) if shares else None
+
+def headline_form(s: Slice) -> tuple[bool, list[dict], list[dict]]:
+    """Whether a pooled headline may be quoted: (withheld, dummy deltas per stratum, notes).
+
+    Neither rule trusts the order of ``strata`` (easiest first is the author's word): a stratum
+    over half the tasks, or a stratum where the dummies are not beaten, withholds it."""
+    notes: list[dict] = []
+    slice_tasks, cfg = s.slice_tasks, s.cfg
+    present = [st for st in cfg["strata"] if (slice_tasks.stratum == st).any()]
+    shares = {st: float((slice_tasks.stratum == st).mean()) for st in present}
+    big = max(shares, key=lambda st: shares[st]) if shares else None
     # one stratum is not an imbalance: there is nothing for a pooled rate to hide
     unbalanced = big is not None and shares[big] > 0.5 and len(present) > 1
     if unbalanced:
-        notes.append(note_for("UNBALANCED_STRATA", f"{shares[big]:.0%} of the {split} tasks are in stratum "
-                                                f"'{big}': a pooled rate would mostly measure it. Quote the "
-                                                "per-stratum rates, never one pooled number."))
-    dummies = dummy_deltas(runs, cand_scores, split, strata_of, cfg["strata"])
+        notes.append(note_for("UNBALANCED_STRATA", f"{shares[big]:.0%} of the {s.split} tasks are in stratum "
+                                                   f"'{big}': a pooled rate would mostly measure it. Quote the "
+                                                   "per-stratum rates, never one pooled number."))
+    dummies = dummy_deltas(s.runs, s.cand_scores, s.split, s.exp["strata_of"], cfg["strata"])
     beaten = [d for d in dummies if d["beats_dummies"]]
     not_beaten = [d for d in dummies if not d["beats_dummies"]]
     easy_only = len(dummies) > 1 and bool(beaten) and bool(not_beaten)
@@ -471,82 +585,89 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         won = ", ".join(f"{d['stratum']} {d['candidate_rate']:.2f}" for d in beaten)
         lost_ = ", ".join(f"{d['stratum']} {d['candidate_rate']:.2f}" for d in not_beaten)
         notes.append(note_for("DUMMY_BEATEN_ONLY_ON_EASY",
-                           f"{cand} beats the do-nothing controls only on {won}; on {lost_} it is no better than "
-                           "them. A pooled rate would be the other strata's: publish the stratum table and the "
-                           "dummy deltas, never one pooled number."))
-    no_pooled = unbalanced or easy_only
+                              f"{s.cand} beats the do-nothing controls only on {won}; on {lost_} it is no better "
+                              "than them. A pooled rate would be the other strata's: publish the stratum table and "
+                              "the dummy deltas, never one pooled number."))
+    return unbalanced or easy_only, dummies, notes
 
-    # --- abstention must not pay: the rate with exclusions counted as failures -------------
-    public_sens = None
-    if cfg.get("public_results"):
-        cand_all = per_task_scores(runs, cand, split, abstained_as_failures=True)
-        public_sens = public_comparison(cfg, exp, cand, sum(cand_all.values()) / len(cand_all) if cand_all else None,
-                                        True)
-    sens, sens_reason = sensitivity(runs, cfg, cand, base, split, strata_of, cand_scores, comparison, cand_strata,
-                                    not no_pooled, public_comparison(cfg, exp, cand, rate, True), public_sens)
+
+def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
+           ledger: Path | None = None) -> tuple[dict, dict, str]:
+    """Compute (decision, card, report markdown) for one experiment folder, step by step.
+
+    With ``ledger`` (the pack's ledger.jsonl) and a holdout score, the holdout's history is
+    checked; the entry to append is returned in ``decision["ledger_entry"]``."""
+    s = load_slice(exp_dir, split_path)
+    memory = holdout_memory(s, ledger, exp_dir)           # 1. the holdout's memory (pins servers)
+    s.runs = memory.runs
+    s.aggregate()                                        # 2. the candidate's aggregates
+    reasons = list(memory.reasons)
+    reasons += [r for _code, rule in RULES if (r := rule(s)) is not None]   # 3. every refusal rule
+    notes = list(memory.notes) + [n for n in [tamper_note(s)] if n]
+    comparison, cmp_notes = compare(s, memory.alpha)      # 4. the paired comparison
+    notes += cmp_notes
+    no_pooled, dummies, form_notes = headline_form(s)     # 5. may one pooled number be quoted?
+    notes += form_notes
+    facts = headline_facts(s)
+    public_sens = None                                   # 6. abstention must not pay
+    if s.cfg.get("public_results"):
+        cand_all = per_task_scores(s.runs, s.cand, s.split, abstained_as_failures=True)
+        public_sens = public_comparison(s.cfg, s.exp, s.cand,
+                                        sum(cand_all.values()) / len(cand_all) if cand_all else None, True)
+    sens, sens_reason = sensitivity(s.runs, s.cfg, s.cand, s.base, s.split, s.exp["strata_of"], s.cand_scores,
+                                    comparison, s.cand_strata, not no_pooled,
+                                    public_comparison(s.cfg, s.exp, s.cand, facts["rate"], True), public_sens)
     if sens_reason is not None:
         reasons.append(sens_reason)
-    counts = {s: abstention_counts(runs[(runs.split == split) & (runs.solver == s)]) for s in (cand, base)}
+    counts = {x: abstention_counts(s.runs[(s.runs.split == s.split) & (s.runs.solver == x)]) for x in (s.cand, s.base)}
     comparison["exclusion_rates"] = counts
-    comparison["exclusion_note"] = exclusion_note(counts, cand, base, sens["delta"], sens["verdict"])
+    comparison["exclusion_note"] = exclusion_note(counts, s.cand, s.base, sens["delta"], sens["verdict"])
+    publishable = not reasons                            # 7. the decision and its sentences
+    decision = assemble(s, facts, reasons, notes, comparison, sens, dummies, no_pooled, memory, publishable,
+                        pack_hash_path)
+    card = build_card(s.exp, s.manifest, s.tasks, s.runs)
+    card.update(card_claim(s.exp, decision))
+    return decision, card, render_report(decision, card, s.strata, s.tasks)
 
-    publishable = not reasons
-    headline = round(rate, 6) if (publishable and rate is not None and not no_pooled) else None
+
+def headline_facts(s: Slice) -> dict:
+    """The candidate's counts on the slice: n, passes, rate, timeouts, exclusions, scheduled."""
+    n_c = len(s.cand_scores)
+    passes = sum(s.cand_scores.values())
     per_stratum = []
-    for s in cfg["strata"]:
-        if s in cand_strata.index:
-            r = cand_strata.loc[s]
-            per_stratum.append({"stratum": s, "n": int(r.n), "passes": float(r.passes), "pass_rate": fmt(r.pass_rate, 6),
-                                "ci_low": fmt(r.ci_low, 6), "ci_high": fmt(r.ci_high, 6),
-                                "timeout_rate": fmt(r.timeout_rate, 6)})
-    env = cfg["envelope"]
-    steer_known = cand_rows.steer_count.notna().all() if len(cand_rows) else False
-    allowed: list[str] = []
-    refused: list[dict] = []
-    if publishable:
-        strata_txt = "; ".join(f"{p['stratum']} {p['passes']:g}/{p['n']}" for p in per_stratum)
-        pooled = "" if no_pooled else f"passed {passes:g} of {n_c} {split} tasks ({pct(rate)}) on hidden tests, "
-        allowed.append(
-            f"On this sealed pack (digest {exp['pack_digest'][:12]}), {cand} {pooled}"
-            f"{'passed hidden tests ' if no_pooled else ''}under a clock of at most {env['max_wall_s']} s per task, "
-            f"{env['max_steps']} steps and {env['max_output_tokens']} output tokens; per stratum: {strata_txt}; "
-            f"timeouts {timeouts} (counted as failures), exclusions {len(excluded)} of {scheduled} scheduled runs"
-            + (f" (with them counted as failures: {sens['passes']:g} of {sens['n']}, {pct(sens['rate'])})"
-               if len(excluded) else "") + "."
-            + (f" {holdout_reuse_out['sentence']}" if holdout_reuse_out else "")
-        )
-        if len(dummies) > 1 or no_pooled:
-            allowed.append(f"Against the do-nothing controls on the same {split} tasks, per stratum: " + "; ".join(
-                f"{d['stratum']} {d['candidate_rate']:.2f} (empty diff {signed(d['delta_vs_empty_diff'])}, "
-                f"stub {signed(d['delta_vs_stub'])}, n={d['n']})" for d in dummies) + ".")
-        if comparison.get("verdict") in (stats.VERDICT_CANDIDATE, stats.VERDICT_BASELINE):
-            winner, loser = (cand, base) if comparison["verdict"] == stats.VERDICT_CANDIDATE else (base, cand)
-            allowed.append(
-                f"On these {len(common)} {split} tasks, {winner} passed more than {loser}: delta "
-                f"{comparison['delta']:+.3f} (95% {comparison['method'].replace('_', ' ')} interval "
-                f"[{comparison['ci_low']:+.3f}, {comparison['ci_high']:+.3f}], exact McNemar p "
-                f"{comparison['mcnemar_p']:.3f} < {alpha:.4g})"
-                + (f". {comparison['exclusion_note']}" if comparison["exclusion_note"] else ".")
-                + (f" {holdout_reuse_out['sentence']}" if holdout_reuse_out else "")
-            )
-        else:
-            refused.append({"sentence": f"{cand} is better than {base}.", "why": comparison_why(comparison, cfg)})
-    else:
-        refused.append({"sentence": f"{cand} clears {pct(rate)}.",
-                        "why": "the gate refused a headline: " + ", ".join(r["code"] for r in reasons)})
+    for st in s.cfg["strata"]:
+        if st in s.cand_strata.index:
+            r = s.cand_strata.loc[st]
+            per_stratum.append({"stratum": st, "n": int(r.n), "passes": float(r.passes),
+                                "pass_rate": fmt(r.pass_rate, 6), "ci_low": fmt(r.ci_low, 6),
+                                "ci_high": fmt(r.ci_high, 6), "timeout_rate": fmt(r.timeout_rate, 6)})
+    return {"n": n_c, "passes": passes, "rate": passes / n_c if n_c else None,
+            "timeouts": int((s.cand_rows.status == "timeout").sum()),
+            "excluded": int(s.cand_rows.status.isin(["excluded", "infra_fail"]).sum()),
+            "scheduled": int(len(s.cand_rows)), "per_stratum": per_stratum}
+
+
+def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], comparison: dict, sens: Mapping,
+             dummies: list[dict], no_pooled: bool, memory: Memory, publishable: bool, pack_hash_path: Path) -> dict:
+    """decision.json: the headline, its reasons and notes, and the sentences that follow."""
+    exp, cfg, cand, split = s.exp, s.cfg, s.cand, s.split
+    rate = facts["rate"]
+    headline = round(rate, 6) if (publishable and rate is not None and not no_pooled) else None
+    allowed, refused = headline_sentences(exp, cfg, facts, sens, comparison, dummies, no_pooled, memory.reuse,
+                                          [r["code"] for r in reasons], publishable, memory.alpha)
     public = public_comparison(cfg, exp, cand, rate, publishable)
     if public is not None:
         (allowed if public["allowed"] else refused).append(
             public["sentence"] if public["allowed"] else {"sentence": public["sentence"], "why": public["why"]})
-    roles = roles_table(runs, split)
-    allowed_h, refused_h = human_sentences(roles, runs, cand, split, publishable)
+    roles = roles_table(s.runs, split)
+    allowed_h, refused_h = human_sentences(roles, s.runs, cand, split, publishable)
     allowed += allowed_h
     refused += refused_h
+    steer_known = s.cand_rows.steer_count.notna().all() if len(s.cand_rows) else False
     if not steer_known:
         refused.append({"sentence": f"{cand} ran unsupervised.", "why": "steers were not recorded (steers.jsonl absent)"})
     refused.append({"sentence": "AI is better at coding than most software developers.",
                     "why": "never allowed from this protocol: a local pack and local humans are not the profession"})
-
     digests = {
         "pack": exp["pack_digest"], "denylist": exp["denylist_digest"], "tasks": exp["task_digests"],
         "split_manifest": exp["split_manifest_digest"],
@@ -554,27 +675,24 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
         "agent_fingerprints": exp["agent_fingerprints"], "code": exp["code"],
         "toolchain": exp["toolchain_digest"], "pack_hash_file": (Path(pack_hash_path).read_text().splitlines() or [""])[-1],
     }
-    decision = {
+    excluded, scheduled = facts["excluded"], facts["scheduled"]
+    return {
         "experiment": exp["exp_id"], "publishable": publishable, "headline": headline,
         "headline_metric": f"{cand} hidden-test pass rate on the {split} split (per-task, epochs averaged)",
-        "n": n_c, "passes": passes, "per_stratum": per_stratum, "timeouts": timeouts,
-        "exclusions": len(excluded), "scheduled": scheduled,
-        "exclusion_rate_scheduled": fmt(len(excluded) / scheduled, 6) if scheduled else None,
-        "dummy_deltas": dummies, "holdout_reuse": holdout_reuse_out, "server_pin": server_pin,
+        "n": facts["n"], "passes": facts["passes"], "per_stratum": facts["per_stratum"], "timeouts": facts["timeouts"],
+        "exclusions": excluded, "scheduled": scheduled,
+        "exclusion_rate_scheduled": fmt(excluded / scheduled, 6) if scheduled else None,
+        "dummy_deltas": dummies, "holdout_reuse": memory.reuse, "server_pin": memory.server_pin,
         "pooled_headline_withheld": bool(publishable and no_pooled),
         "comparison_summary": comparison_summary(comparison, cfg),
         "sensitivity": sens, "reasons": reasons, "notes": notes, "allowed_sentences": allowed,
         "refused_sentences": refused, "comparison": comparison, "roles": roles,
-        "cost_per_pass": cost_per_pass(runs, split, cfg["strata"]),
-        "pass_at_k": pass_at_k_table(runs, split, int(cfg["epochs"])),
+        "cost_per_pass": cost_per_pass(s.runs, split, cfg["strata"]),
+        "pass_at_k": pass_at_k_table(s.runs, split, int(cfg["epochs"])),
         "interval_method": cfg.get("interval_method", "wilson"),
-        "public_minus_holdout": public, "ledger_entry": ledger_entry_out, "digests": digests,
+        "public_minus_holdout": public, "ledger_entry": memory.entry, "digests": digests,
         "toolchain": {"python": exp["toolchain"]["python"], "packages": exp["toolchain"]["packages"]},
     }
-    card = build_card(exp, manifest, tasks, runs)
-    card.update(card_claim(exp, decision))
-    report = render_report(decision, card, strata, tasks)
-    return decision, card, report
 
 
 def point_latest(latest: Path, exp_dir: Path) -> None:

@@ -266,3 +266,48 @@ def human_sentences(roles: list[dict], runs, cand: str, split: str, publishable:
             refused.append({"sentence": faster + ".", "why": f"it was not: median {secs(a_med)} vs {secs(b_med)}, "
                                                              "timeouts counted as never green"})
     return allowed, refused
+
+
+def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping, comparison: Mapping,
+                       dummies: list[dict], no_pooled: bool, reuse: Mapping | None, codes: list[str],
+                       publishable: bool, alpha: float) -> tuple[list[str], list[dict]]:
+    """The headline sentence (pooled or per stratum), the dummy deltas and the comparison
+    sentence — or, when the gate refused, the refused headline."""
+    cand, base, split = cfg["candidate"], cfg["baseline"], cfg["score_split"]
+    env = cfg["envelope"]
+    allowed: list[str] = []
+    refused: list[dict] = []
+    if not publishable:
+        refused.append({"sentence": f"{cand} clears {pct(facts['rate'])}.",
+                        "why": "the gate refused a headline: " + ", ".join(codes)})
+        return allowed, refused
+    strata_txt = "; ".join(f"{p['stratum']} {p['passes']:g}/{p['n']}" for p in facts["per_stratum"])
+    pooled = "" if no_pooled else (f"passed {facts['passes']:g} of {facts['n']} {split} tasks "
+                                   f"({pct(facts['rate'])}) on hidden tests, ")
+    allowed.append(
+        f"On this sealed pack (digest {exp['pack_digest'][:12]}), {cand} {pooled}"
+        f"{'passed hidden tests ' if no_pooled else ''}under a clock of at most {env['max_wall_s']} s per task, "
+        f"{env['max_steps']} steps and {env['max_output_tokens']} output tokens; per stratum: {strata_txt}; "
+        f"timeouts {facts['timeouts']} (counted as failures), exclusions {facts['excluded']} of "
+        f"{facts['scheduled']} scheduled runs"
+        + (f" (with them counted as failures: {sens['passes']:g} of {sens['n']}, {pct(sens['rate'])})"
+           if facts["excluded"] else "") + "."
+        + (f" {reuse['sentence']}" if reuse else "")
+    )
+    if len(dummies) > 1 or no_pooled:
+        allowed.append(f"Against the do-nothing controls on the same {split} tasks, per stratum: " + "; ".join(
+            f"{d['stratum']} {d['candidate_rate']:.2f} (empty diff {signed(d['delta_vs_empty_diff'])}, "
+            f"stub {signed(d['delta_vs_stub'])}, n={d['n']})" for d in dummies) + ".")
+    if comparison.get("verdict") in (stats.VERDICT_CANDIDATE, stats.VERDICT_BASELINE):
+        winner, loser = (cand, base) if comparison["verdict"] == stats.VERDICT_CANDIDATE else (base, cand)
+        allowed.append(
+            f"On these {comparison['matched_tasks']} {split} tasks, {winner} passed more than {loser}: delta "
+            f"{comparison['delta']:+.3f} (95% {comparison['method'].replace('_', ' ')} interval "
+            f"[{comparison['ci_low']:+.3f}, {comparison['ci_high']:+.3f}], exact McNemar p "
+            f"{comparison['mcnemar_p']:.3f} < {alpha:.4g})"
+            + (f". {comparison['exclusion_note']}" if comparison["exclusion_note"] else ".")
+            + (f" {reuse['sentence']}" if reuse else "")
+        )
+    else:
+        refused.append({"sentence": f"{cand} is better than {base}.", "why": comparison_why(comparison, cfg)})
+    return allowed, refused
