@@ -351,7 +351,7 @@ def test_seed_003_fixture_gives_the_seeds_decision(tmp_path: Path) -> None:
     assert d["headline"] is None and d["publishable"] is False
     assert "TOO_FEW_CLEAN_TASKS" in codes(d)
     assert d["n"] == 6 and d["exclusions"] == 4
-    # stricter, for a stated reason (README "Seeds"): migration and explain keep 1 task each
+    # stricter, for a stated reason (docs/results.md "Seeds"): migration and explain keep 1 task each
     assert "STRATUM_TOO_SMALL" in codes(d)
 
 

@@ -90,7 +90,7 @@ def test_kill_and_resume(tmp_path: Path) -> None:
         assert (la / "tables" / f"{table}.parquet").read_bytes() == (lb / "tables" / f"{table}.parquet").read_bytes()
     import pandas as pd
 
-    run_specific = ["wall_s", "time_to_green_s"]  # documented in README (Reliability)
+    run_specific = ["wall_s", "time_to_green_s"]  # documented in docs/scale.md (Reliability)
     ra = pd.read_parquet(la / "tables" / "runs.parquet").drop(columns=run_specific)
     rb = pd.read_parquet(lb / "tables" / "runs.parquet").drop(columns=run_specific)
     pd.testing.assert_frame_equal(ra, rb)

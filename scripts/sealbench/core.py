@@ -49,11 +49,11 @@ class SealbenchError(Exception):
 
 
 class PackError(SealbenchError):
-    """The pack breaks the contract (CONTRACTS §1): names the file and the field."""
+    """The pack breaks the contract (docs/contract.md §1): names the file and the field."""
 
 
 class ConfigError(SealbenchError):
-    """The configuration breaks the schema (CONTRACTS §3): names the key."""
+    """The configuration breaks the schema (docs/contract.md §3): names the key."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -350,7 +350,7 @@ def validate_config(config: Mapping[str, Any], where: str = "config") -> dict:
         if not pack.exists():
             errors.append(f"{where}: field 'pack': '{pack}' does not exist")
         elif not (pack / "tasks").is_dir():
-            errors.append(f"{where}: field 'pack': '{pack}' has no tasks/ folder (see CONTRACTS §1)")
+            errors.append(f"{where}: field 'pack': '{pack}' has no tasks/ folder (see docs/contract.md §1)")
     if errors:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(errors))
     return cfg

@@ -1,6 +1,6 @@
 """The gate's vocabulary: every refusal code and note with what it means, and how one is made.
 
-One place defines them (the README's tables are checked against ``REFUSALS`` and ``NOTES``).
+One place defines them (the tables of docs/results.md are checked against ``REFUSALS`` and ``NOTES``).
 A refusal blocks the headline (``publishable: false``); a note is stated beside it.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 ABSTAINED = ("excluded", "infra_fail")
 
 
-#: Every refusal code with what it means (documented in the README).
+#: Every refusal code with what it means (documented in docs/results.md).
 REFUSALS: dict[str, str] = {
     "LEAK_SUSPECT": "a task matches the denylist or public benchmark text, or its prompt or repo quotes its hidden "
                     "tests; the pack is not private",

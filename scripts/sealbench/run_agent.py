@@ -7,7 +7,7 @@ Writes: results/tasks/<id>/<digest>/runs/<agent>/<fingerprint>/<epoch>/
           agent.stdout / agent.stderr (capped), attempts.jsonl (visible runs, written by the
           harness), visible_logs/, out/ (SEALBENCH_OUT)
 
-The agent is a shell command (CONTRACTS §2) run with the workspace as cwd, stdin from
+The agent is a shell command (docs/contract.md §2) run with the workspace as cwd, stdin from
 /dev/null and the SEALBENCH_* variables, inside the sandbox (``sandbox.py``) where it works.
 Its clock is min(task time_box_sec, envelope max_wall_s); at the clock — or at the first green
 visible run under ``stop_on_green`` — its whole process tree is killed. ``SEALBENCH_VISIBLE_CMD``

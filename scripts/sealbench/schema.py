@@ -1,6 +1,6 @@
-"""The one definition of every result table (CONTRACTS §4) and of the run statuses.
+"""The one definition of every result table (docs/contract.md §4) and of the run statuses.
 
-The README's column tables are checked against these schemas by ``tests/test_schema_docs.py``.
+The column tables of docs/results.md are checked against these schemas by ``tests/test_docs.py``.
 pyarrow is imported lazily so the per-task stages stay light.
 """
 

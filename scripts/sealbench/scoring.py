@@ -1,4 +1,4 @@
-"""Scoring: a patch on a pristine snapshot with the sealed tests (CONTRACTS §1).
+"""Scoring: a patch on a pristine snapshot with the sealed tests (docs/contract.md §1).
 
 - :func:`split_patch` / :func:`apply_patch`: a patch is applied section by section; sections
   touching *protected* paths (:func:`protected_reason`: the test folders, pytest
@@ -984,7 +984,7 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
                 oracle: bytes | None = None, sandbox: object | None = None,
                 expected_hidden: int | None = None,
                 commands: tuple[str, ...] = ("visible", "hidden")) -> ScoreResult:
-    """Score ``patch`` on a sealed task (CONTRACTS §1 scoring workspace).
+    """Score ``patch`` on a sealed task (docs/contract.md §1 scoring workspace).
 
     The patch's protected sections (:func:`protected_reason`) are not applied; the rest is,
     then the sealed test folders are copied in and both commands run with a JUnit report

@@ -8,7 +8,7 @@ run record (``run.json``) and ``patch.diff`` an agent run writes (see ``run_agen
 Commands (``sealbench session ...``; the functions of the same name are the API):
 
 - ``start TASK --role human --who NAME``: validates the config and the pack, builds the
-  workspace (CONTRACTS §1) in a scratch folder outside the project tree, starts the clock.
+  workspace (docs/contract.md §1) in a scratch folder outside the project tree, starts the clock.
 - ``check``: runs the task's visible command at the workspace root and records the attempt.
 - ``steer "TEXT"``: records one human intervention (help the person received).
 - ``submit``: stops the clock, takes the patch, writes the run record, removes the workspace.
@@ -68,7 +68,7 @@ SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 SCRATCH_PREFIX = "sealbench-session-"
 START_HINT = "start one with `sealbench session start TASK --role human --who NAME`"
 
-#: The run record's constant parts for a person (CONTRACTS §2: unknown stays null).
+#: The run record's constant parts for a person (docs/contract.md §2: unknown stays null).
 HUMAN_COMMAND = "human session"
 HUMAN_STAMP = {"server_id": "human", "queue_ms": 0, "retries": 0, "quota_state": "n/a", "route_changed": False}
 USAGE_KEYS = ("tokens_in", "tokens_out", "cost_usd", "steps")

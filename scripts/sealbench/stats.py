@@ -141,7 +141,7 @@ def clopper_pearson_interval(k: int, n: int, conf: float = 0.95) -> tuple[float,
 def rate_interval(passes: float, n: int, method: str = "wilson") -> tuple[float | None, float | None]:
     """95% interval of a per-task pass share: Wilson (default) or Clopper–Pearson. With epochs
     ``passes`` may be fractional; Wilson then uses the per-task share as p-hat and Clopper–Pearson
-    rounds to the nearest whole count (said in the README)."""
+    rounds to the nearest whole count (said in docs/results.md)."""
     if n == 0:
         return None, None
     if method == "clopper_pearson":

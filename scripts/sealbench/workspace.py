@@ -1,6 +1,6 @@
 """Workspaces, the process runner, patches and scoring: the shared machinery of the run stages.
 
-- :func:`make_workspace` builds the worker's workspace (CONTRACTS §1): a copy of ``repo/`` with
+- :func:`make_workspace` builds the worker's workspace (docs/contract.md §1): a copy of ``repo/`` with
   ``visible_tests/`` inside, a git repository with exactly one commit. The same commit is
   also kept in a *shadow* git folder outside the workspace, so the patch is computed against
   the recorded base even if the worker rewrites ``.git``.
