@@ -444,8 +444,15 @@ def test_attack_dry_run_plans_only_the_edited_agent(tmp_path: Path) -> None:
     runs = [w for r, w in planned(wd) if r == "run_agent"]
     assert len(runs) == 12 and {w["agent"] for w in runs} == {"fixer"}
 
-    # the experiment record says what each fingerprint covered (not part of the id itself)
-    for f in (wd / "results" / "experiments").glob("*/experiment.json"):
+    # the experiment record (written by its job, planning writes nothing) says what each
+    # fingerprint covered (not part of the id itself)
+    plan = _smk(wd, "-n", "gate").stdout
+    records = sorted({w.strip() for line in plan.splitlines() if line.strip().startswith("output:")
+                      for w in line.strip()[len("output:"):].split(",") if w.strip().endswith("experiment.json")})
+    assert len(records) == 1, plan[-2000:]
+    res = _smk(wd, "--cores", "1", records[0])
+    assert res.returncode == 0, res.stderr[-3000:]
+    for f in [wd / records[0]]:
         exp = json.loads(f.read_text())
         ident = exp["agent_identity"]["fixer"]
         assert ident["fingerprint"] == exp["agent_fingerprints"]["fixer"]

@@ -7,6 +7,7 @@ batch job which redoes only that task's steps, and that a leak suspect still sto
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -120,7 +121,8 @@ def test_batched_run_decides_like_per_task_jobs_and_reruns_only_changed_steps(tm
     original = hidden.read_bytes()
     hidden.write_bytes(original + b"\n")
     plan = smk(wd, "-n", "gate")
-    assert "task_batch        1" in plan.stdout, plan.stdout[-2000:]
+    assert re.search(r"^task_batch +1$", plan.stdout, re.M), plan.stdout[-2000:]
+    assert re.search(r"^batch_spec +1$", plan.stdout, re.M), "the new batch's spec is a job (planning writes nothing)"
     res = smk(wd, "--cores", "2", "gate")
     assert res.returncode == 0, res.stderr[-4000:]
     new = {k: v for k, v in _done(wd).items() if k not in batches}

@@ -19,8 +19,9 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .core import (
     HashCache,
@@ -52,10 +53,16 @@ class PackPlan:
     task_digests: dict[str, str]
     denylist_digest: str
     pack_digest: str
+    #: Writes the stat caches planning filled (``plan_pack(write_caches=False)`` defers it).
+    save_caches: Callable[[], None] = field(default=lambda: None, repr=False, compare=False)
 
 
-def plan_pack(pack: Path, strata: list[str] | None = None, cache_path: Path | None = None) -> PackPlan:
-    """Validate the pack and digest every task (with a stat cache so re-planning is cheap)."""
+def plan_pack(pack: Path, strata: list[str] | None = None, cache_path: Path | None = None,
+              write_caches: bool = True) -> PackPlan:
+    """Validate the pack and digest every task (with a stat cache so re-planning is cheap).
+
+    ``write_caches=False``: planning writes nothing (``snakemake -n``, ``--lint``); the caches are
+    written when the caller calls ``plan.save_caches()`` (the Snakefile does it at ``onstart``)."""
     pack = Path(pack)
     ok_path = Path(cache_path).with_name("meta-schema-ok.json") if cache_path else None
     schema_ok: set[str] = set()
@@ -66,13 +73,19 @@ def plan_pack(pack: Path, strata: list[str] | None = None, cache_path: Path | No
             schema_ok = set()
     known = len(schema_ok)
     tasks = load_pack(pack, strata, schema_ok)
-    if ok_path is not None and len(schema_ok) != known:
-        atomic_write_text(ok_path, json.dumps(sorted(schema_ok)))
     cache = HashCache(cache_path)
     digests = {t.id: task_digest(t.dir, cache) for t in tasks}
-    cache.save()
+
+    def save() -> None:
+        if ok_path is not None and len(schema_ok) != known:
+            ok_path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(ok_path, json.dumps(sorted(schema_ok)))
+        cache.save()
+
+    if write_caches:
+        save()
     ddig = denylist_digest(pack)
-    return PackPlan(pack, {t.id: t for t in tasks}, digests, ddig, pack_digest(digests, ddig))
+    return PackPlan(pack, {t.id: t for t in tasks}, digests, ddig, pack_digest(digests, ddig), save)
 
 
 def seal_task(task_dir: Path, expected: str, out_dir: Path, record: Path) -> dict:

@@ -70,17 +70,14 @@ except SealbenchError as exc:
 
 
 
+#: The stat cache of agent code: read while planning, written at onstart (planning writes nothing).
+_AGENT_CACHE = HashCache(Path(RESULTS) / ".sealbench" / AGENT_CACHE_NAME)
+
+
 def _agent_identities():
     """Each agent's identity: its fingerprint and the files it covers (stat-cached, so a re-plan
-    reads only what changed). The cache is written by the main process only."""
-    cache = HashCache(Path(RESULTS) / ".sealbench" / AGENT_CACHE_NAME)
-    out = {name: agent_identity(name, spec, Path.cwd(), cache) for name, spec in CFG["agents"].items()}
-    if workflow.is_main_process:
-        try:
-            cache.save()
-        except OSError:
-            pass  # results/ not writable: said before any job (below); the cache only saves time
-    return out
+    reads only what changed)."""
+    return {name: agent_identity(name, spec, Path.cwd(), _AGENT_CACHE) for name, spec in CFG["agents"].items()}
 
 
 try:
@@ -98,7 +95,8 @@ EXECUTION_ONLY_KEYS = ("pack", "batch_size")
 @functools.cache
 def plan():
     """Validate and digest the pack; check the split. Raises SealbenchError."""
-    p = _hash_pack.plan_pack(Path(CFG["pack"]), CFG["strata"], Path(RESULTS) / ".sealbench" / "hashcache.json")
+    p = _hash_pack.plan_pack(Path(CFG["pack"]), CFG["strata"], Path(RESULTS) / ".sealbench" / "hashcache.json",
+                             write_caches=False)
     strata_of = {tid: t.stratum for tid, t in p.tasks.items()}
     manifest = _split.check(p.pack, strata_of, CFG["seed"], CFG["holdout_frac"])
     return p, strata_of, manifest
@@ -210,6 +208,26 @@ _RUN_LOCK = Path(RESULTS) / ".sealbench" / "run.lock"
 _RUN_LOCK_FD = None
 
 
+def _refuse_if_locked():
+    """While planning: refuse when another pipeline holds the run lock, without writing anything
+    (no lock file yet means no pipeline has run here)."""
+    import fcntl
+
+    try:
+        fd = os.open(_RUN_LOCK, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+        _fail(f"another sealbench pipeline is running in this working directory ({holder}); results/ is "
+              "left as it is. Wait for it (`sealbench progress` shows how far it is) or use another "
+              "working directory.")
+    finally:
+        os.close(fd)
+
+
 def _try_run_lock(hold):
     """Take (and, with hold, keep for this process's life) the exclusive run lock, or refuse."""
     import fcntl
@@ -235,7 +253,18 @@ def _try_run_lock(hold):
 
 
 onstart:
+    # Only a run writes (never `-n`, `--lint` or `--summary`): the disk probe, the lock, the caches.
+    _check_results_writable()
     _try_run_lock(hold=True)
+    for _save in (plan()[0].save_caches, _AGENT_CACHE.save):
+        try:
+            _save()
+        except OSError:
+            pass  # the caches only save time
+    if (Path(exp_dir()) / "decision.json").exists():  # results/latest: the current, finished experiment
+        from sealbench.gate import point_latest
+
+        point_latest(Path(RESULTS) / "latest", Path(exp_dir()))
 
 
 MIN_FREE_MB = int(os.environ.get("SEALBENCH_MIN_FREE_MB", "64"))
@@ -264,9 +293,10 @@ def _check_results_writable():
 
 
 # Before any job: validate and digest the pack, name the experiment (main process only).
+# Planning reads and never writes: the experiment record, the batch specs and results/latest are
+# written by jobs (rules experiment_record, batch_spec, gate), the lock and caches at onstart.
 if workflow.is_main_process:
-    _check_results_writable()
-    _try_run_lock(hold=False)
+    _refuse_if_locked()
     from sealbench.sandbox import bwrap_problem as _bwrap_problem
 
     if CFG["sandbox"] == "required" and _bwrap_problem():
@@ -277,15 +307,15 @@ if workflow.is_main_process:
         EXP = experiment()
     except SealbenchError as exc:
         _fail(exc)
-    _exp_dir = Path(RESULTS) / "experiments" / EXP["exp_id"]
-    if not (_exp_dir / "experiment.json").exists():
-        write_json(_exp_dir / "experiment.json", EXP)
-    # results/latest follows the experiment of the current inputs once it is complete.
-    if (_exp_dir / "decision.json").exists():
-        _latest = Path(RESULTS) / "latest"
-        if not (_latest.is_symlink() and os.readlink(_latest) == f"experiments/{EXP['exp_id']}"):
-            _tmp = Path(RESULTS) / ".latest.tmp"
-            if _tmp.is_symlink() or _tmp.exists():
-                _tmp.unlink()
-            os.symlink(f"experiments/{EXP['exp_id']}", _tmp)
-            os.replace(_tmp, _latest)
+
+
+rule experiment_record:
+    """The experiment record (everything that makes this result this result); content-addressed
+    by its id, so an existing one is never rewritten."""
+    output:
+        f"{RESULTS}/experiments/{{exp}}/experiment.json",
+    localrule: True
+    run:
+        if wildcards.exp != experiment()["exp_id"]:
+            raise ValueError(f"experiment {wildcards.exp} is not the current one ({experiment()['exp_id']})")
+        write_json(Path(output[0]), experiment())

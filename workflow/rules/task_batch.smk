@@ -91,19 +91,20 @@ def all_batches():
     return [f"{RESULTS}/batches/{key}/done.json" for key in batches()]  # in task order
 
 
-def write_batch_specs():
-    """Write each batch's spec (content-addressed: an existing one is never rewritten)."""
-    for key, spec in batches().items():
-        path = Path(RESULTS) / "batches" / key / "spec.json"
-        if not path.exists():
-            write_json(path, spec)
-
-
 if workflow.is_main_process and BATCHED:
     try:
-        write_batch_specs()
+        batches()  # planning checks the batches; the batch_spec jobs write them
     except SealbenchError as exc:
         _fail(exc)
+
+
+rule batch_spec:
+    """One batch's spec (content-addressed by its key: an existing one is never rewritten)."""
+    output:
+        f"{RESULTS}/batches/{{key}}/spec.json",
+    localrule: True
+    run:
+        write_json(Path(output[0]), batches()[wildcards.key])
 
 
 def batch_runtime_min(w):
