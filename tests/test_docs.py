@@ -17,7 +17,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench import core, run_agent, schema  # noqa: E402
+from sealbench import contract, core, schema  # noqa: E402
 from sealbench.refusals import NOTES, REFUSALS  # noqa: E402
 
 DOCS = ROOT / "docs"
@@ -160,11 +160,11 @@ def test_contract_documents_every_agent_variable_and_report_field() -> None:
         literals |= set(re.findall(r"[\"'](SEALBENCH_[A-Z0-9_]+)[\"']", path.read_text()))
     assert documented == literals - harness_only, "contract.md §2 differs from the variables the harness sets"
     pytype = {int: "int", str: "str", bool: "bool", (int, float): "float"}
-    for name, keys in (("usage.json", run_agent.USAGE_KEYS), ("stamp.json", run_agent.STAMP_KEYS)):
+    for name, keys in (("usage.json", contract.USAGE_KEYS), ("stamp.json", contract.STAMP_KEYS)):
         m = re.search(rf"`{re.escape(name)}`: `(\{{.*?\}})`", text)
         assert m, name
         fields = dict(re.findall(r'"(\w+)": (\w+)', m.group(1)))
-        assert fields == {k: pytype[t] for k, t in keys.items()}, f"contract.md §2 {name} differs from run_agent"
+        assert fields == {k: pytype[t] for k, t in keys.items()}, f"contract.md §2 {name} differs from sealbench.contract"
 
 
 # ----------------------------------------------------------------- references that resolve

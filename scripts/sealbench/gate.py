@@ -24,7 +24,8 @@ from .card import build_card, card_claim
 from .core import SealbenchError, atomic_write_text, canonical_json, envelope_digest, read_json, sha256_text, write_json
 from .ledger import (LEDGER_CITATION, NO_SERVER, append_ledger, bare_entry, holdout_reuse, ledger_entry,
                      ledger_reasons, lost_ledger_lines, pinned_servers, read_ledger)
-from .refusals import ABSTAINED, ALPHA, note_for, refusal
+from .contract import ABSTAINED
+from .refusals import ALPHA, note_for, refusal
 from .report import write_report
 from .report_md import render_report
 from .sentences import (abstained_words, comparison_summary, exclusion_note, fmt, headline_sentences,

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Statuses left out of the rates (the sensitivity rate counts them as failures).
-ABSTAINED = ("excluded", "infra_fail")
 
 
 #: Every refusal code with what it means (documented in docs/results.md).

@@ -36,53 +36,13 @@ from typing import Any, Mapping
 from . import bridge as bridge_module
 from .bridge import UnixToTcp, parse_endpoint
 from .core import harness_env, read_json, write_json
-from .untrusted import UntrustedFile, copy_untrusted_tree, read_untrusted
+from .untrusted import copy_untrusted_tree
+from . import contract
+from .contract import (STAMP_FILE, STAMP_KEYS, STEERS_FILE, USAGE_FILE, USAGE_KEYS, count_steers, read_report,
+                       time_box)
 from .sandbox import SandboxUnavailable, limit_mechanisms, make_sandbox, resolve_level
 from .visible import VisibleServer, sealed_green, write_client_script
 from .workspace import WorkspaceError, make_workspace, run_process, scratch_dir, workspace_patch
-
-USAGE_KEYS = {"tokens_in": int, "tokens_out": int, "cost_usd": (int, float), "steps": int}
-STAMP_KEYS = {"server_id": str, "queue_ms": int, "retries": int, "quota_state": str, "route_changed": bool}
-
-
-def _typed(value: Any, typ: Any) -> Any:
-    if isinstance(value, bool) and typ is not bool:
-        return None
-    return value if isinstance(value, typ) else None
-
-
-def read_report(path: Path, keys: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """Read an agent report; unknown or ill-typed fields stay null. Returns (values, problem).
-    A symlink, a special file or one over :data:`~sealbench.untrusted.REPORT_CAP` is not read."""
-    values: dict[str, Any] = {k: None for k in keys}
-    try:
-        data = json.loads(read_untrusted(path).decode("utf-8"))
-    except FileNotFoundError:
-        return values, None
-    except UntrustedFile as exc:
-        return values, f"{exc}: not read"
-    except (ValueError, UnicodeDecodeError) as exc:
-        return values, f"{path.name}: unreadable ({exc})"
-    if not isinstance(data, dict):
-        return values, f"{path.name}: not a JSON object"
-    problems = []
-    for k, typ in keys.items():
-        if k in data:
-            v = _typed(data[k], typ)
-            if v is None and data[k] is not None:
-                problems.append(f"{k} has the wrong type")
-            values[k] = v
-    return values, ("; ".join(f"{path.name}: {p}" for p in problems) or None)
-
-
-def count_steers(path: Path) -> int | None:
-    """Non-blank lines of ``steers.jsonl``; None when absent or not a readable regular file."""
-    try:
-        data = read_untrusted(path)
-    except (FileNotFoundError, UntrustedFile):
-        return None
-    return sum(1 for line in data.decode("utf-8", "replace").splitlines() if line.strip())
-
 
 def read_attempts(path: Path) -> list[dict]:
     if not path.exists():
@@ -158,9 +118,7 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     shutil.copyfile(sealed / "prompt.md", prompt)
     shutil.copyfile(sealed / "prompt.md", run_dir / "prompt.md")
     prompt.chmod(0o444)
-    clock = float(meta["time_box_sec"])
-    if envelope.get("max_wall_s"):
-        clock = min(clock, float(envelope["max_wall_s"]))
+    clock = time_box(meta["time_box_sec"], envelope)
     hide = (sealed.parent, run_dir.parent, *options.hide)
     worker_box = make_sandbox(level, writable=[ws.root, out], hide=hide,
                               readable=[ctl, *options.readonly_paths], limits=options.limits)
@@ -175,18 +133,7 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     (run_dir / "visible_logs").mkdir(exist_ok=True)
     visible = write_client_script(ctl / "visible", ctl / "visible.sock")
     env = harness_env({
-        "SEALBENCH_TASK_ID": meta["id"],
-        "SEALBENCH_PROMPT": str(prompt),
-        "SEALBENCH_WORKSPACE": str(ws.root),
-        "SEALBENCH_VISIBLE_CMD": str(visible),
-        "SEALBENCH_TIME_BOX_S": str(int(clock)),
-        "SEALBENCH_MAX_STEPS": "" if envelope.get("max_steps") is None else str(envelope["max_steps"]),
-        "SEALBENCH_MAX_OUTPUT_TOKENS": "" if envelope.get("max_output_tokens") is None else str(envelope["max_output_tokens"]),
-        **{var: str(envelope[key]) for var, key in (("SEALBENCH_TEMPERATURE", "temperature"), ("SEALBENCH_MODEL", "model"))
-           if envelope.get(key) is not None},
-        "SEALBENCH_OUT": str(out),
-        "SEALBENCH_EPOCH": str(epoch),
-        "SEALBENCH_ISOLATION": level,
+        **contract.agent_env(meta["id"], prompt, ws.root, visible, clock, envelope, out, epoch, level),
         # lets `python -m sealbench.agents.*` work without an install
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     })
@@ -222,8 +169,8 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     (run_dir / "patch.diff").write_bytes(patch)
     out_skipped = copy_untrusted_tree(out, run_dir / "out")
     out = run_dir / "out"
-    usage, usage_problem = read_report(out / "usage.json", USAGE_KEYS)
-    stamp, stamp_problem = read_report(out / "stamp.json", STAMP_KEYS)
+    usage, usage_problem = read_report(out / USAGE_FILE, USAGE_KEYS)
+    stamp, stamp_problem = read_report(out / STAMP_FILE, STAMP_KEYS)
     usage_agent = dict(usage)
     metered = bridge.metered() if bridge is not None else None
     tokens_source = "agent"
@@ -239,7 +186,7 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
         "command": command, "time_box_s": clock, "task_time_box_s": meta["time_box_sec"],
         "wall_s": res.wall_s, "exit_code": res.returncode, "end_reason": end_reason, "timed_out": res.timed_out,
         "base_commit": ws.base_commit, "patch_bytes": len(patch), "patch_error": patch_error,
-        "usage": usage, "stamp": stamp, "steer_count": count_steers(out / "steers.jsonl"),
+        "usage": usage, "stamp": stamp, "steer_count": count_steers(out / STEERS_FILE),
         "report_problems": [p for p in (usage_problem, stamp_problem) if p] + [f"out/{p}" for p in out_skipped],
         "usage_agent": usage_agent, "tokens_source": tokens_source,
         "usage_metered": None if metered is None else metered.as_dict(),

@@ -10,7 +10,8 @@ from typing import Mapping
 
 from . import stats
 from .core import read_json
-from .refusals import ABSTAINED, ALPHA
+from .contract import ABSTAINED
+from .refusals import ALPHA
 
 def signed(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.2f}"

@@ -42,6 +42,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import contract
+from .contract import STEERS_FILE, USAGE_KEYS
 from .core import (
     SealbenchError,
     atomic_write_text,
@@ -71,7 +73,6 @@ START_HINT = "start one with `sealbench session start TASK --role human --who NA
 #: The run record's constant parts for a person (docs/contract.md §2: unknown stays null).
 HUMAN_COMMAND = "human session"
 HUMAN_STAMP = {"server_id": "human", "queue_ms": 0, "retries": 0, "quota_state": "n/a", "route_changed": False}
-USAGE_KEYS = ("tokens_in", "tokens_out", "cost_usd", "steps")
 
 
 class SessionError(SealbenchError):
@@ -102,10 +103,7 @@ def human_fingerprint(who: str) -> str:
 
 def time_box(meta: dict, envelope: dict) -> float:
     """The clock, exactly as ``run_agent``: min(task time_box_sec, envelope max_wall_s)."""
-    clock = float(meta["time_box_sec"])
-    if envelope.get("max_wall_s"):
-        clock = min(clock, float(envelope["max_wall_s"]))
-    return clock
+    return contract.time_box(meta["time_box_sec"], envelope)
 
 
 @dataclass(frozen=True)
@@ -129,7 +127,7 @@ class Session:
 
     @property
     def steers_path(self) -> Path:
-        return self.dir / "out" / "steers.jsonl"
+        return self.dir / "out" / STEERS_FILE
 
     def elapsed(self, now: float | None = None) -> float:
         end = self.data.get("submitted_at") or (_now() if now is None else now)
@@ -261,7 +259,7 @@ def start_session(task_id: str, who: str, role: str = "human", config: Path = Pa
         shutil.copyfile(task.dir / "prompt.md", prompt)
         prompt.chmod(0o444)
         (sdir / "out").mkdir()
-        (sdir / "out" / "steers.jsonl").touch()
+        (sdir / "out" / STEERS_FILE).touch()
         data = {
             "session_id": sdir.name, "task_id": task_id, "task_digest": digest, "pack": str(pack),
             "who": who, "role": role, "started_at": _now(), "time_box_s": time_box(task.meta, envelope),

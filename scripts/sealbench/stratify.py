@@ -27,6 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .contract import STAMP_KEYS
 from .core import SealbenchError, read_json
 from .schema import write_table
 from .stats import rate_interval
@@ -36,7 +37,7 @@ RATE_EXCLUDED = {"excluded", "infra_fail"}
 
 def health_problems(stamp: Mapping[str, Any], health: Mapping[str, Any]) -> list[str]:
     """Why a row's session stamp falls outside the health envelope (empty list: healthy)."""
-    if all(stamp.get(k) is None for k in ("server_id", "queue_ms", "retries", "quota_state", "route_changed")):
+    if all(stamp.get(k) is None for k in STAMP_KEYS):
         return ["stamp.json missing: the session cannot be checked"]
     out = []
     req = health.get("required_server_id")

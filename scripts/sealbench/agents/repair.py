@@ -66,6 +66,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from sealbench import contract
+
 DEFAULT_MAX_CANDIDATES = 60
 LITE_MAX_CANDIDATES = 12
 TIME_FRACTION = 0.8
@@ -987,15 +989,15 @@ def write_reports(settings: Settings, steps: int, log: list[dict[str, object]]) 
         return
     try:
         settings.out_dir.mkdir(parents=True, exist_ok=True)
-        usage = {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "steps": steps}
-        (settings.out_dir / "usage.json").write_text(json.dumps(usage) + "\n", encoding="utf-8")
+        contract.write_report(settings.out_dir, contract.USAGE_FILE,
+                              {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "steps": steps})
         # The session stamp of an offline process: no model server, no queue, no quota, no
         # route. These are facts about this agent, not defaults: it calls no service.
-        stamp = {"server_id": "offline:sealbench.agents.repair", "queue_ms": 0, "retries": 0,
-                 "quota_state": "unmetered", "route_changed": False}
-        (settings.out_dir / "stamp.json").write_text(json.dumps(stamp) + "\n", encoding="utf-8")
+        contract.write_report(settings.out_dir, contract.STAMP_FILE,
+                              {"server_id": "offline:sealbench.agents.repair", "queue_ms": 0, "retries": 0,
+                               "quota_state": "unmetered", "route_changed": False})
         # Nobody can steer it: it reads no input after the clock starts (an empty file = 0 steers).
-        (settings.out_dir / "steers.jsonl").touch()
+        (settings.out_dir / contract.STEERS_FILE).touch()
         with open(settings.out_dir / "repair_log.jsonl", "a", encoding="utf-8") as fh:
             for entry in log:
                 fh.write(json.dumps(entry) + "\n")
