@@ -39,6 +39,17 @@ def _swap(path: Path) -> tuple[str, str]:
     return out, into
 
 
+def swap_one_pair(pack: Path, strata_of: dict) -> tuple[str, str]:
+    """Hand-edit the frozen manifest: swap one holdout task with a tune task of its stratum."""
+    man = json.loads((pack / split.MANIFEST).read_text())
+    out = man["holdout"][0]
+    into = next(t for t in man["tune"] if strata_of[t] == strata_of[out])
+    man["holdout"] = sorted(set(man["holdout"]) - {out} | {into})
+    man["tune"] = sorted(set(man["tune"]) - {into} | {out})
+    (pack / split.MANIFEST).write_text(json.dumps(man, indent=2, sort_keys=True) + "\n")
+    return out, into
+
+
 def test_hand_swapped_manifest_with_the_same_seed_is_refused(tmp_path: Path) -> None:
     m, created = split.ensure(tmp_path, STRATA, 5, 0.4)
     assert created
@@ -78,12 +89,7 @@ def test_bundled_suite_manifest_is_its_seeded_split_and_an_edit_is_refused(tmp_p
     pack = tmp_path / "suite"
     pack.mkdir()
     shutil.copy(suite / split.MANIFEST, pack / split.MANIFEST)
-    man = json.loads((pack / split.MANIFEST).read_text())
-    out = man["holdout"][0]
-    into = next(t for t in man["tune"] if strata_of[t] == strata_of[out])
-    man["holdout"] = sorted(set(man["holdout"]) - {out} | {into})
-    man["tune"] = sorted(set(man["tune"]) - {into} | {out})
-    (pack / split.MANIFEST).write_text(json.dumps(man, indent=2, sort_keys=True) + "\n")
+    out, into = swap_one_pair(pack, strata_of)
     with pytest.raises(split.SplitError) as err:
         split.check(pack, strata_of, frozen["seed"], frozen["holdout_frac"])
     assert out in str(err.value) and into in str(err.value)
@@ -94,11 +100,6 @@ def test_packgen_pack_split_round_trips_and_an_edit_is_refused(tmp_path: Path) -
     strata_of = {t.id: t.stratum for t in core.load_pack(pack)}
     m, created = split.ensure(pack, strata_of, 7, 0.5)
     assert created and split.check(pack, strata_of, 7, 0.5)["holdout"] == m["holdout"]
-    man = json.loads((pack / split.MANIFEST).read_text())
-    out = man["holdout"][0]
-    into = next(t for t in man["tune"] if strata_of[t] == strata_of[out])
-    man["holdout"] = sorted(set(man["holdout"]) - {out} | {into})
-    man["tune"] = sorted(set(man["tune"]) - {into} | {out})
-    (pack / split.MANIFEST).write_text(json.dumps(man, indent=2, sort_keys=True) + "\n")
+    out, into = swap_one_pair(pack, strata_of)
     with pytest.raises(split.SplitError, match="moved"):
         split.check(pack, strata_of, 7, 0.5)
