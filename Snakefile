@@ -15,6 +15,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/experiment.smk"
 include: "workflow/rules/hash_pack.smk"
 include: "workflow/rules/leak_check.smk"
 include: "workflow/rules/split.smk"

@@ -1,5 +1,5 @@
 """False winners at a true delta of 0, and power at a true delta of +0.15, of the gate's
-paired comparison (``stats.paired_delta`` -> stratified t decision interval).
+paired comparison (``paired.paired_delta`` -> stratified t decision interval).
 
     python bench/false_winner.py [--packs 2000] [--seed 20261129] [--workers 2]
 
@@ -14,12 +14,12 @@ Simulation model (one simulated pack = n tasks, n/3 per stratum xs / s / m):
 * expected discordance P(cand != base) = 2 * mean_h p_h (1 - p_h) * K / (K + 1) ~ 0.25
   under the null (independent draws would give 0.38; identical draws 0).
 
-Each pack is scored with ``stats.paired_delta(strata, cand, base, n_resamples=2000)``
+Each pack is scored with ``paired.paired_delta(strata, cand, base, n_resamples=2000)``
 (the gate's own function, bootstrap resamples NOT lowered) and three calls are counted:
 the stratified t decision interval excludes 0 (either direction), the blocked bootstrap
 percentile interval excludes 0, the gate's rule without the power floor (``rule``: the
 interval excludes 0, the exact McNemar p < 0.05 and |delta| >= MDE 0.1), and
-``stats.gate_call`` with ``n_required`` from ``required_n_miller(mde=0.1, psi=0.3)``
+``decision_rule.gate_call`` with ``n_required`` from ``required_n_miller(mde=0.1, psi=0.3)``
 (which never names a winner when underpowered).
 
 Prints a table and appends one JSON line to bench/results/false_winner.jsonl.
@@ -42,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench import stats  # noqa: E402
+from sealbench import decision_rule, paired, power, rate_intervals  # noqa: E402
 
 STRATA = ("xs", "s", "m")
 BASE_P = (0.8, 0.5, 0.2)
@@ -75,19 +75,19 @@ def simulate(rng: np.random.Generator, n: int, packs: int, delta: float) -> tupl
 def _interval_call(lo: float, hi: float) -> str:
     """The gate's rule applied to any interval: a winner only when it excludes 0."""
     if lo > 0:
-        return stats.VERDICT_CANDIDATE
+        return decision_rule.VERDICT_CANDIDATE
     if hi < 0:
-        return stats.VERDICT_BASELINE
-    return stats.VERDICT_NONE
+        return decision_rule.VERDICT_BASELINE
+    return decision_rule.VERDICT_NONE
 
 
 def _score_chunk(args: tuple) -> list[tuple]:
     labels, cand, base, seeds, n_required = args
     out = []
     for c, b, seed in zip(cand, base, seeds):
-        res = stats.paired_delta(labels, c, b, n_resamples=RESAMPLES, seed=int(seed))
-        call = stats.gate_call(res, n_required, mde=MDE, alpha=ALPHA)
-        rule = stats.gate_call(res, None, mde=MDE, alpha=ALPHA)  # the gate's rule without the power floor
+        res = paired.paired_delta(labels, c, b, n_resamples=RESAMPLES, seed=int(seed))
+        call = decision_rule.gate_call(res, n_required, mde=MDE, alpha=ALPHA)
+        rule = decision_rule.gate_call(res, None, mde=MDE, alpha=ALPHA)  # the gate's rule without the power floor
         out.append((
             call.interval_verdict,  # what the stratified t decision interval alone says
             _interval_call(*res.bootstrap_ci),
@@ -113,16 +113,16 @@ def summarise(n: int, rows: list[tuple], delta: float) -> dict:
     t_calls = [r[0] for r in rows]
     b_calls = [r[1] for r in rows]
     g_calls = [r[2] for r in rows]
-    t_any = sum(c != stats.VERDICT_NONE for c in t_calls)
-    t_cand = sum(c == stats.VERDICT_CANDIDATE for c in t_calls)
-    t_base = sum(c == stats.VERDICT_BASELINE for c in t_calls)
-    b_any = sum(c != stats.VERDICT_NONE for c in b_calls)
-    b_cand = sum(c == stats.VERDICT_CANDIDATE for c in b_calls)
-    g_any = sum(c != stats.VERDICT_NONE for c in g_calls)
-    g_cand = sum(c == stats.VERDICT_CANDIDATE for c in g_calls)
-    degenerate = sum(1 for r in rows if r[0] != stats.VERDICT_NONE and r[4])
-    r_any = sum(r[6] != stats.VERDICT_NONE for r in rows)
-    r_cand = sum(r[6] == stats.VERDICT_CANDIDATE for r in rows)
+    t_any = sum(c != decision_rule.VERDICT_NONE for c in t_calls)
+    t_cand = sum(c == decision_rule.VERDICT_CANDIDATE for c in t_calls)
+    t_base = sum(c == decision_rule.VERDICT_BASELINE for c in t_calls)
+    b_any = sum(c != decision_rule.VERDICT_NONE for c in b_calls)
+    b_cand = sum(c == decision_rule.VERDICT_CANDIDATE for c in b_calls)
+    g_any = sum(c != decision_rule.VERDICT_NONE for c in g_calls)
+    g_cand = sum(c == decision_rule.VERDICT_CANDIDATE for c in g_calls)
+    degenerate = sum(1 for r in rows if r[0] != decision_rule.VERDICT_NONE and r[4])
+    r_any = sum(r[6] != decision_rule.VERDICT_NONE for r in rows)
+    r_cand = sum(r[6] == decision_rule.VERDICT_CANDIDATE for r in rows)
     fallback = sum(1 for r in rows if r[5] != "stratified_t")
     out = {
         "n": n, "packs": k, "true_delta": delta,
@@ -136,12 +136,12 @@ def summarise(n: int, rows: list[tuple], delta: float) -> dict:
         "rule_names_candidate_rate": r_cand / k,
         "gate_names_candidate": g_cand, "gate_names_candidate_rate": g_cand / k,
         "mean_discordance": float(np.mean([r[3] for r in rows])),
-        "observed_mde": stats.observed_mde(n, PSI),
+        "observed_mde": power.observed_mde(n, PSI),
     }
     if delta == 0:
-        out["t_winner_cp95"] = list(stats.clopper_pearson_interval(t_any, k))
+        out["t_winner_cp95"] = list(rate_intervals.clopper_pearson_interval(t_any, k))
     else:
-        out["t_power_cp95"] = list(stats.clopper_pearson_interval(t_cand, k))
+        out["t_power_cp95"] = list(rate_intervals.clopper_pearson_interval(t_cand, k))
     return out
 
 
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--packs must be >= 1")
 
     t0 = time.perf_counter()
-    _, n_required = stats.required_n_miller(MDE, PSI)
+    _, n_required = power.required_n_miller(MDE, PSI)
     root = np.random.SeedSequence(args.seed)
     blocks = [("null", 0.0, NULL_NS), ("power", POWER_DELTA, POWER_NS)]
     children = iter(root.spawn(sum(len(ns) for _, _, ns in blocks)))

@@ -114,21 +114,15 @@ def make_pack(root: Path, n: int, seed: int = 0, repo_kb: int | None = None, pad
 
 
 def write_config(path: Path, pack: Path, **over) -> Path:
-    """A pipeline config for a generated pack (a fixing sed agent and a no-op, as in tests/packgen.py)."""
-    import yaml
+    """A pipeline config for a generated pack: tests/packgen.py's, with this pack's fixing agent
+    and strata, unsandboxed."""
+    tests = str(Path(__file__).resolve().parents[1] / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from packgen import write_config as packgen_config
 
-    cfg = {
-        "pack": str(pack), "seed": 7, "holdout_frac": 0.5, "score_split": "holdout",
-        "agents": {"fixer": {"command": FIX_AGENT}, "idle": {"command": NOOP_AGENT}},
-        "candidate": "fixer", "baseline": "idle", "epochs": 1, "oracle_runs": 2, "score_timeout_s": 60,
-        "envelope": {"max_wall_s": 60, "max_steps": 10, "max_output_tokens": 1000},
-        "health": {"allowed_quota_states": [], "max_queue_ms": None, "max_retries": None, "required_server_id": None},
-        "mde": 0.1, "planning_discordance": 0.3, "min_kept_tasks": 2, "strata": list(STRATA),
-        "sandbox": "off",
-    }
-    cfg.update(over)
-    Path(path).write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return Path(path)
+    agents = {"fixer": {"command": FIX_AGENT}, "idle": {"command": NOOP_AGENT}}
+    return packgen_config(Path(path), pack, **{"agents": agents, "strata": list(STRATA), "sandbox": "off", **over})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,7 +43,7 @@ SMK_FLAGS = ["--scheduler", "greedy"]
 #: Tasks per job (config batch_size) for the pipeline runs: the granularity for many small tasks.
 BATCH_SIZE = 20
 PER_TASK_JOBS = {"hash_pack": 1, "leak_check": 1, "run_dummy": 1, "run_agent": 2, "hidden_score": 2}
-AGGREGATE_JOBS = {"pack_hash": 1, "stratify": 1, "decide": 1, "gate": 1}  # + split on a first run
+AGGREGATE_JOBS = {"pack_digests": 1, "stratify": 1, "decide": 1, "gate": 1}  # + split on a first run
 BENCHES = ("overhead", "replan", "incremental", "hashing", "setup", "gate")
 
 
@@ -219,7 +219,7 @@ def floor_snakefile(n: int, batch_size: int = 1, params: bool = True) -> str:
     rules = [("decide", "exp/decision.json", '"exp/tables.txt", "split/manifest.txt", "pack/PACK_HASH.txt"'),
              ("stratify", "exp/tables.txt", done + ', "split/manifest.txt"'),
              ("split", "split/manifest.txt", None),
-             ("pack_hash", "pack/PACK_HASH.txt", sealed), *per_unit]
+             ("pack_digests", "pack/PACK_HASH.txt", sealed), *per_unit]
     head = f'UNITS = {units!r}\nAGENTS = ["fixer", "idle"]\n\nrule gate:\n    input: "exp/decision.json"\n\n'
     return head + "\n".join(_touch_rule(name, out, ins, params) for name, out, ins in rules)
 
@@ -389,18 +389,18 @@ def bench_setup(state: dict, repo_mb: int = 50, reps: int = 10) -> dict:
 
 def synthetic_spec(n_tasks: int, n_agents: int = 4, epochs: int = 5, seed: int = 1) -> dict:
     """An experiment as plain data, built like tests/test_gate_refusals.build_spec (bigger)."""
-    from sealbench import core, schema
+    from sealbench import core, tables
 
     strata = ["xs", "s", "m"]
     agents = [f"agent{i}" for i in range(1, n_agents + 1)]
-    cfg = {**core.CONFIG_DEFAULTS, "pack": "pack", "seed": 20261129, "holdout_frac": 0.5, "score_split": "holdout",
+    cfg = {**core.config_defaults(), "pack": "pack", "seed": 20261129, "holdout_frac": 0.5, "score_split": "holdout",
            "agents": {a: {"command": f"python -m {a}"} for a in agents}, "candidate": agents[0],
            "baseline": agents[1], "epochs": epochs, "humans": [], "sandbox": "required", "oracle_runs": 3,
            "envelope": {"max_wall_s": 2700, "max_steps": 60, "max_output_tokens": 8192},
            "health": {"allowed_quota_states": ["ok", "unmetered"], "max_queue_ms": 60000, "max_retries": 3,
                       "required_server_id": None},
            "mde": 0.1, "planning_discordance": 0.3, "min_kept_tasks": 6, "strata": strata}
-    cols = [c[0] for c in schema.RUNS_COLUMNS]
+    cols = [c[0] for c in tables.RUNS_COLUMNS]
     rng = random.Random(seed)
     base_p = {"xs": 0.8, "s": 0.5, "m": 0.2}
     tasks, runs = [], []
@@ -439,8 +439,9 @@ def synthetic_spec(n_tasks: int, n_agents: int = 4, epochs: int = 5, seed: int =
 def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: int = 5) -> dict:
     """stratify.build_strata + writing the tables + gate.decide on a synthetic experiment,
     written the way tests/test_gate_refusals.write_experiment does."""
-    from sealbench import core, gate, schema, split, stats
+    from sealbench import core, gate, identity, paired, split, tables
     from sealbench.stratify import build_strata
+    from sealbench.toolchain import toolchain_digest
 
     lb = loadavg()
     t0 = time.perf_counter()
@@ -461,8 +462,8 @@ def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: in
               "packages": ["numpy==2.0.0", "pandas==2.2.0"]}
         ident = {"pack_digest": "p" * 64, "split_manifest_digest": split.manifest_digest(manifest),
                  "config": {k: v for k, v in cfg.items() if k != "pack"}, "code": "c" * 16,
-                 "toolchain_digest": core.toolchain_digest(tc),
-                 "agent_fingerprints": {a: core.agent_fingerprint(a, cfg["agents"][a]) for a in cfg["agents"]},
+                 "toolchain_digest": toolchain_digest(tc),
+                 "agent_fingerprints": {a: identity.agent_fingerprint(a, cfg["agents"][a]) for a in cfg["agents"]},
                  "human_sessions": []}
         exp = dict(ident, exp_id=core.sha256_text(core.canonical_json(ident))[:16], pack=cfg["pack"],
                    task_digests={t["task_id"]: t["task_digest"] for t in tasks},
@@ -476,9 +477,9 @@ def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: in
         strata = build_strata(runs, cfg["strata"])
         strata_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        schema.write_table(tasks, "tasks", exp_dir / "tables" / "tasks.parquet")
-        schema.write_table(runs, "runs", exp_dir / "tables" / "runs.parquet")
-        schema.write_table(strata, "strata", exp_dir / "tables" / "strata.parquet")
+        tables.write_table(tasks, "tasks", exp_dir / "tables" / "tasks.parquet")
+        tables.write_table(runs, "runs", exp_dir / "tables" / "runs.parquet")
+        tables.write_table(strata, "strata", exp_dir / "tables" / "strata.parquet")
         write_s = time.perf_counter() - t0
 
         # time the parts of decide by wrapping them (benchmark-side only; gate.py unchanged)
@@ -494,7 +495,7 @@ def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: in
             return wrapper
 
         saved = {}
-        for mod, name in ((stats, "paired_delta"), (gate, "per_task_scores"), (gate, "build_card"),
+        for mod, name in ((paired, "paired_delta"), (gate, "per_task_scores"), (gate, "build_card"),
                           (gate, "render_report"), (gate, "roles_table"), (gate, "cost_per_pass"),
                           (gate, "pass_at_k_table")):
             saved[(mod, name)] = getattr(mod, name)

@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from sealbench.core import harness_env  # noqa: E402
-from sealbench.sandbox import bwrap_executable, bwrap_problem, default_hidden, make_sandbox  # noqa: E402
-from sealbench.workspace import run_process  # noqa: E402
+from sealbench.bwrap import bwrap_executable  # noqa: E402
+from sealbench.sandbox import bwrap_problem, default_hidden, make_sandbox  # noqa: E402
+from sealbench.processes import run_process  # noqa: E402
 
 SUITE = "def test_a():\n    assert 1 + 1 == 2\n\ndef test_b():\n    assert 'x'.upper() == 'X'\n"
 
@@ -75,8 +76,8 @@ def measure(command: str, ws: Path, n: int) -> dict[str, list[float]]:
 
 def measure_canaries(ws: Path, n: int) -> dict[str, float]:
     """The same pytest suite in the same sandbox, run plainly and as scoring runs it
-    (``scoring._run_check``: the sealed-report plugin, its secret and stream, two canaries)."""
-    from sealbench.scoring import _run_check
+    (``sealed_command._run_check``: the sealed-report plugin, its secret and stream, two canaries)."""
+    from sealbench.sealed_command import _run_check
 
     cmd = "python -m pytest -q -p no:cacheprovider tests"
     box = make_sandbox("bwrap", writable=[ws, ws.parent / "reports"])

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import FIX_AGENT, ORACLE, STAMP, write_pytest_task  # noqa: E402
-from sealbench import core, gate, hash_pack, hidden_score, run_agent, run_dummy, scoring, stats  # noqa: E402
+from sealbench import core, decision_rule, gate, hash_pack, hidden_score, run_agent, run_dummy, scoring  # noqa: E402
 from sealbench.refusals import REFUSALS  # noqa: E402
 from sealbench.stratify import build_runs  # noqa: E402
 from test_gate_refusals import (  # noqa: E402
@@ -315,7 +315,7 @@ def test_report_states_differing_exclusion_rates_beside_the_delta(tmp_path: Path
 
 def test_refusal_code_is_documented_like_the_others() -> None:
     assert "EXCLUSIONS_DECIDE" in REFUSALS
-    assert stats.VERDICT_NONE  # the verdict names used in the sentence exist
+    assert decision_rule.VERDICT_NONE  # the verdict names used in the sentence exist
 
 
 # ------------------------------------------------- found by red-teaming

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import NOOP_AGENT, make_pack, write_config  # noqa: E402
-from sealbench import cli, core, split, stats  # noqa: E402
+from sealbench import cli, core, identity, packs, power, split  # noqa: E402
 from sealbench.core import ConfigError  # noqa: E402
 
 AGENT_PY = '''\
@@ -48,7 +48,7 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def fp(name: str, spec: dict) -> str:
-    return core.agent_fingerprint(name, spec)
+    return identity.agent_fingerprint(name, spec)
 
 
 def user_agent(tmp_path: Path) -> tuple[Path, Path, dict]:
@@ -113,9 +113,9 @@ def _copy_project(dst: Path) -> Path:
 
 
 def _fp_in_copy(proj: Path, name: str, spec: dict) -> str:
-    code = ("import json, sys\nfrom sealbench import core\n"
-            "assert core.__file__.startswith(sys.argv[2]), core.__file__\n"
-            "print(core.agent_fingerprint(sys.argv[3], json.loads(sys.argv[1])))\n")
+    code = ("import json, sys\nfrom sealbench import identity\n"
+            "assert identity.__file__.startswith(sys.argv[2]), identity.__file__\n"
+            "print(identity.agent_fingerprint(sys.argv[3], json.loads(sys.argv[1])))\n")
     env = {**os.environ, "PYTHONPATH": str(proj / "scripts")}
     res = subprocess.run([sys.executable, "-c", code, json.dumps(spec), str(proj), name],
                          cwd=proj, env=env, capture_output=True, text=True, timeout=60)
@@ -141,7 +141,7 @@ def test_attack_builtin_agent_hashes_only_the_modules_it_runs(tmp_path: Path) ->
 
 def test_builtin_identity_covers_exactly_its_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = {"command": "python -m sealbench.agents.repair --lite"}
-    ident = core.agent_identity("repair", spec, base=ROOT, cache=core.HashCache())  # nothing written in the repo
+    ident = identity.agent_identity("repair", spec, base=ROOT, cache=core.HashCache())  # nothing written in the repo
     files = set(ident["files"])
     # repair writes its reports through the agent contract (contract.py, which reads through untrusted.py)
     mods = {"scripts/sealbench/__init__.py", "scripts/sealbench/agents/__init__.py",
@@ -151,7 +151,7 @@ def test_builtin_identity_covers_exactly_its_modules(tmp_path: Path, monkeypatch
     # the rest is the interpreter the shell finds for `python`
     assert len(files - mods) == 1
     monkeypatch.chdir(tmp_path)  # agent_fingerprint: the identity seen from the working directory
-    assert core.agent_fingerprint("repair", spec) == core.agent_identity("repair", spec, base=tmp_path)["fingerprint"]
+    assert identity.agent_fingerprint("repair", spec) == identity.agent_identity("repair", spec, base=tmp_path)["fingerprint"]
     assert ident["lineage"] == "repair" and ident["command"].startswith("python -m")
     for f in files:
         assert re.fullmatch(r"[0-9a-f]{64}", ident["files"][f])
@@ -160,7 +160,7 @@ def test_builtin_identity_covers_exactly_its_modules(tmp_path: Path, monkeypatch
 @pytest.mark.parametrize("command", ["python -W ignore -X dev -m sealbench.agents.repair",
                                      "PYTHONPATH=scripts exec python3 -msealbench.agents.repair --lite"])
 def test_python_module_found_through_options_and_prefixes(command: str) -> None:
-    files = core.agent_identity("r", {"command": command}, base=ROOT, cache=core.HashCache())["files"]
+    files = identity.agent_identity("r", {"command": command}, base=ROOT, cache=core.HashCache())["files"]
     assert "scripts/sealbench/agents/repair.py" in files, sorted(files)
     assert not any(f.startswith("scripts/") and not f.startswith("scripts/sealbench/") for f in files), \
         "PYTHONPATH=scripts is the module search path, not code"
@@ -171,11 +171,11 @@ def test_builtin_imports_are_followed_statically_within_sealbench(tmp_path: Path
     agents = proj / "scripts" / "sealbench" / "agents"
     repair = agents / "repair.py"
     repair.write_text(repair.read_text() + "\n\ndef _later():\n    from .helper import VALUE\n"
-                      "    from sealbench.stats import wilson\n    return VALUE, wilson\n")
-    (agents / "helper.py").write_text("from ..schema import RUNS\nVALUE = 1\n")
+                      "    from sealbench.paired import paired_delta\n    return VALUE, paired_delta\n")
+    (agents / "helper.py").write_text("from ..tables import TABLES\nVALUE = 1\n")
     spec = {"command": "python -m sealbench.agents.repair"}
-    code = ("import json, sys\nfrom sealbench import core\n"
-            "print(json.dumps(core.agent_identity('repair', json.loads(sys.argv[1]))))\n")
+    code = ("import json, sys\nfrom sealbench import identity\n"
+            "print(json.dumps(identity.agent_identity('repair', json.loads(sys.argv[1]))))\n")
     env = {**os.environ, "PYTHONPATH": str(proj / "scripts")}
 
     def ident() -> dict:
@@ -186,10 +186,10 @@ def test_builtin_imports_are_followed_statically_within_sealbench(tmp_path: Path
 
     first = ident()
     files = set(first["files"])
-    for rel in ("agents/helper.py", "schema.py", "stats.py", "agents/repair.py"):
+    for rel in ("agents/helper.py", "tables.py", "paired.py", "agents/repair.py"):
         assert f"scripts/sealbench/{rel}" in files, sorted(files)
     assert "scripts/sealbench/gate.py" not in files and "scripts/sealbench/agents/mini.py" not in files
-    (agents / "helper.py").write_text("from ..schema import RUNS\nVALUE = 2\n")
+    (agents / "helper.py").write_text("from ..tables import TABLES\nVALUE = 2\n")
     assert ident()["fingerprint"] != first["fingerprint"], "a module repair imports changed"
 
 
@@ -202,7 +202,7 @@ def test_command_resolution_and_skipped_tokens(tmp_path: Path) -> None:
     (tmp_path / "rel.md").write_text("relative to the working directory\n")
     spec = {"command": 'mytool --in rel.md --cfg "$HOME/x.yaml" && true; cat > /dev/null',
             "env": {"PATH": f"{bindir}:/usr/bin:/bin"}}
-    ident = core.agent_identity("t", spec, base=tmp_path)
+    ident = identity.agent_identity("t", spec, base=tmp_path)
     assert "bin/mytool" in ident["files"], ident  # the first word, found on the agent's PATH
     assert "rel.md" in ident["files"]  # a token naming a file relative to the working directory
     assert "/bin/cat" in ident["files"] or "/usr/bin/cat" in ident["files"]  # after ';'
@@ -212,18 +212,18 @@ def test_command_resolution_and_skipped_tokens(tmp_path: Path) -> None:
     assert "/dev/null" not in ident["files"]
     before = ident["fingerprint"]
     tool.write_text("#!/bin/sh\necho changed\n")
-    assert core.agent_identity("t", spec, base=tmp_path)["fingerprint"] != before
+    assert identity.agent_identity("t", spec, base=tmp_path)["fingerprint"] != before
 
 
 def test_unbalanced_quotes_fall_back_to_whitespace(tmp_path: Path) -> None:
     script = tmp_path / "a.py"
     script.write_text("print(1)\n")
     spec = {"command": f"python {script} 'unterminated"}
-    ident = core.agent_identity("t", spec, base=tmp_path)
+    ident = identity.agent_identity("t", spec, base=tmp_path)
     assert "a.py" in ident["files"]
     before = ident["fingerprint"]
     script.write_text("print(2)\n")
-    assert core.agent_identity("t", spec, base=tmp_path)["fingerprint"] != before
+    assert identity.agent_identity("t", spec, base=tmp_path)["fingerprint"] != before
 
 
 def test_symlinks_hash_their_target_and_artefacts_are_not_code(tmp_path: Path) -> None:
@@ -236,20 +236,20 @@ def test_symlinks_hash_their_target_and_artefacts_are_not_code(tmp_path: Path) -
     (code / "__pycache__").mkdir()
     (code / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"\0junk")
     spec = {"command": "true", "code_paths": [str(code)]}
-    ident = core.agent_identity("t", spec, base=tmp_path)
+    ident = identity.agent_identity("t", spec, base=tmp_path)
     assert set(ident["files"]) == {"code/policy.txt"}
     before = ident["fingerprint"]
     (code / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"\0other junk")
-    assert core.agent_identity("t", spec, base=tmp_path)["fingerprint"] == before
+    assert identity.agent_identity("t", spec, base=tmp_path)["fingerprint"] == before
     (real / "policy.txt").write_text("v2\n")
-    assert core.agent_identity("t", spec, base=tmp_path)["fingerprint"] != before
+    assert identity.agent_identity("t", spec, base=tmp_path)["fingerprint"] != before
 
 
 def test_lineage_and_code_paths_are_part_of_the_identity(tmp_path: Path) -> None:
     base = {"command": "true"}
-    assert core.agent_identity("a", base, base=tmp_path)["lineage"] == "a"
+    assert identity.agent_identity("a", base, base=tmp_path)["lineage"] == "a"
     assert fp("a", {**base, "lineage": "family-x"}) != fp("a", base)
-    ident = core.agent_identity("a", {**base, "lineage": "family-x"}, base=tmp_path)
+    ident = identity.agent_identity("a", {**base, "lineage": "family-x"}, base=tmp_path)
     assert ident["lineage"] == "family-x"
 
 
@@ -258,11 +258,11 @@ def test_folder_over_the_cap_is_a_config_error(tmp_path: Path, monkeypatch: pyte
     big.mkdir()
     for i in range(12):
         (big / f"f{i}.js").write_text(str(i))
-    monkeypatch.setattr(core, "MAX_CODE_FILES", 10)
+    monkeypatch.setattr(identity, "MAX_CODE_FILES", 10)
     with pytest.raises(ConfigError, match=r"agents\.c\.code_paths.*more than 10 files.*narrower"):
-        core.agent_identity("c", {"command": "true", "code_paths": [str(big)]}, base=tmp_path)
+        identity.agent_identity("c", {"command": "true", "code_paths": [str(big)]}, base=tmp_path)
     with pytest.raises(ConfigError, match=r"agents\.c\.code_paths.*does not exist"):
-        core.agent_identity("c", {"command": "true", "code_paths": [str(tmp_path / "nope")]}, base=tmp_path)
+        identity.agent_identity("c", {"command": "true", "code_paths": [str(tmp_path / "nope")]}, base=tmp_path)
 
 
 def test_stat_cache_under_results_is_used_and_content_still_wins(tmp_path: Path) -> None:
@@ -271,13 +271,13 @@ def test_stat_cache_under_results_is_used_and_content_still_wins(tmp_path: Path)
     code.mkdir()
     (code / "a.py").write_text("A = 1\n")
     spec = {"command": "true", "code_paths": ["code"]}
-    first = core.agent_identity("t", spec, base=tmp_path)
+    first = identity.agent_identity("t", spec, base=tmp_path)
     cache = tmp_path / "results" / ".sealbench" / "agent-hashcache.json"
     assert cache.exists() and str(code / "a.py") in json.loads(cache.read_text())
     st = (code / "a.py").stat()
     (code / "a.py").write_text("A = 2\n")  # same size; mtime set back: ctime still differs
     os.utime(code / "a.py", ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert core.agent_identity("t", spec, base=tmp_path)["fingerprint"] != first["fingerprint"]
+    assert identity.agent_identity("t", spec, base=tmp_path)["fingerprint"] != first["fingerprint"]
 
 
 def test_schema_accepts_code_paths_and_lineage(tmp_path: Path) -> None:
@@ -334,14 +334,14 @@ def test_attack_validate_says_what_the_holdout_can_detect(tmp_path: Path, capsys
     assert cli.main(["validate", "--config", str(path)]) == 0
     out = capsys.readouterr().out
     n = 6  # 12 tasks, holdout_frac 0.5
-    delta = stats.observed_mde(n, 0.3)
-    need = stats.required_n_miller(0.1, 0.3)[1]
+    delta = power.observed_mde(n, 0.3)
+    need = power.required_n_miller(0.1, 0.3)[1]
     assert need == 228
     assert (f"{n} holdout tasks detect Δ ≈ {delta:.2f} (ψ 0.3, α 0.05, power 0.8); "
             f"the pre-registered MDE 0.1 needs {need}") in out, out
     assert not (pack / split.MANIFEST).exists(), "validate must not write the split manifest"
     # once frozen, the count comes from the manifest
-    strata_of = {t.id: t.stratum for t in core.load_pack(pack)}
+    strata_of = {t.id: t.stratum for t in packs.load_pack(pack)}
     manifest, created = split.ensure(pack, strata_of, 7, 0.5)
     assert created
     assert cli.main(["validate", "--config", str(path)]) == 0
@@ -355,7 +355,7 @@ def _decision(exp: str) -> dict:
 
 def test_attack_show_prints_each_agents_fingerprint_and_coverage(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     script, _prompt, spec = user_agent(tmp_path)
-    ident = core.agent_identity("fixer", spec, base=tmp_path)
+    ident = identity.agent_identity("fixer", spec, base=tmp_path)
     exp = tmp_path / "results" / "experiments" / "0123456789abcdef"
     exp.mkdir(parents=True)
     (exp / "decision.json").write_text(json.dumps(_decision(exp.name)))

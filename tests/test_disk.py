@@ -14,7 +14,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import make_pack, write_config  # noqa: E402
-from sealbench.sandbox import bwrap_executable, bwrap_problem  # noqa: E402
+from sealbench.bwrap import bwrap_executable  # noqa: E402
+from sealbench.sandbox import bwrap_problem  # noqa: E402
 
 PROBLEM = bwrap_problem()
 BWRAP = bwrap_executable()[0] or "bwrap"

@@ -17,7 +17,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench import contract, core, schema  # noqa: E402
+from sealbench import contract, core, tables# noqa: E402
 from sealbench.refusals import NOTES, REFUSALS  # noqa: E402
 
 DOCS = ROOT / "docs"
@@ -107,17 +107,17 @@ def test_no_runtime_placeholder_left() -> None:
 
 def test_results_doc_documents_every_table_column_with_its_type() -> None:
     text = section(doc("results.md"), "Tables")
-    for table, cols in schema.TABLES.items():
+    for table, cols in tables.TABLES.items():
         rows = table_after(text, f"`{table}.parquet`")
         documented = [(r[0], r[1]) for r in rows]
         defined = [(name, typ) for name, typ, _nullable, _desc in cols]
-        assert documented == defined, f"docs/results.md's {table}.parquet table differs from schema.py"
+        assert documented == defined, f"docs/results.md's {table}.parquet table differs from tables.py"
 
 
 def test_results_doc_documents_every_run_status_refusal_code_and_note() -> None:
     text = doc("results.md")
     statuses = section(text, "Run statuses")
-    for status in schema.STATUSES:
+    for status in tables.STATUSES:
         assert f"`{status}`" in statuses, status
     codes = [ticked(r[0])[0] for r in table_after(section(text, "Refusal codes"), "Each blocks the headline")]
     assert sorted(codes) == sorted(REFUSALS), "the refusal table differs from refusals.REFUSALS"
@@ -154,7 +154,9 @@ def test_contract_documents_every_agent_variable_and_report_field() -> None:
     text = section(doc("contract.md"), "§2 An agent")
     rows = table_after(text, "| variable | value |")
     documented = {v for r in rows for v in ticked(r[0])}
-    harness_only = {"SEALBENCH_SEAL", "SEALBENCH_TMPDIR"}  # the scoring secret; a user's setting (§1)
+    # the scoring secret; a user's setting (§1); where the workflow's jobs find the pack and results/
+    # (docs/pipeline.md; removed from every agent's and test's environment)
+    harness_only = {"SEALBENCH_SEAL", "SEALBENCH_TMPDIR", "SEALBENCH_PACK", "SEALBENCH_RESULTS"}
     literals = set()
     for path in (ROOT / "scripts" / "sealbench").rglob("*.py"):
         literals |= set(re.findall(r"[\"'](SEALBENCH_[A-Z0-9_]+)[\"']", path.read_text()))

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import BUGGY, ORACLE, write_pytest_task  # noqa: E402
-from sealbench import scoring  # noqa: E402
+from sealbench import scoring, sealed_report  # noqa: E402
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.hooksPath=/dev/null",
@@ -70,7 +70,7 @@ def test_honest_fix_still_passes(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     res = score(t, meta, ORACLE.encode(), tmp_path)
     assert res.status == "pass", res.reason
-    assert res.hidden.junit == scoring.JUnitSummary(tests=3, failures=0, errors=0, skipped=0)
+    assert res.hidden.junit == sealed_report.JUnitSummary(tests=3, failures=0, errors=0, skipped=0)
     assert res.hidden.report["canaries"] == "ok"
 
 
@@ -328,7 +328,7 @@ def test_canaries_are_new_each_run_and_kept_out_of_the_counts(tmp_path: Path) ->
 
 
 def test_judge_stream_rules() -> None:
-    from sealbench.scoring import judge_stream
+    from sealbench.sealed_report import judge_stream
 
     names = {"pass": "test_x_ok", "fail": "test_y_ok"}
     base = [{"kind": "start", "pid": 1, "secret": True}, {"kind": "configured"}]

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sealbench import core, gate, stats  # noqa: E402
+from sealbench import core, decision_rule, gate  # noqa: E402
 from sealbench.ledger import _same_lineage, agent_lineage, append_ledger, read_ledger  # noqa: E402
 from test_gate_refusals import (  # noqa: E402
     BASE, CAND, _set_status, build_spec, codes, decide, write_experiment,
@@ -42,7 +42,7 @@ def winner_spec() -> dict:
 def test_winner_spec_names_a_winner(tmp_path: Path) -> None:
     """The fixture the attacks below build on (not an attack)."""
     d = decide(tmp_path, winner_spec())
-    assert d["publishable"] and d["comparison"]["verdict"] == stats.VERDICT_CANDIDATE
+    assert d["publishable"] and d["comparison"]["verdict"] == decision_rule.VERDICT_CANDIDATE
     assert len(winner_sentences(d)) == 1
 
 
@@ -316,4 +316,4 @@ def test_holds_epochs_split_pass_is_not_a_win_over_a_tie(tmp_path: Path) -> None
             extra.append(r2)
     spec["runs"] += extra
     c = decide(tmp_path, spec)["comparison"]
-    assert c["wins"] == c["losses"] == 0 and c["verdict"] == stats.VERDICT_NONE
+    assert c["wins"] == c["losses"] == 0 and c["verdict"] == decision_rule.VERDICT_NONE

@@ -24,9 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sealbench import core, gate, schema, split, stats  # noqa: E402
+from sealbench import core, decision_rule, gate, identity, power, split, tables# noqa: E402
 from sealbench.ledger import append_ledger, read_ledger  # noqa: E402
 from sealbench.refusals import REFUSALS  # noqa: E402
+from sealbench.toolchain import toolchain_digest  # noqa: E402
 from sealbench.stratify import build_strata  # noqa: E402
 
 STRATA = ["xs", "s", "m"]
@@ -51,7 +52,7 @@ PENDING_CODES = {"HOLDOUT_TUNED", "DENOMINATOR_MOVED", "ENVELOPE_CHANGED", "UNBA
 def _config() -> dict[str, Any]:
     """A full config as the pipeline holds it: config.yaml's keys plus every schema default."""
     return {
-        **core.CONFIG_DEFAULTS,
+        **core.config_defaults(),
         "pack": "pack", "seed": 20261129, "holdout_frac": 0.5, "score_split": "holdout",
         "agents": {CAND: {"command": "python -m cand"}, BASE: {"command": "python -m base"}},
         "candidate": CAND, "baseline": BASE, "epochs": 1, "humans": [], "sandbox": "required",
@@ -74,7 +75,7 @@ def _task(tid: str, stratum: str, split_name: str) -> dict[str, Any]:
 
 
 def _run(task: dict, solver: str, role: str, epoch: int, status: str) -> dict[str, Any]:
-    row: dict[str, Any] = {c[0]: None for c in schema.RUNS_COLUMNS}
+    row: dict[str, Any] = {c[0]: None for c in tables.RUNS_COLUMNS}
     row.update({"task_id": task["task_id"], "stratum": task["stratum"], "split": task["split"], "solver": solver,
                 "role": role, "fingerprint": f"fp-{solver}", "epoch": epoch, "status": status,
                 "visible_pass": status == "pass", "hidden_pass": status == "pass",
@@ -124,8 +125,8 @@ def write_experiment(root: Path, spec: dict[str, Any]) -> tuple[Path, Path, Path
     config_id = {k: v for k, v in cfg.items() if k != "pack"}
     ident = {
         "pack_digest": PACK_DIGEST, "split_manifest_digest": split.manifest_digest(manifest),
-        "config": config_id, "code": "c" * 16, "toolchain_digest": core.toolchain_digest(tc),
-        "agent_fingerprints": {a: core.agent_fingerprint(a, cfg["agents"][a]) for a in cfg["agents"]},
+        "config": config_id, "code": "c" * 16, "toolchain_digest": toolchain_digest(tc),
+        "agent_fingerprints": {a: identity.agent_fingerprint(a, cfg["agents"][a]) for a in cfg["agents"]},
         "human_sessions": [],
     }
     exp = dict(ident, exp_id=core.sha256_text(core.canonical_json(ident))[:16], pack=cfg["pack"],
@@ -137,9 +138,9 @@ def write_experiment(root: Path, spec: dict[str, Any]) -> tuple[Path, Path, Path
                agent_identity=spec.get("agent_identity", {}))
     exp_dir = root / "experiments" / exp["exp_id"]
     core.write_json(exp_dir / "experiment.json", exp)
-    schema.write_table(tasks, "tasks", exp_dir / "tables" / "tasks.parquet")
-    schema.write_table(runs, "runs", exp_dir / "tables" / "runs.parquet")
-    schema.write_table(build_strata(runs, cfg["strata"]), "strata", exp_dir / "tables" / "strata.parquet")
+    tables.write_table(tasks, "tasks", exp_dir / "tables" / "tasks.parquet")
+    tables.write_table(runs, "runs", exp_dir / "tables" / "runs.parquet")
+    tables.write_table(build_strata(runs, cfg["strata"]), "strata", exp_dir / "tables" / "strata.parquet")
     return exp_dir, split_path, pack_hash
 
 
@@ -453,15 +454,15 @@ def test_winner_named_only_when_interval_excludes_zero_and_pack_is_powered(tmp_p
     spec = build_spec()
     _dominant_candidate(spec)
     spec["cfg"].update(mde=0.5, planning_discordance=0.5)
-    n_req = stats.required_n_miller(0.5, 0.5)[1]
+    n_req = power.required_n_miller(0.5, 0.5)[1]
     assert n_req <= 9
     d = decide(tmp_path, spec)
     c = d["comparison"]
     assert d["reasons"] == [] and d["publishable"] is True
     assert c["matched_tasks"] == 9 and c["power"]["required_n_miller"] == n_req
     assert c["ci_low"] > 0
-    assert c["verdict"] == stats.VERDICT_CANDIDATE and c["underpowered"] is False
-    assert c["verdict_label"] == stats.VERDICT_CANDIDATE
+    assert c["verdict"] == decision_rule.VERDICT_CANDIDATE and c["underpowered"] is False
+    assert c["verdict_label"] == decision_rule.VERDICT_CANDIDATE
     assert any(s.startswith(f"On these 9 holdout tasks, {CAND} passed more than {BASE}")
                for s in d["allowed_sentences"])
     assert not any(n["code"] == "UNDERPOWERED" for n in d["notes"])
@@ -474,7 +475,7 @@ def test_interval_excluding_zero_but_underpowered_is_no_winner(tmp_path: Path) -
     c = d["comparison"]
     assert c["ci_low"] > 0  # the interval alone would name the candidate
     assert c["underpowered"] is True
-    assert c["verdict"] == stats.VERDICT_NONE
+    assert c["verdict"] == decision_rule.VERDICT_NONE
     assert c["verdict_label"] == "NO_WINNER + UNDERPOWERED"
     assert any(n["code"] == "UNDERPOWERED" for n in d["notes"])
     assert not any("passed more than" in s for s in d["allowed_sentences"])
@@ -488,5 +489,5 @@ def test_interval_including_zero_is_no_winner_even_when_powered(tmp_path: Path) 
     c = d["comparison"]
     assert c["ci_low"] <= 0 <= c["ci_high"]
     assert c["underpowered"] is False
-    assert c["verdict"] == stats.VERDICT_NONE and c["verdict_label"] == stats.VERDICT_NONE
+    assert c["verdict"] == decision_rule.VERDICT_NONE and c["verdict_label"] == decision_rule.VERDICT_NONE
     assert not any("passed more than" in s for s in d["allowed_sentences"])

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sealbench import core, gate, stats  # noqa: E402
+from sealbench import core, decision_rule, gate, identity  # noqa: E402
 from sealbench.ledger import append_ledger, read_ledger  # noqa: E402
 from test_gate_refusals import (  # noqa: E402
     BASE, CAND, _run, _set_status, _task, build_spec, codes, decide, write_experiment,
@@ -167,7 +167,7 @@ def test_4_a_significant_delta_below_the_mde_names_no_winner(tmp_path: Path) -> 
     d = decide(tmp_path, spec)
     c = d["comparison"]
     assert c["ci_low"] > 0 and c["mcnemar_p"] < 0.05 and not c["underpowered"]
-    assert c["verdict"] == stats.VERDICT_NONE and "BELOW_MDE" in c["verdict_label"]
+    assert c["verdict"] == decision_rule.VERDICT_NONE and "BELOW_MDE" in c["verdict_label"]
     assert "BELOW_MDE" in notes(d)
     assert not any("passed more than" in s for s in d["allowed_sentences"])
 
@@ -185,7 +185,7 @@ def test_5_a_zero_width_interval_is_not_certainty(tmp_path: Path) -> None:
     c = d["comparison"]
     assert c["ci_low"] == c["ci_high"] > 0 and not c["underpowered"]
     assert c["wins"] == 3 and c["losses"] == 0 and c["mcnemar_p"] == pytest.approx(0.25)
-    assert c["verdict"] == stats.VERDICT_NONE, "3 wins and 0 losses is p 0.25, not a winner"
+    assert c["verdict"] == decision_rule.VERDICT_NONE, "3 wins and 0 losses is p 0.25, not a winner"
     assert "ZERO_WIDTH_INTERVAL" in notes(d) and "not certainty" in c["interval_note"]
     assert "EXACT_TEST_NOT_SIGNIFICANT" in notes(d)
 
@@ -273,7 +273,7 @@ def test_12_card_is_self_contained_with_temperature_and_model(tmp_path: Path) ->
     spec["cfg"]["envelope"].update(temperature=0.0, model="local/coder-7b")
     decision, card, report = gate.decide(*write_experiment(tmp_path, spec))
     assert card["candidate"]["name"] == CAND and card["candidate"]["command"] == "python -m cand"
-    assert card["candidate"]["fingerprint"] == core.agent_fingerprint(CAND, spec["cfg"]["agents"][CAND])
+    assert card["candidate"]["fingerprint"] == identity.agent_fingerprint(CAND, spec["cfg"]["agents"][CAND])
     assert card["headline"]["value"] == decision["headline"] and card["headline"]["publishable"] is True
     assert card["envelope"]["temperature"] == 0.0 and card["envelope"]["model"] == "local/coder-7b"
     assert card["preregistration"]["mde"] == 0.1

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench import gate, stats  # noqa: E402
+from sealbench import epoch_stats, summaries  # noqa: E402
 from sealbench.card import contamination_posture  # noqa: E402
 from sealbench.sentences import human_sentences, roles_table  # noqa: E402
 
@@ -30,19 +30,19 @@ def frame(rows):
 def test_pass_at_k_matches_the_unbiased_estimators() -> None:
     rows = [row("t1", "a", "agent", s, e) for e, s in enumerate(["pass", "fail", "pass"], 1)]
     rows += [row("t2", "a", "agent", s, e) for e, s in enumerate(["fail", "fail", "fail"], 1)]
-    t = gate.pass_at_k_table(frame(rows), "holdout", 3)["a"]
+    t = summaries.pass_at_k_table(frame(rows), "holdout", 3)["a"]
     assert t["k"] == [1, 2, 3]
     for i, k in enumerate(t["k"]):
-        assert t["pass_at_k"][i] == pytest.approx((stats.pass_at_k(3, 2, k) + stats.pass_at_k(3, 0, k)) / 2, abs=1e-6)
-        assert t["pass_hat_k"][i] == pytest.approx((stats.pass_hat_k(3, 2, k) + stats.pass_hat_k(3, 0, k)) / 2, abs=1e-6)
-    assert gate.pass_at_k_table(frame(rows), "holdout", 1) == {}
+        assert t["pass_at_k"][i] == pytest.approx((epoch_stats.pass_at_k(3, 2, k) + epoch_stats.pass_at_k(3, 0, k)) / 2, abs=1e-6)
+        assert t["pass_hat_k"][i] == pytest.approx((epoch_stats.pass_hat_k(3, 2, k) + epoch_stats.pass_hat_k(3, 0, k)) / 2, abs=1e-6)
+    assert summaries.pass_at_k_table(frame(rows), "holdout", 1) == {}
 
 
 def test_cost_per_pass_is_null_when_unknown() -> None:
     rows = [row("t1", "a", "agent", "pass", tin=100, tout=50, cost=0.2), row("t2", "a", "agent", "fail", tin=10, tout=5,
                                                                               cost=0.1),
             row("t1", "b", "agent", "pass")]
-    out = {r["solver"]: r for r in gate.cost_per_pass(frame(rows), "holdout", ["xs"])}
+    out = {r["solver"]: r for r in summaries.cost_per_pass(frame(rows), "holdout", ["xs"])}
     assert out["a"]["tokens_per_pass"] == 165.0 and out["a"]["cost_per_pass_usd"] == pytest.approx(0.3)
     assert out["b"]["tokens_per_pass"] is None and out["b"]["cost_per_pass_usd"] is None
 

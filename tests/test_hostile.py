@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import FIX_AGENT, make_pack  # noqa: E402
 from sealbench import core, hash_pack, hidden_score, run_agent, sandbox  # noqa: E402
-from sealbench.workspace import descendants  # noqa: E402
+from sealbench.processes import descendants  # noqa: E402
 
 PROBLEM = sandbox.bwrap_problem()
 if PROBLEM and not os.environ.get("CI"):

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import make_pack, write_pytest_task, write_task  # noqa: E402
-from sealbench import core, leak_check, stratify  # noqa: E402
+from sealbench import leak_check, packs, stratify  # noqa: E402
 
 LEDGER = '''\
 """A tiny ledger: signed amounts, credits positive, debits negative."""
@@ -232,7 +232,7 @@ def test_names_and_lines_shared_with_visible_tests_are_not_secret(pack: Path) ->
 def test_generated_packs_are_clean(tmp_path: Path) -> None:
     p = make_pack(tmp_path / "g", n=3)
     write_pytest_task(p / "tasks")
-    for t in core.load_pack(p):
+    for t in packs.load_pack(p):
         assert leak_check.hidden_test_hits(t.dir) == [], t.id
 
 
@@ -243,13 +243,13 @@ def test_bench_pack_is_clean(tmp_path: Path) -> None:
     finally:
         sys.path.remove(str(ROOT / "bench"))
     p = bench_pack.make_pack(tmp_path / "b", 6, seed=3, repo_kb=8)
-    for t in core.load_pack(p):
+    for t in packs.load_pack(p):
         assert leak_check.hidden_test_hits(t.dir) == [], t.id
 
 
 @pytest.mark.skipif(not (ROOT / "suite" / "tasks").is_dir(), reason="suite not present")
 def test_bundled_suite_has_no_hidden_test_leak() -> None:
-    for t in core.load_pack(ROOT / "suite"):
+    for t in packs.load_pack(ROOT / "suite"):
         assert leak_check.hidden_test_hits(t.dir) == [], t.id
 
 

@@ -24,10 +24,10 @@ BWRAP_PROBLEM = bwrap_problem()
 pytestmark = pytest.mark.snakemake
 
 
-def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
+def smk(workdir: Path, *args: str, env: dict | None = None, snakefile: Path | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile or ROOT / "Snakefile"), "-d", str(workdir),
            "--configfile", str(workdir / "cfg.yaml"), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,9 @@ def test_full_run_writes_decision_tables_and_card(done: Path) -> None:
     html = (latest / "report.html").read_text()
     assert html.count("<svg") == 3 and "http://" not in html.replace("http://www.w3.org", "")
     card = json.loads((latest / "card.json").read_text())
-    assert set(card) >= {"dataset", "oracle", "metric_family", "envelope", "contamination"}
+    assert set(card) >= {"dataset", "oracle", "metric_family", "envelope", "contamination", "toolchain"}
+    assert any(p.lower().startswith("pytest==") for p in card["toolchain"]["packages"])
+    assert not any(p.lower().startswith("snakemake") for p in card["toolchain"]["packages"])  # imported by no stage
     tasks = pd.read_parquet(latest / "tables" / "tasks.parquet")
     assert len(tasks) == 12 and tasks.oracle_ok.all() and not tasks.weak_test.any() and not tasks.flaky.any()
     runs = pd.read_parquet(latest / "tables" / "runs.parquet")
@@ -88,7 +90,7 @@ def test_one_byte_reruns_only_that_task_and_revert_reuses(done: Path) -> None:
         out = res.stdout + res.stderr
         counts = job_counts(out)
         assert counts == {"hash_pack": 1, "leak_check": 1, "run_dummy": 1, "run_agent": 2, "hidden_score": 2,
-                          "pack_hash": 1, "experiment_record": 1, "stratify": 1, "decide": 1, "gate": 1}, out[-3000:]
+                          "pack_digests": 1, "experiment_record": 1, "stratify": 1, "decide": 1, "gate": 1}, out[-3000:]
         tasks_in_plan = set(re.findall(r"wildcards: task=([^,\s]+)", out))
         assert tasks_in_plan == {"t03"}
         res = smk(done, "--cores", "2", "gate")
@@ -103,6 +105,67 @@ def test_one_byte_reruns_only_that_task_and_revert_reuses(done: Path) -> None:
     res = smk(done, "--cores", "1", "gate", "--forcerun", "gate")
     assert res.returncode == 0, res.stderr[-3000:]
     assert (done / "results" / "latest").resolve() == old_latest
+
+
+def test_attack_a_copied_pack_reruns_nothing(done: Path) -> None:
+    """Where the pack is is not a parameter of any job: a copy with the same bytes reuses every result."""
+    copy = done / "pack_copy"
+    shutil.copytree(done / "pack", copy)
+    try:
+        res = smk(done, "-n", "gate", "--config", f"pack={copy}")
+        out = res.stdout + res.stderr
+        assert res.returncode == 0, out[-3000:]
+        assert "Nothing to be done" in out, job_counts(out)
+    finally:
+        shutil.rmtree(copy)
+
+
+def _fake_distribution(site: Path, dist: str, module: str) -> None:
+    """An installed distribution (dist-info with a RECORD) providing top-level ``module``."""
+    (site / module).mkdir(parents=True)
+    (site / module / "__init__.py").write_text("")
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "RECORD").write_text(f"{module}/__init__.py,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+
+
+def test_attack_installing_an_unrelated_package_reruns_nothing(done: Path, tmp_path: Path) -> None:
+    """The toolchain digest covers what can change a score, not every distribution: a package
+    nothing imports (duckdb, an executor plugin) plans no job; one that provides a module a task
+    imports reruns every job that runs tests."""
+    import os
+
+    unrelated = tmp_path / "unrelated"
+    _fake_distribution(unrelated, "sealbench-unrelated-tool", "sealbench_unrelated_tool")
+    res = smk(done, "-n", "gate", env=dict(os.environ, PYTHONPATH=str(unrelated)))
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-3000:]
+    assert "Nothing to be done" in out, job_counts(out)
+    imported = tmp_path / "imported"  # the tasks' tests import calc (a module of repo/): now installed too
+    _fake_distribution(imported, "calc-dist", "calc")
+    res = smk(done, "-n", "gate", env=dict(os.environ, PYTHONPATH=str(imported)))
+    counts = job_counts(res.stdout + res.stderr)
+    assert counts.get("run_dummy") == 12 and counts.get("hidden_score") == 24, counts
+
+
+def test_attack_a_comment_in_scoring_reruns_only_the_jobs_that_score(done: Path, tmp_path: Path) -> None:
+    """A copy of the workflow with one comment added to scoring.py: the plan has the scoring
+    jobs (controls, scores) and the experiment-level ones, nothing that seals, checks or splits."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for name in ("Snakefile", "workflow", "scripts", "config"):
+        src = ROOT / name
+        (shutil.copytree(src, proj / name, ignore=shutil.ignore_patterns("__pycache__")) if src.is_dir()
+         else shutil.copy2(src, proj / name))
+    res = smk(done, "-n", "gate", snakefile=proj / "Snakefile")
+    assert "Nothing to be done" in res.stdout + res.stderr, job_counts(res.stdout + res.stderr)
+    scoring = proj / "scripts" / "sealbench" / "scoring.py"
+    scoring.write_text(scoring.read_text() + "\n# a comment\n")
+    res = smk(done, "-n", "gate", snakefile=proj / "Snakefile")
+    counts = job_counts(res.stdout + res.stderr)
+    assert counts == {"run_dummy": 12, "hidden_score": 24, "experiment_record": 1, "stratify": 1, "decide": 1,
+                      "gate": 1}, counts
 
 
 def test_touch_without_change_reruns_nothing(done: Path) -> None:

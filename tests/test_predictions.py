@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import ORACLE, STAMP, make_pack  # noqa: E402
-from sealbench import cli, core, hash_pack, hidden_score, predictions, run_agent, run_dummy  # noqa: E402
+from sealbench import cli, core, hash_pack, hidden_score, identity, predictions, run_agent, run_dummy  # noqa: E402
 
 WRONG = ORACLE.replace("+    return a + b", "+    return a * b")
 CLOCK = {"clock_verified": False, "clock": "unverified", "time_to_green_s": None, "wall_s": None}
@@ -133,7 +133,7 @@ TASKS = ("t00", "t01", "t02", "t03")
 def build_results(pack: Path, results: Path) -> dict:
     """A results tree as the pipeline lays it out, made with the stage functions themselves:
     sealed copies, controls, one agent's runs and their hidden scores, and an experiment."""
-    fp = core.agent_fingerprint("fixer", {"command": AGENT})
+    fp = identity.agent_fingerprint("fixer", {"command": AGENT})
     digests, statuses = {}, {"fixer": {}, "oracle": {}, "empty_diff": {}, "stub": {}}
     for tid in TASKS:
         src = pack / "tasks" / tid

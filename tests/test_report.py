@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench import report, schema, stats  # noqa: E402
+from sealbench import rate_intervals, report_common, report_html, tables# noqa: E402
 
 STRATA = ["xs", "s", "m"]
 SPLITS = ["tune", "holdout"]
@@ -23,7 +23,7 @@ EVIL = "<script>alert('x')</script> & \"quoted\""
 
 
 def _typed(rows: list[dict], table: str) -> pd.DataFrame:
-    cols = schema.TABLES[table]
+    cols = tables.TABLES[table]
     data = {name: [r.get(name) for r in rows] for name, *_ in cols}
     df = pd.DataFrame(data)
     for name, typ, _nullable, _ in cols:
@@ -77,7 +77,7 @@ def make_frames() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
                 sub = runs_df[(runs_df.solver == solver) & (runs_df.split == split) & (runs_df.stratum == stratum)]
                 shares = sub.groupby("task_id").status.apply(lambda s: float((s == "pass").mean()))
                 n, passes = len(shares), float(shares.sum())
-                lo, hi = stats.wilson_interval(int(round(passes)), n)
+                lo, hi = rate_intervals.wilson_interval(int(round(passes)), n)
                 strata_rows.append({"solver": solver, "role": role, "split": split, "stratum": stratum, "n": n,
                                     "passes": passes, "pass_rate": passes / n, "ci_low": lo, "ci_high": hi,
                                     "timeout_rate": 0.0, "infra_rate": 0.0, "excluded_rate": 0.0})
@@ -125,7 +125,7 @@ CARD = {
 @pytest.fixture(scope="module")
 def page() -> str:
     tasks, runs, strata = make_frames()
-    return report.render_html(DECISION, CARD, tasks, runs, strata)
+    return report_html.render_html(DECISION, CARD, tasks, runs, strata)
 
 
 def test_self_contained(page: str) -> None:
@@ -170,7 +170,7 @@ def test_every_solver_reason_and_sentence(page: str) -> None:
 
 def test_paired_counts_round_epoch_means() -> None:
     _, runs, _ = make_frames()
-    rows, unmatched = report.paired_counts(runs, "cand_agent", "base_agent", "holdout", STRATA)
+    rows, unmatched = report_common.paired_counts(runs, "cand_agent", "base_agent", "holdout", STRATA)
     assert unmatched == []
     assert [s for s, _ in rows] == STRATA + ["all"]
     total = rows[-1][1]
@@ -186,14 +186,14 @@ def test_escapes_text(page: str) -> None:
 
 
 def test_deterministic() -> None:
-    a = report.render_html(DECISION, CARD, *make_frames())
-    b = report.render_html(json.loads(json.dumps(DECISION)), json.loads(json.dumps(CARD)), *make_frames())
+    a = report_html.render_html(DECISION, CARD, *make_frames())
+    b = report_html.render_html(json.loads(json.dumps(DECISION)), json.loads(json.dumps(CARD)), *make_frames())
     assert a == b
 
 
 def test_empty_tables_still_render() -> None:
     tasks, runs, strata = make_frames()
-    page = report.render_html({"experiment": "x", "publishable": False}, {}, tasks.iloc[:0], runs.iloc[:0],
+    page = report_html.render_html({"experiment": "x", "publishable": False}, {}, tasks.iloc[:0], runs.iloc[:0],
                               strata.iloc[:0])
     assert len(re.findall(r"<svg\b", page)) == 3 and "NOT PUBLISHABLE" in page
 
@@ -206,14 +206,14 @@ def test_write_report_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     (tmp_path / "decision.json").write_text(json.dumps(DECISION))
     (tmp_path / "card.json").write_text(json.dumps(CARD))
     calls = []
-    real = report.atomic_write_text
+    real = report_html.atomic_write_text
 
     def spy(path, text):
         calls.append(Path(path))
         return real(path, text)
 
-    monkeypatch.setattr(report, "atomic_write_text", spy)
-    out = report.write_report(tmp_path)
+    monkeypatch.setattr(report_html, "atomic_write_text", spy)
+    out = report_html.write_report(tmp_path)
     assert out == tmp_path / "report.html" and calls == [out]
     assert out.read_text(encoding="utf-8").count("<svg") == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["card.json", "decision.json", "report.html", "tables"]
@@ -222,15 +222,15 @@ def test_write_report_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     def boom(self, *a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(report, "atomic_write_text", real)
+    monkeypatch.setattr(report_html, "atomic_write_text", real)
     before = out.read_bytes()
     monkeypatch.setattr("os.replace", lambda *a, **k: boom(None))
     with pytest.raises(OSError):
-        report.write_report(tmp_path)
+        report_html.write_report(tmp_path)
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["card.json", "decision.json", "report.html", "tables"]
 
 
 def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    assert report.main([str(tmp_path)]) == 1
+    assert report_html.main([str(tmp_path)]) == 1
     assert "lacks decision.json" in capsys.readouterr().err

@@ -33,8 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import FIX_AGENT, make_pack  # noqa: E402
 from sealbench import core, hash_pack, hidden_score, run_agent, sandbox, scoring  # noqa: E402
+from sealbench.bwrap import bwrap_executable  # noqa: E402
+from sealbench.limits import limit_mechanisms  # noqa: E402
 from sealbench.core import harness_env  # noqa: E402
-from sealbench.workspace import make_workspace, run_process, workspace_patch  # noqa: E402
+from sealbench.processes import run_process  # noqa: E402
+from sealbench.workspace import make_workspace, workspace_patch  # noqa: E402
 
 PROBLEM = sandbox.bwrap_problem()
 if PROBLEM and not os.environ.get("CI"):
@@ -233,7 +236,7 @@ def test_other_runs_scratch_under_custom_tmpdir_is_invisible(world, monkeypatch,
 # ---------------------------------------------------------------------------------------------
 # (d) limits
 
-MECH = sandbox.limit_mechanisms() if hasattr(sandbox, "limit_mechanisms") else {}
+MECH = limit_mechanisms()
 
 
 def _no_process_with(marker: str) -> bool:
@@ -332,13 +335,13 @@ def test_newer_system_bwrap_wins_over_the_wheel(tmp_path: Path, monkeypatch, sys
     fake.write_text(f"#!/bin/sh\necho 'bubblewrap {system_version}'\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
-    sandbox.bwrap_executable.cache_clear()
+    bwrap_executable.cache_clear()
     try:
-        exe, version = sandbox.bwrap_executable()
+        exe, version = bwrap_executable()
         assert (exe == str(fake)) is wins
         assert version == (tuple(int(x) for x in system_version.split(".")) if wins else (0, 11, 0))
     finally:
-        sandbox.bwrap_executable.cache_clear()
+        bwrap_executable.cache_clear()
 
 
 def test_disabled_user_namespaces_are_explained(monkeypatch) -> None:
@@ -346,7 +349,7 @@ def test_disabled_user_namespaces_are_explained(monkeypatch) -> None:
 
     msg = (b"bwrap: No permissions to create a new namespace, likely because the kernel does not allow "
            b"non-privileged user namespaces.")
-    sandbox.bwrap_executable()  # found before the probe is made to fail
+    bwrap_executable()  # found before the probe is made to fail
     monkeypatch.setattr(sandbox.subprocess, "run",
                         lambda *a, **k: subprocess.CompletedProcess(a[0], 1, b"", msg))
     sandbox.bwrap_problem.cache_clear()

@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import FIXED, ORACLE, make_pack, write_pytest_task  # noqa: E402
-from sealbench import scoring  # noqa: E402
+from sealbench import scoring, sealed_command, sealed_report, similarity, tamper_rules  # noqa: E402
 
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 
@@ -61,16 +61,16 @@ def pt(tmp_path: Path) -> tuple[Path, dict]:
     "x.pth", "site-packages/evil.pth",
 ])
 def test_protected_by_name(path: str) -> None:
-    assert scoring.protected_reason(path, None, "") is not None
+    assert tamper_rules.protected_reason(path, None, "") is not None
 
 
 @pytest.mark.parametrize("path", ["calc.py", "tests_helper.py", "visible_tests.py", "docs/conftest.md", "setup.py"])
 def test_not_protected(path: str) -> None:
-    assert scoring.protected_reason(path, None, "+x = 1\n") is None
+    assert tamper_rules.protected_reason(path, None, "+x = 1\n") is None
 
 
 def test_setup_cfg_and_pyproject_depend_on_pytest_sections() -> None:
-    r = scoring.protected_reason
+    r = tamper_rules.protected_reason
     assert r("setup.cfg", None, "+[tool:pytest]\n+addopts = -x\n")
     assert r("setup.cfg", "[metadata]\nname = x\n[tool:pytest]\naddopts = -q\n", "+[flake8]\n")
     assert r("setup.cfg", "[metadata]\nname = x\n", "+[flake8]\n+max-line-length = 99\n") is None
@@ -180,8 +180,8 @@ def test_correct_patch_passes_with_junit_summary(pt, tmp_path: Path) -> None:
     t, meta = pt
     res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 60)
     assert res.status == "pass", res.reason
-    assert res.visible.junit == scoring.JUnitSummary(tests=2, failures=0, errors=0, skipped=0)
-    assert res.hidden.junit == scoring.JUnitSummary(tests=3, failures=0, errors=0, skipped=0)
+    assert res.visible.junit == sealed_report.JUnitSummary(tests=2, failures=0, errors=0, skipped=0)
+    assert res.hidden.junit == sealed_report.JUnitSummary(tests=3, failures=0, errors=0, skipped=0)
     assert (tmp_path / "l" / "hidden.junit.xml").exists()
 
 
@@ -273,42 +273,42 @@ def test_judge_reasons() -> None:
     stream = ([{"kind": "start", "secret": True}] + rec("t.py::test_a", "failed") + rec("t.py::test_b", "failed")
               + rec("t.py::test_c", "passed") + rec("t.py::test_p", "passed") + rec("t.py::test_f", "failed", "M-1")
               + [{"kind": "finish", "exitstatus": 1}])
-    out = scoring.CommandOutcome("pytest", 0, 0.1, False, None, "", stream=stream, secret=secret)
-    assert scoring.judge("hidden", out, 4) == ("fail", "hidden tests: the sealed report shows 2 failures")
+    out = sealed_command.CommandOutcome("pytest", 0, 0.1, False, None, "", stream=stream, secret=secret)
+    assert sealed_command.judge("hidden", out, 4) == ("fail", "hidden tests: the sealed report shows 2 failures")
     out.stream = stream[:1] + stream[5:]
     out.stream[-1] = {"kind": "finish", "exitstatus": 0}
-    assert scoring.judge("hidden", out, 4) == ("fail", "hidden tests: only 1 test passed, 4 expected")
+    assert sealed_command.judge("hidden", out, 4) == ("fail", "hidden tests: only 1 test passed, 4 expected")
     out.stream = []
-    assert scoring.judge("hidden", out, 4)[0] == "tamper", "exit 0 and no report is never a pass"
+    assert sealed_command.judge("hidden", out, 4)[0] == "tamper", "exit 0 and no report is never a pass"
     out.returncode = 4
-    assert scoring.judge("hidden", out, 4)[0] == "infra_fail", "the runner never started"
+    assert sealed_command.judge("hidden", out, 4)[0] == "infra_fail", "the runner never started"
 
 
 def test_parse_junit_both_roots(tmp_path: Path) -> None:
     a = tmp_path / "a.xml"
     a.write_text('<testsuites><testsuite tests="3" failures="1" errors="0" skipped="1"/>'
                  '<testsuite tests="2" failures="0" errors="1" skipped="0"/></testsuites>')
-    assert scoring.parse_junit(a) == scoring.JUnitSummary(5, 1, 1, 1)
+    assert sealed_report.parse_junit(a) == sealed_report.JUnitSummary(5, 1, 1, 1)
     b = tmp_path / "b.xml"
     b.write_text('<testsuite tests="4" failures="0" errors="0" skipped="0"/>')
-    assert scoring.parse_junit(b) == scoring.JUnitSummary(4, 0, 0, 0)
+    assert sealed_report.parse_junit(b) == sealed_report.JUnitSummary(4, 0, 0, 0)
     c = tmp_path / "c.xml"
     c.write_text("<testsuite")
     with pytest.raises(ValueError):
-        scoring.parse_junit(c)
+        sealed_report.parse_junit(c)
 
 
 def test_sandbox_is_passed_only_when_given(plain, tmp_path: Path, monkeypatch) -> None:
     t, meta = plain
     seen = []
-    real = scoring.run_process
+    real = sealed_command.run_process
 
     def spy(*args, **kwargs):
         seen.append(dict(kwargs))
         kwargs.pop("sandbox", None)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(scoring, "run_process", spy)
+    monkeypatch.setattr(sealed_command, "run_process", spy)
     scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l1", 30)
     assert seen and all("sandbox" not in k for k in seen)
     seen.clear()
@@ -320,22 +320,22 @@ def test_sandbox_is_passed_only_when_given(plain, tmp_path: Path, monkeypatch) -
 # ---------------------------------------------------------------------------- gold similarity
 
 def test_gold_similarity_identical_and_whitespace() -> None:
-    assert scoring.gold_similarity(ORACLE.encode(), ORACLE.encode()) == 1.0
+    assert similarity.gold_similarity(ORACLE.encode(), ORACLE.encode()) == 1.0
     ws = ORACLE.replace("+    return a + b\n", "+    return  a + b   \n").replace(
         "@@ -1,2 +1,2 @@", "@@ -1,2 +1,3 @@") + "+\n"
-    assert scoring.gold_similarity(ws.encode(), ORACLE.encode()) >= scoring.GOLD_LIKE_THRESHOLD
+    assert similarity.gold_similarity(ws.encode(), ORACLE.encode()) >= similarity.GOLD_LIKE_THRESHOLD
 
 
 def test_gold_similarity_unrelated_is_low() -> None:
     other = new_file("docs/notes.md", "# Notes\nSomething else entirely\nand more text\n")
-    assert scoring.gold_similarity(other.encode(), ORACLE.encode()) < 0.5
-    assert scoring.gold_similarity(b"", ORACLE.encode()) == 0.0
-    assert scoring.gold_similarity(b"not a diff", ORACLE.encode()) == 0.0
+    assert similarity.gold_similarity(other.encode(), ORACLE.encode()) < 0.5
+    assert similarity.gold_similarity(b"", ORACLE.encode()) == 0.0
+    assert similarity.gold_similarity(b"not a diff", ORACLE.encode()) == 0.0
 
 
 def test_gold_similarity_ignores_protected_sections() -> None:
     extra = new_file("conftest.py", "x = 1\ny = 2\nz = 3\n")
-    assert scoring.gold_similarity((ORACLE + extra).encode(), ORACLE.encode()) == 1.0
+    assert similarity.gold_similarity((ORACLE + extra).encode(), ORACLE.encode()) == 1.0
 
 
 def test_score_patch_sets_gold_fields(plain, tmp_path: Path) -> None:

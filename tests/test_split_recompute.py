@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import make_pack  # noqa: E402
-from sealbench import core, split  # noqa: E402
+from sealbench import packs, split  # noqa: E402
 
 STRATA = {f"t{i:02d}": ("xs", "s", "m")[i % 3] for i in range(24)}
 
@@ -80,7 +80,7 @@ def test_manifest_moved_across_strata_is_refused(tmp_path: Path) -> None:
 def test_bundled_suite_manifest_is_its_seeded_split_and_an_edit_is_refused(tmp_path: Path) -> None:
     suite = ROOT / "suite"
     frozen = json.loads((suite / split.MANIFEST).read_text())
-    strata_of = {t.id: t.stratum for t in core.load_pack(suite)}
+    strata_of = {t.id: t.stratum for t in packs.load_pack(suite)}
     got = split.check(suite, strata_of, frozen["seed"], frozen["holdout_frac"])
     assert got["holdout"] == frozen["holdout"] and got["tune"] == frozen["tune"]
     made = split.make_split(strata_of, frozen["seed"], frozen["holdout_frac"])
@@ -97,7 +97,7 @@ def test_bundled_suite_manifest_is_its_seeded_split_and_an_edit_is_refused(tmp_p
 
 def test_packgen_pack_split_round_trips_and_an_edit_is_refused(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "p")
-    strata_of = {t.id: t.stratum for t in core.load_pack(pack)}
+    strata_of = {t.id: t.stratum for t in packs.load_pack(pack)}
     m, created = split.ensure(pack, strata_of, 7, 0.5)
     assert created and split.check(pack, strata_of, 7, 0.5)["holdout"] == m["holdout"]
     out, into = swap_one_pair(pack, strata_of)

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import FIXED, ORACLE, make_pack, write_config  # noqa: E402
-from sealbench import core, hash_pack, leak_check, scoring, split, workspace  # noqa: E402
+from sealbench import core, hash_pack, leak_check, packs, processes, scoring, sealed_command, split, workspace  # noqa: E402
 from sealbench.core import ConfigError, PackError  # noqa: E402
 
 
@@ -152,7 +152,7 @@ def test_meta_errors_name_file_and_field(tmp_path: Path, mutate, needle) -> None
     mutate(meta)
     meta_path.write_text(json.dumps(meta))
     with pytest.raises(PackError) as exc:
-        core.load_pack(pack, ["xs", "s", "m"])
+        packs.load_pack(pack, ["xs", "s", "m"])
     assert "t03/meta.json" in str(exc.value) and needle in str(exc.value)
 
 
@@ -161,7 +161,7 @@ def test_non_utf8_prompt_and_missing_parts(tmp_path: Path) -> None:
     (pack / "tasks" / "t02" / "prompt.md").write_bytes(b"caf\xe9\n")
     (pack / "tasks" / "t05" / "oracle.patch").unlink()
     with pytest.raises(PackError) as exc:
-        core.load_pack(pack)
+        packs.load_pack(pack)
     assert "t02/prompt.md: not UTF-8" in str(exc.value)
     assert "t05/oracle.patch: missing" in str(exc.value)
 
@@ -169,7 +169,7 @@ def test_non_utf8_prompt_and_missing_parts(tmp_path: Path) -> None:
 def test_empty_tasks_folder(tmp_path: Path) -> None:
     (tmp_path / "p" / "tasks").mkdir(parents=True)
     with pytest.raises(PackError, match="holds no tasks"):
-        core.load_pack(tmp_path / "p")
+        packs.load_pack(tmp_path / "p")
 
 
 # ---------------------------------------------------------------------------- leak check
@@ -200,7 +200,7 @@ def test_bundled_suite_has_no_leak_suspects() -> None:
     suite = ROOT / "suite"
     deny = leak_check.read_denylist(suite / "denylist.txt")
     assert len(deny) >= 20
-    for t in core.load_pack(suite):
+    for t in packs.load_pack(suite):
         assert leak_check.check_task(t.dir, deny) == [], t.id
 
 
@@ -324,7 +324,7 @@ def test_time_box_kills_the_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "alive"
     cmd = f"(sleep 3; touch {marker}) & sleep 30"
     t0 = time.monotonic()
-    res = workspace.run_process(cmd, tmp_path, dict(os.environ), 1.0, tmp_path / "o", tmp_path / "e")
+    res = processes.run_process(cmd, tmp_path, dict(os.environ), 1.0, tmp_path / "o", tmp_path / "e")
     assert res.timed_out and res.end_reason == "time_box"
     assert time.monotonic() - t0 < 10
     time.sleep(3.5)
@@ -332,6 +332,6 @@ def test_time_box_kills_the_process_group(tmp_path: Path) -> None:
 
 
 def test_missing_test_runner_is_infra_not_fail() -> None:
-    assert scoring.classify_exit("python -m pytest -q t", 1, "/usr/bin/python: No module named pytest") is not None
-    assert scoring.classify_exit("python -m pytest -q t", 1, "1 failed, 2 passed") is None
-    assert scoring.classify_exit("python -m pytest -q t", 5, "") == "no tests collected"
+    assert sealed_command.classify_exit("python -m pytest -q t", 1, "/usr/bin/python: No module named pytest") is not None
+    assert sealed_command.classify_exit("python -m pytest -q t", 1, "1 failed, 2 passed") is None
+    assert sealed_command.classify_exit("python -m pytest -q t", 5, "") == "no tests collected"

@@ -1,4 +1,5 @@
-"""Tests for sealbench.stats against the shared statistics reference vectors.
+"""Tests for sealbench's statistics (stats, rate_intervals, bootstrap, power, epoch_stats, decision_rule)
+against the shared statistics reference vectors.
 
 Every number in ``stats_vectors.json`` is asserted, twice: against
 ``../shared/reference/stats_vectors.json`` (skipped only if that file is absent) and
@@ -24,7 +25,8 @@ from scipy import stats as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-from sealbench import stats as S  # noqa: E402
+from sealbench import bootstrap, decision_rule, epoch_stats, power, rate_intervals  # noqa: E402
+from sealbench import paired as S  # noqa: E402
 
 SHARED_REF = Path(__file__).resolve().parents[2] / "shared" / "reference" / "stats_vectors.json"
 COPY_REF = Path(__file__).resolve().parent / "data" / "stats_reference.json"
@@ -108,7 +110,7 @@ def table_a(overall: dict) -> dict[str, int]:
 def n_required_plan(ref: dict) -> int:
     """n_required for the planning point the gate expectations quote: MDE 0.10, psi 0.30."""
     p = ref["power_required_n"]
-    return S.required_n_miller(0.10, 0.30, p["alpha"], p["power"])[1]
+    return power.required_n_miller(0.10, 0.30, p["alpha"], p["power"])[1]
 
 
 # ---------------------------------------------------------------------- the copy
@@ -148,7 +150,7 @@ def test_a_clt_wald_and_paired_t(ref, src):
     o = ref["dataset_A_20_tasks"]["overall"]
     d = d_of(data_a(src))
     r = result_a(src)
-    se = S.task_level_se(d)
+    se = epoch_stats.task_level_se(d)
     close(se * math.sqrt(len(d)), o["sd_d_ddof1"])
     close(se, o["se_paired_clt"])
     close(r.delta / se, o["z"])
@@ -178,17 +180,17 @@ def test_a_exact_bootstrap(ref, src):
     o = ref["dataset_A_20_tasks"]["overall"]
     strata, _, _ = data_a(src)
     d = d_of(data_a(src))
-    se = S.stratified_bootstrap_se_exact(strata, d)
+    se = bootstrap.stratified_bootstrap_se_exact(strata, d)
     close(se**2, o["stratified_bootstrap_var_exact_Binf"], 1e-8)  # published to 8 dp
     close(se, o["stratified_bootstrap_se_exact_Binf"])
-    close(S.stratified_bootstrap_se_exact(["all"] * len(d), d),
+    close(bootstrap.stratified_bootstrap_se_exact(["all"] * len(d), d),
           o["unstratified_bootstrap_se_exact_Binf"])
-    ex = S.exact_stratified_bootstrap(strata, d)
+    ex = bootstrap.exact_stratified_bootstrap(strata, d)
     close(ex.se, o["stratified_bootstrap_se_exact_Binf"])
     close(ex.p_le_0, o["stratified_bootstrap_exact_Binf_P_le_0"])
     close([ex.ci_low, ex.ci_high], o["stratified_percentile95_exact_Binf_inverse_cdf"])
     close(ex.probs.sum(), 1.0, 1e-12)
-    close(S.exact_stratified_bootstrap(["all"] * len(d), d).se,
+    close(bootstrap.exact_stratified_bootstrap(["all"] * len(d), d).se,
           o["unstratified_bootstrap_se_exact_Binf"])
 
 
@@ -218,12 +220,12 @@ def test_a_stratified_t(ref, src):
 def test_a_observed_mde(ref, src):
     o = ref["dataset_A_20_tasks"]["overall"]
     d = d_of(data_a(src))
-    close(S.observed_mde_from_sd(np.std(d, ddof=1), len(d)), o["observed_mde_alpha05_power80"])
+    close(power.observed_mde_from_sd(np.std(d, ddof=1), len(d)), o["observed_mde_alpha05_power80"])
 
 
 def _call(lo: float, hi: float) -> str:
     r = dataclasses.replace(result_a("copy"), ci_low=lo, ci_high=hi)
-    return S.verdict(r)
+    return decision_rule.verdict(r)
 
 
 def test_a_decisions_by_interval(ref, src):
@@ -231,18 +233,18 @@ def test_a_decisions_by_interval(ref, src):
     want = o["decisions_by_interval"]
     r = result_a(src)
     d = d_of(data_a(src))
-    se, z = S.task_level_se(d), st.norm.ppf(0.975)
+    se, z = epoch_stats.task_level_se(d), st.norm.ppf(0.975)
     strata, _, _ = data_a(src)
-    ex = S.exact_stratified_bootstrap(strata, d)
+    ex = bootstrap.exact_stratified_bootstrap(strata, d)
     calls = {
         "wald_z": _call(r.delta - z * se, r.delta + z * se),
         "newcombe": _call(*r.newcombe_ci),
         "paired_t": _call(*r.paired_t_ci),
-        "stratified_t": S.verdict(r),
+        "stratified_t": decision_rule.verdict(r),
         "stratified_percentile_exact": _call(ex.ci_low, ex.ci_high),
     }
     for key, call in calls.items():
-        expected = S.VERDICT_CANDIDATE if want[key].startswith("WINNER") else S.VERDICT_NONE
+        expected = decision_rule.VERDICT_CANDIDATE if want[key].startswith("WINNER") else decision_rule.VERDICT_NONE
         assert call == expected, key
     assert want["stratified_percentile_exact"] == "NO_WINNER(lo<=0)" and ex.ci_low <= 0
     assert want["mcnemar_exact_alpha05"] == "not significant" and r.mcnemar_p >= 0.05
@@ -253,10 +255,10 @@ def test_a_gate_expectation(ref, src):
     r = result_a(src)
     n_req = n_required_plan(ref)
     assert f"n_required={n_req}" in o["gate_expectation_recommended_rules"]
-    call = S.gate_call(r, n_req)
-    assert S.verdict(r) == S.VERDICT_NONE
-    assert S.verdict(r, n_req) == S.VERDICT_NONE
-    assert call.underpowered and S.is_underpowered(r.n, n_req)
+    call = decision_rule.gate_call(r, n_req)
+    assert decision_rule.verdict(r) == decision_rule.VERDICT_NONE
+    assert decision_rule.verdict(r, n_req) == decision_rule.VERDICT_NONE
+    assert call.underpowered and decision_rule.is_underpowered(r.n, n_req)
     assert call.label == "NO_WINNER + UNDERPOWERED"
     assert o["gate_expectation_recommended_rules"].startswith(call.label)
     assert f"n={r.n} < n_required={n_req}" in o["gate_expectation_recommended_rules"]
@@ -274,17 +276,17 @@ def test_a_per_stratum(ref, src, stratum):
     assert (sum(b), sum(c)) == (p["baseline_pass"], p["candidate_pass"])
     close(sum(b) / n, p["baseline_rate"])
     close(sum(c) / n, p["candidate_rate"])
-    close(S.wilson_interval(sum(b), n), p["baseline_wilson95"])
-    close(S.wilson_interval(sum(c), n), p["candidate_wilson95"])
-    close(S.clopper_pearson_interval(sum(b), n), p["baseline_clopper_pearson95"])
-    close(S.clopper_pearson_interval(sum(c), n), p["candidate_clopper_pearson95"])
+    close(rate_intervals.wilson_interval(sum(b), n), p["baseline_wilson95"])
+    close(rate_intervals.wilson_interval(sum(c), n), p["candidate_wilson95"])
+    close(rate_intervals.clopper_pearson_interval(sum(b), n), p["baseline_clopper_pearson95"])
+    close(rate_intervals.clopper_pearson_interval(sum(c), n), p["candidate_clopper_pearson95"])
     r = S.paired_delta([stratum] * n, c, b, n_resamples=2000)
     assert r.method == "paired_t"  # one stratum: the stratified t is the paired t
     close([r.ci_low, r.ci_high], r.paired_t_ci, 1e-12)
     close(r.delta, p["paired_delta"])
     assert (r.wins, r.losses) == (p["wins_cand_only"], p["losses_base_only"])
     d = [x - y for x, y in zip(c, b)]
-    close(S.stratified_bootstrap_se_exact([stratum] * n, d) ** 2 * n, p["var_d_ddof0"])
+    close(bootstrap.stratified_bootstrap_se_exact([stratum] * n, d) ** 2 * n, p["var_d_ddof0"])
 
 
 # ------------------------------------------------------------------ dataset C
@@ -300,8 +302,8 @@ def test_c_per_stratum(ref, src, stratum):
     assert n == p["n"] == result_c(src).n_by_stratum[stratum]
     close(sum(b) / n, p["baseline_rate"])
     close(sum(c) / n, p["candidate_rate"])
-    close(S.wilson_interval(sum(b), n), p["baseline_wilson95"])
-    close(S.wilson_interval(sum(c), n), p["candidate_wilson95"])
+    close(rate_intervals.wilson_interval(sum(b), n), p["baseline_wilson95"])
+    close(rate_intervals.wilson_interval(sum(c), n), p["candidate_wilson95"])
 
 
 def test_c_overall(ref, src):
@@ -316,8 +318,8 @@ def test_c_overall(ref, src):
     close(r.se, o["stratified_t"]["se"])
     assert r.df == o["stratified_t"]["df"]
     close([r.ci_low, r.ci_high], o["stratified_t"]["ci95"])
-    close(S.stratified_bootstrap_se_exact(strata, d), o["stratified_bootstrap_se_exact_Binf"])
-    close(S.exact_stratified_bootstrap(strata, d).se, o["stratified_bootstrap_se_exact_Binf"])
+    close(bootstrap.stratified_bootstrap_se_exact(strata, d), o["stratified_bootstrap_se_exact_Binf"])
+    close(bootstrap.exact_stratified_bootstrap(strata, d).se, o["stratified_bootstrap_se_exact_Binf"])
     assert r.mcnemar_p == pytest.approx(o["mcnemar_exact_pvalue"], rel=1e-6)
     close(r.newcombe_ci, o["newcombe_hybrid_score95"])
     exact = o["stratified_bootstrap_se_exact_Binf"]
@@ -330,12 +332,12 @@ def test_c_gate_expectation(ref, src):
     n_req = n_required_plan(ref)
     assert f"n={r.n} >= n_required={n_req}" in o["gate_expectation_recommended_rules"]
     assert o["gate_expectation_recommended_rules"].startswith("WINNER=candidate")
-    assert S.verdict(r) == S.verdict(r, n_req) == S.VERDICT_CANDIDATE
-    call = S.gate_call(r, n_req)
-    assert not call.underpowered and call.label == S.VERDICT_CANDIDATE
+    assert decision_rule.verdict(r) == decision_rule.verdict(r, n_req) == decision_rule.VERDICT_CANDIDATE
+    call = decision_rule.gate_call(r, n_req)
+    assert not call.underpowered and call.label == decision_rule.VERDICT_CANDIDATE
     # swapping sides names the baseline
     strata, cand, base = data_c(src)
-    assert S.verdict(S.paired_delta(strata, base, cand, n_resamples=2000)) == S.VERDICT_BASELINE
+    assert decision_rule.verdict(S.paired_delta(strata, base, cand, n_resamples=2000)) == decision_rule.VERDICT_BASELINE
 
 
 # ------------------------------------------------------------------------ power
@@ -346,10 +348,10 @@ def test_required_n(ref, i):
     p = ref["power_required_n"]
     row = p["rows"][i]
     args = (row["mde"], row["discordance_rate"], p["alpha"], p["power"])
-    raw, n = S.required_n_miller(*args)
+    raw, n = power.required_n_miller(*args)
     close(raw, row["n_miller_eq9_raw"], 5e-5)  # published to 4 dp
     assert n == row["n_miller_eq9"]
-    raw, n = S.required_n_connor(*args)
+    raw, n = power.required_n_connor(*args)
     close(raw, row["n_connor1987_mcnemar_raw"], 5e-5)  # published to 4 dp
     assert n == row["n_connor1987_mcnemar"]
 
@@ -358,14 +360,14 @@ def test_required_n(ref, i):
 def test_observed_mde_by_n(ref, i):
     p = ref["power_required_n"]
     row = p["mde_by_n"][i]
-    close(S.observed_mde(row["n"], row["psi"], p["alpha"], p["power"]), row["mde"], 5e-5)  # 4 dp
+    close(power.observed_mde(row["n"], row["psi"], p["alpha"], p["power"]), row["mde"], 5e-5)  # 4 dp
     # and it inverts Eq. 9
-    raw, _ = S.required_n_miller(S.observed_mde(row["n"], row["psi"]), row["psi"])
+    raw, _ = power.required_n_miller(power.observed_mde(row["n"], row["psi"]), row["psi"])
     close(raw, row["n"], 1e-9)
 
 
 def test_miller_worked_example(ref):
-    raw, n = S.required_n_miller(0.03, omega2=1 / 9)
+    raw, n = power.required_n_miller(0.03, omega2=1 / 9)
     close(raw, ref["power_required_n"]["miller_worked_example_omega2_1_9_delta_0.03"], 5e-4)  # 3 dp
     assert n == 969
 
@@ -389,34 +391,34 @@ def test_epochs_per_task(ref, side, task):
     attempts = ref["epochs_K3"][f"{side}_attempts"][task]
     k, c = len(attempts), sum(attempts)
     assert c == want["c"]
-    close(S.per_task_means(_attempt_rows(ref, side), "task_id", "hidden_pass")[task], want["mean"])
-    close(S.pass_at_k(k, c, 1), want["pass@1"])
-    close(S.pass_at_k(k, c, 2), want["pass@2"])
-    close(S.pass_hat_k(k, c, 2), want["pass^2"])
-    close(S.pass_hat_k(k, c, 3), want["pass^3"])
+    close(epoch_stats.per_task_means(_attempt_rows(ref, side), "task_id", "hidden_pass")[task], want["mean"])
+    close(epoch_stats.pass_at_k(k, c, 1), want["pass@1"])
+    close(epoch_stats.pass_at_k(k, c, 2), want["pass@2"])
+    close(epoch_stats.pass_hat_k(k, c, 2), want["pass^2"])
+    close(epoch_stats.pass_hat_k(k, c, 3), want["pass^3"])
 
 
 @pytest.mark.parametrize("side", SIDES)
 def test_epochs_summary(ref, side):
     e = ref["epochs_K3"]
     want = e[f"{side}_summary"]
-    means = S.per_task_means(_attempt_rows(ref, side), "task_id", "hidden_pass")
+    means = epoch_stats.per_task_means(_attempt_rows(ref, side), "task_id", "hidden_pass")
     assert list(means) == EPOCH_TASKS
     close(np.mean(list(means.values())), want["score"])
-    close(S.task_level_se(list(means.values())), want["se_task_level"])
-    vc = S.miller_variance_components(e[f"{side}_attempts"])
+    close(epoch_stats.task_level_se(list(means.values())), want["se_task_level"])
+    vc = epoch_stats.miller_variance_components(e[f"{side}_attempts"])
     assert vc.k == 3
     close(vc.var_x_hat, want["miller_var_x_hat"])
     close(vc.e_sigma2_hat, want["miller_E_sigma2_hat"])
     att = e[f"{side}_attempts"].values()
-    close(np.mean([S.pass_at_k(3, sum(a), 2) for a in att]), want["pass@2"])
-    close(np.mean([S.pass_hat_k(3, sum(a), 2) for a in att]), want["pass^2"])
+    close(np.mean([epoch_stats.pass_at_k(3, sum(a), 2) for a in att]), want["pass@2"])
+    close(np.mean([epoch_stats.pass_hat_k(3, sum(a), 2) for a in att]), want["pass^2"])
 
 
 def test_epochs_paired(ref):
     e = ref["epochs_K3"]
-    base = S.per_task_means(_attempt_rows(ref, "baseline"), "task_id", "hidden_pass")
-    cand = S.per_task_means(_attempt_rows(ref, "candidate"), "task_id", "hidden_pass")
+    base = epoch_stats.per_task_means(_attempt_rows(ref, "baseline"), "task_id", "hidden_pass")
+    cand = epoch_stats.per_task_means(_attempt_rows(ref, "candidate"), "task_id", "hidden_pass")
     tasks = list(base)
     d = [cand[t] - base[t] for t in tasks]
     close(d, e["paired_d_per_task"])
@@ -424,17 +426,17 @@ def test_epochs_paired(ref):
     assert r.n == 6 and r.method == "paired_t" and r.newcombe_ci is None
     close(r.delta, e["paired_delta"])
     close(r.se, e["se_paired_task_level"])
-    close(S.task_level_se(d), e["se_paired_task_level"])
+    close(epoch_stats.task_level_se(d), e["se_paired_task_level"])
 
 
 def test_epochs_clustered_se(ref):
     e = ref["epochs_K3"]
     att = e["baseline_attempts"]
-    close(S.naive_attempt_se(att), e["baseline_naive_attempt_level_se_n18_WRONG"])
-    close(S.clustered_se(att), e["baseline_clustered_se_miller_appendixA_no_fpc"])
-    close(S.clustered_se(att, fpc=True), e["baseline_clustered_se_inspect_fpc_C_over_C_minus_1"])
+    close(epoch_stats.naive_attempt_se(att), e["baseline_naive_attempt_level_se_n18_WRONG"])
+    close(epoch_stats.clustered_se(att), e["baseline_clustered_se_miller_appendixA_no_fpc"])
+    close(epoch_stats.clustered_se(att, fpc=True), e["baseline_clustered_se_inspect_fpc_C_over_C_minus_1"])
     # balanced clusters: the fpc-clustered SE equals the task-level SE
-    close(S.clustered_se(att, fpc=True), e["baseline_summary"]["se_task_level"])
+    close(epoch_stats.clustered_se(att, fpc=True), e["baseline_summary"]["se_task_level"])
 
 
 # ----------------------------------------------------------------------- pass@k
@@ -443,17 +445,17 @@ def test_epochs_clustered_se(ref):
 @pytest.mark.parametrize("i", range(len(_COPY["pass_at_k"])))
 def test_pass_at_k(ref, i):
     row = ref["pass_at_k"][i]
-    close(S.pass_at_k(row["n"], row["c"], row["k"]), row["pass@k"], 1e-9)  # published to 10 dp
+    close(epoch_stats.pass_at_k(row["n"], row["c"], row["k"]), row["pass@k"], 1e-9)  # published to 10 dp
 
 
 def test_pass_hat_k_bounds():
-    assert S.pass_hat_k(10, 3, 1) == pytest.approx(0.3)
-    assert S.pass_hat_k(5, 5, 5) == 1.0
-    assert S.pass_hat_k(5, 2, 3) == 0.0
+    assert epoch_stats.pass_hat_k(10, 3, 1) == pytest.approx(0.3)
+    assert epoch_stats.pass_hat_k(5, 5, 5) == 1.0
+    assert epoch_stats.pass_hat_k(5, 2, 3) == 0.0
     with pytest.raises(ValueError):
-        S.pass_at_k(3, 4, 1)
+        epoch_stats.pass_at_k(3, 4, 1)
     with pytest.raises(ValueError):
-        S.pass_hat_k(3, 1, 4)
+        epoch_stats.pass_hat_k(3, 1, 4)
 
 
 # ------------------------------------------------------------------- edge cases
@@ -461,9 +463,9 @@ def test_pass_hat_k_bounds():
 
 def test_edge_binomial_intervals(ref):
     e = ref["edge_cases"]
-    close(S.wilson_interval(0, 4), e["wilson_0_of_4"])
-    close(S.wilson_interval(4, 4), e["wilson_4_of_4"])
-    close(S.clopper_pearson_interval(0, 4), e["clopper_pearson_0_of_4"])
+    close(rate_intervals.wilson_interval(0, 4), e["wilson_0_of_4"])
+    close(rate_intervals.wilson_interval(4, 4), e["wilson_4_of_4"])
+    close(rate_intervals.clopper_pearson_interval(0, 4), e["clopper_pearson_0_of_4"])
 
 
 def test_edge_mcnemar(ref):
@@ -483,20 +485,20 @@ def test_edge_all_zero_d(ref):
     assert list(r.bootstrap_ci) == e["all_d_zero_percentile_interval"]
     assert (r.ci_low, r.ci_high) == (0.0, 0.0)
     assert r.mcnemar_p == 1.0 and r.discordance == 0.0 and r.paired_t_p == 1.0
-    assert S.verdict(r) == S.VERDICT_NONE
-    ex = S.exact_stratified_bootstrap(strata, [0.0] * 8)
+    assert decision_rule.verdict(r) == decision_rule.VERDICT_NONE
+    ex = bootstrap.exact_stratified_bootstrap(strata, [0.0] * 8)
     assert [ex.ci_low, ex.ci_high] == e["all_d_zero_percentile_interval"]
 
 
 @pytest.mark.parametrize(
     ("lo", "hi", "want"),
     [
-        (0.01, 0.2, S.VERDICT_CANDIDATE),
-        (-0.2, -0.01, S.VERDICT_BASELINE),
-        (0.0, 0.2, S.VERDICT_NONE),
-        (-0.2, 0.0, S.VERDICT_NONE),
-        (0.0, 0.0, S.VERDICT_NONE),
-        (-0.1, 0.1, S.VERDICT_NONE),
+        (0.01, 0.2, decision_rule.VERDICT_CANDIDATE),
+        (-0.2, -0.01, decision_rule.VERDICT_BASELINE),
+        (0.0, 0.2, decision_rule.VERDICT_NONE),
+        (-0.2, 0.0, decision_rule.VERDICT_NONE),
+        (0.0, 0.0, decision_rule.VERDICT_NONE),
+        (-0.1, 0.1, decision_rule.VERDICT_NONE),
     ],
 )
 def test_edge_gate_rule(ref, lo, hi, want):
@@ -507,7 +509,7 @@ def test_edge_gate_rule(ref, lo, hi, want):
 # ------------------------------------------------------------------ behaviour
 
 
-@pytest.mark.parametrize("fn", [S.wilson_interval, S.clopper_pearson_interval])
+@pytest.mark.parametrize("fn", [rate_intervals.wilson_interval, rate_intervals.clopper_pearson_interval])
 def test_zero_trials_raise(fn):
     with pytest.raises(ValueError, match="n=0"):
         fn(0, 0)
@@ -517,11 +519,11 @@ def test_zero_trials_raise(fn):
 
 def test_underpowered_never_names_a_winner():
     r = result_c("copy")
-    assert S.verdict(r, n_required=1000) == S.VERDICT_NONE
-    call = S.gate_call(r, 1000)
-    assert call.interval_verdict == S.VERDICT_CANDIDATE
+    assert decision_rule.verdict(r, n_required=1000) == decision_rule.VERDICT_NONE
+    call = decision_rule.gate_call(r, 1000)
+    assert call.interval_verdict == decision_rule.VERDICT_CANDIDATE
     assert call.label == "NO_WINNER + UNDERPOWERED"
-    assert not S.is_underpowered(240, None)
+    assert not decision_rule.is_underpowered(240, None)
 
 
 def test_single_task_stratum_falls_back_to_paired_t():
@@ -557,17 +559,17 @@ def test_per_task_means_rows_and_dataframe():
         {"task": "t2", "v": None},  # unknown, not a fail
         {"task": "t3", "v": float("nan")},
     ]
-    assert S.per_task_means(rows, "task", "v") == {"t1": 0.5, "t2": 0.0}
+    assert epoch_stats.per_task_means(rows, "task", "v") == {"t1": 0.5, "t2": 0.0}
     pd = pytest.importorskip("pandas")
-    assert S.per_task_means(pd.DataFrame(rows[:3]), "task", "v") == {"t1": 0.5, "t2": 0.0}
+    assert epoch_stats.per_task_means(pd.DataFrame(rows[:3]), "task", "v") == {"t1": 0.5, "t2": 0.0}
     with pytest.raises(ValueError, match="missing column"):
-        S.per_task_means(rows, "task_id", "v")
+        epoch_stats.per_task_means(rows, "task_id", "v")
 
 
 def test_power_input_errors():
     with pytest.raises(ValueError):
-        S.required_n_miller(0.1)
+        power.required_n_miller(0.1)
     with pytest.raises(ValueError):
-        S.required_n_miller(0.6, 0.3)  # psi <= mde**2
+        power.required_n_miller(0.6, 0.3)  # psi <= mde**2
     with pytest.raises(ValueError):
-        S.required_n_connor(0.0, 0.3)
+        power.required_n_connor(0.0, 0.3)

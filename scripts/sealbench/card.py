@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import sandbox as _sandbox
+from . import limits as _limits
 from .ledger import preregistration
 
 def contamination_posture(tasks) -> str:
@@ -53,8 +53,13 @@ def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
                        "writable, private /tmp, unprivileged uid without capabilities or user namespaces, PID "
                        "namespace, no network; pack, results/, home, project and scratch folders not mounted",
             # resource limits of every sandboxed command; mechanisms as found where the gate runs
-            "limits": {**_sandbox.Limits.of(cfg.get("limits")).to_dict(), "mechanisms": _sandbox.limit_mechanisms()},
+            "limits": {**_limits.Limits.of(cfg.get("limits")).to_dict(), "mechanisms": _limits.limit_mechanisms()},
         },
+        # what the scores depend on besides the code: the interpreter and the covered packages
+        # (sealbench.toolchain: what the stages, agents and tasks import, what those require)
+        "toolchain": {"digest": exp["toolchain_digest"],
+                      **{k: exp["toolchain"].get(k) for k in ("python", "implementation", "packages",
+                                                               "startup_files", "covers")}},
         "contamination": {
             "posture": contamination_posture(tasks),
             "checks": sorted({c for cs in tasks.leak_checks for c in str(cs).split(";") if c}),

@@ -28,6 +28,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import paths
 from .core import SealbenchError, load_config_file, read_json
 
 
@@ -43,10 +44,10 @@ ALPHA, POWER = 0.05, 0.8
 
 def power_sentence(n: int, split_name: str, mde: float, psi: float) -> str:
     """What difference ``n`` scored tasks can detect, and how many the pre-registered MDE needs."""
-    from . import stats
+    from . import power
 
-    need = stats.required_n_miller(mde, psi, ALPHA, POWER)[1]
-    head = (f"{n} {split_name} tasks detect Δ ≈ {stats.observed_mde(n, psi, ALPHA, POWER):.2f}" if n > 0
+    need = power.required_n_miller(mde, psi, ALPHA, POWER)[1]
+    head = (f"{n} {split_name} tasks detect Δ ≈ {power.observed_mde(n, psi, ALPHA, POWER):.2f}" if n > 0
             else f"no {split_name} tasks: no difference can be detected")
     text = f"{head} (ψ {psi:g}, α {ALPHA:g}, power {POWER:g}); the pre-registered MDE {mde:g} needs {need}."
     if 0 < n < need:
@@ -69,7 +70,7 @@ def _identity_lines(name: str, ident: dict, first: int = 5) -> list[str]:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from . import hash_pack, split
-    from .core import agent_identity
+    from .identity import agent_identity
 
     cfg = load_config_file(args.config)
     plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
@@ -227,23 +228,25 @@ def progress_counts(cfg: dict, results: Path) -> list[tuple[str, int, int]]:
     from . import hash_pack
 
     plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
-    from .core import agent_fingerprint
+    from .identity import agent_fingerprint
 
     fps = {a: agent_fingerprint(a, spec) for a, spec in cfg["agents"].items()}
     agents, epochs = sorted(fps), int(cfg["epochs"])
-    dirs = {t: results / "tasks" / t / d for t, d in plan.task_digests.items()}
-    n = len(dirs)
-    rows = [
-        ("hash_pack", sum((d / "sealed.json").exists() for d in dirs.values()), n),
-        ("leak_check", sum((d / f"leak-{plan.denylist_digest}.json").exists() for d in dirs.values()), n),
-        ("run_dummy", sum((d / "controls" / "controls.json").exists() for d in dirs.values()), n),
-        ("run_agent", sum((d / "runs" / a / fps[a] / str(e) / "run.json").exists()
-                          for d in dirs.values() for a in agents for e in range(1, epochs + 1)), n * len(agents) * epochs),
-        ("hidden_score", sum((d / "scores" / a / fps[a] / f"{e}.json").exists()
-                             for d in dirs.values() for a in agents for e in range(1, epochs + 1)),
-         n * len(agents) * epochs),
+    tasks, res = sorted(plan.task_digests.items()), str(results)
+    n, attempts = len(tasks), [(a, e) for a in agents for e in range(1, epochs + 1)]
+
+    def done(files) -> int:
+        return sum(Path(f).exists() for f in files)
+
+    return [
+        ("hash_pack", done(paths.sealed_record(t, d, res) for t, d in tasks), n),
+        ("leak_check", done(paths.leak_report(t, d, plan.denylist_digest, res) for t, d in tasks), n),
+        ("run_dummy", done(paths.controls(t, d, res) for t, d in tasks), n),
+        ("run_agent", done(paths.run_record(t, d, a, fps[a], e, res) for t, d in tasks for a, e in attempts),
+         n * len(attempts)),
+        ("hidden_score", done(paths.score(t, d, a, fps[a], e, res) for t, d in tasks for a, e in attempts),
+         n * len(attempts)),
     ]
-    return rows
 
 
 def cmd_progress(args: argparse.Namespace) -> int:

@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from . import paths
 from .core import (
     HashCache,
     PackError,
     SealbenchError,
-    Task,
+    make_writable,
     atomic_write_text,
     denylist_digest,
-    load_pack,
     pack_digest,
     read_json,
     task_digest,
@@ -38,6 +38,7 @@ from .core import (
     digest_entries,
     write_json,
 )
+from .packs import Task, load_pack
 
 
 class DigestMismatch(SealbenchError):
@@ -122,17 +123,6 @@ def seal_task(task_dir: Path, expected: str, out_dir: Path, record: Path) -> dic
     return rec
 
 
-def make_writable(path: Path) -> None:
-    """Give back write permission on a sealed (read-only) folder so it can be removed."""
-    for dirpath, dirs, files in os.walk(path):
-        os.chmod(dirpath, 0o755)
-        for name in files:
-            try:
-                os.chmod(Path(dirpath, name), 0o644)
-            except FileNotFoundError:
-                pass
-
-
 def write_pack_hash(records: list[dict], denylist_dig: str, out_txt: Path, out_tsv: Path) -> str:
     """Aggregate the task records into ``PACK_HASH.txt`` and ``task_digests.tsv``; return the
     pack digest."""
@@ -152,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.hash_pack", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("seal", help="copy and verify one task")
-    s.add_argument("--task-dir", required=True, type=Path)
+    where = s.add_mutually_exclusive_group(required=True)
+    where.add_argument("--task", help=f"a task id of the pack named by ${paths.PACK_ENV} (what the workflow passes)")
+    where.add_argument("--task-dir", type=Path, help="a task folder")
     s.add_argument("--digest", required=True)
     s.add_argument("--out", required=True, type=Path)
     s.add_argument("--record", required=True, type=Path)
@@ -165,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.cmd == "seal":
-            rec = seal_task(args.task_dir, args.digest, args.out, args.record)
+            task_dir = args.task_dir or paths.pack_root() / "tasks" / args.task
+            rec = seal_task(task_dir, args.digest, args.out, args.record)
             print(f"sealed {rec['task_id']} {rec['task_digest'][:12]} ({rec['files']} files)")
         else:
             records = list(args.records) + [Path(r) for b in args.batches for r in read_json(b)["sealed"]]

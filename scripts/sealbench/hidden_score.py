@@ -34,7 +34,8 @@ from pathlib import Path
 
 from .core import read_json, write_json
 from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
-from .scoring import SHELL_INFRA_CODES, score_patch
+from .scoring import score_patch
+from .sealed_command import SHELL_INFRA_CODES
 
 
 def time_to_green(attempts: list[dict], final_visible_green: bool | None) -> float | None:
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
     ap.add_argument("--controls", type=Path, help="the task's controls.json (gold-patch test count)")
-    ap.add_argument("--limits", default=None, help="JSON: the config's limits (sandbox.Limits)")
+    ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
     args = ap.parse_args(argv)
     try:
         rec = score_run(args.sealed, args.run_dir, args.out, args.timeout, args.sandbox, args.controls,

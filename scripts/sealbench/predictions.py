@@ -40,11 +40,11 @@ from pathlib import Path
 from .core import (
     CONTROLS,
     SealbenchError,
-    load_pack,
     read_json,
     task_digest,
     write_json,
 )
+from .packs import load_pack
 
 FIELDS = ("instance_id", "model_patch", "model_name_or_path")
 SUMMARY = "summary.json"
@@ -113,7 +113,7 @@ def validate_row(lineno: int, obj: object, task_ids: set[str], solver: str | Non
         return "model_name_or_path", f"line {lineno}: field 'model_name_or_path' is empty"
     patch = obj["model_patch"] or ""
     if patch.strip():
-        from .scoring import split_patch
+        from .patches import split_patch
 
         try:
             split_patch(patch.encode("utf-8", "surrogateescape"))

@@ -1,6 +1,6 @@
 """sealbench's pytest plugin: the sealed report of a scoring run (loaded with ``-p sealbench.pytest_seal``).
 
-The harness (``scoring._run_check``) starts pytest with ``SEALBENCH_SEAL=<secret fd>:<stream fd>``.
+The harness (``sealed_command._run_check``) starts pytest with ``SEALBENCH_SEAL=<secret fd>:<stream fd>``.
 At *import* — while pytest parses its options, before any conftest or test module (and so
 before any code of the patch) is imported — this module:
 
@@ -17,7 +17,7 @@ raised (read from the call before any report object exists) is streamed as it ha
 ``finish`` record closes the stream. Each plain test function is wrapped so that the stream
 also says it really ran and returned (``ran``): a pass reported for a test that was never
 called is caught. The failing canary does not count towards ``-x``/
-``--maxfail`` or the exit code. The harness judges from the stream (``scoring.judge_stream``).
+``--maxfail`` or the exit code. The harness judges from the stream (``sealed_report.judge_stream``).
 """
 
 from __future__ import annotations

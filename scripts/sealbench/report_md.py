@@ -1,4 +1,4 @@
-"""report.md: the decision as Markdown (the HTML report is ``report.py``)."""
+"""report.md: the decision as Markdown (the HTML report is ``report_html.py``)."""
 
 from __future__ import annotations
 

@@ -37,12 +37,14 @@ from . import bridge as bridge_module
 from .bridge import UnixToTcp, parse_endpoint
 from .core import harness_env, read_json, write_json
 from .untrusted import copy_untrusted_tree
-from . import contract
+from . import contract, paths
 from .contract import (STAMP_FILE, STAMP_KEYS, STEERS_FILE, USAGE_FILE, USAGE_KEYS, count_steers, read_report,
                        time_box)
-from .sandbox import SandboxUnavailable, limit_mechanisms, make_sandbox, resolve_level
+from .limits import limit_mechanisms
+from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .visible import VisibleServer, sealed_green, write_client_script
-from .workspace import WorkspaceError, make_workspace, run_process, scratch_dir, workspace_patch
+from .processes import run_process
+from .workspace import WorkspaceError, make_workspace, scratch_dir, workspace_patch
 
 def read_attempts(path: Path) -> list[dict]:
     if not path.exists():
@@ -66,7 +68,7 @@ class RunOptions:
     hide: tuple[Path, ...] = ()         #: extra folders hidden from the worker (the pack, results/)
     endpoint: str | None = None         #: the one loopback host:port the agent may reach
     readonly_paths: tuple[Path, ...] = ()  #: extra read-only paths the agent needs
-    limits: Mapping[str, Any] | None = None  #: resource limits (config ``limits``; None: sandbox.DEFAULT_LIMITS)
+    limits: Mapping[str, Any] | None = None  #: resource limits (config ``limits``; None: limits.DEFAULT_LIMITS)
 
 
 def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list[str]:
@@ -236,12 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stop-on-green", action="store_true")
     ap.add_argument("--log-cap-bytes", type=int, default=1 << 20)
     ap.add_argument("--hide", type=Path, action="append", default=[], help="a folder the worker must not see")
-    ap.add_argument("--limits", default=None, help="JSON: the config's limits (sandbox.Limits)")
+    ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
     args = ap.parse_args(argv)
     try:
         spec = json.loads(args.spec)
         options = RunOptions(sandbox_mode=args.sandbox, stop_on_green=args.stop_on_green,
-                             cap_bytes=args.log_cap_bytes, hide=tuple(p.absolute() for p in args.hide),
+                             cap_bytes=args.log_cap_bytes, hide=(*paths.locations_to_hide(), *(p.absolute() for p in args.hide)),
                              endpoint=spec.get("endpoint"),
                              readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []),
                              limits=json.loads(args.limits) if args.limits else None)

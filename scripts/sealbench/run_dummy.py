@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--oracle-runs", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
-    ap.add_argument("--limits", default=None, help="JSON: the config's limits (sandbox.Limits)")
+    ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
     args = ap.parse_args(argv)
     try:
         rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox,

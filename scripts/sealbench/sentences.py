@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Mapping
 
-from . import stats
+from . import decision_rule
 from .core import read_json
 from .contract import ABSTAINED
 from .refusals import ALPHA
@@ -22,7 +22,7 @@ def comparison_why(comparison: Mapping, cfg: Mapping) -> str:
     if "delta" not in comparison:
         return comparison.get("note") or "no paired comparison was computed"
     why = []
-    if comparison.get("interval_verdict") == stats.VERDICT_NONE:
+    if comparison.get("interval_verdict") == decision_rule.VERDICT_NONE:
         why.append(f"the 95% interval [{comparison['ci_low']:+.3f}, {comparison['ci_high']:+.3f}] includes 0")
     if comparison.get("underpowered"):
         why.append(f"{comparison['matched_tasks']} paired tasks detect about {comparison['observed_mde']:.2f}; the "
@@ -38,9 +38,9 @@ def comparison_why(comparison: Mapping, cfg: Mapping) -> str:
 def comparison_summary(comparison: Mapping, cfg: Mapping) -> str:
     """The comparison half of the banner: the winner, or "no winner" and why."""
     v = comparison.get("verdict")
-    if v == stats.VERDICT_CANDIDATE:
+    if v == decision_rule.VERDICT_CANDIDATE:
         return f"winner: {comparison['candidate']} over {comparison['baseline']}"
-    if v == stats.VERDICT_BASELINE:
+    if v == decision_rule.VERDICT_BASELINE:
         return f"winner: {comparison['baseline']} over {comparison['candidate']}"
     return "no winner (" + comparison_why(comparison, cfg) + ")"
 
@@ -299,8 +299,8 @@ def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping
         allowed.append(f"Against the do-nothing controls on the same {split} tasks, per stratum: " + "; ".join(
             f"{d['stratum']} {d['candidate_rate']:.2f} (empty diff {signed(d['delta_vs_empty_diff'])}, "
             f"stub {signed(d['delta_vs_stub'])}, n={d['n']})" for d in dummies) + ".")
-    if comparison.get("verdict") in (stats.VERDICT_CANDIDATE, stats.VERDICT_BASELINE):
-        winner, loser = (cand, base) if comparison["verdict"] == stats.VERDICT_CANDIDATE else (base, cand)
+    if comparison.get("verdict") in (decision_rule.VERDICT_CANDIDATE, decision_rule.VERDICT_BASELINE):
+        winner, loser = (cand, base) if comparison["verdict"] == decision_rule.VERDICT_CANDIDATE else (base, cand)
         allowed.append(
             f"On these {comparison['matched_tasks']} {split} tasks, {winner} passed more than {loser}: delta "
             f"{comparison['delta']:+.3f} (95% {comparison['method'].replace('_', ' ')} interval "

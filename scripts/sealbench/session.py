@@ -42,19 +42,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import contract
+from . import contract, paths
 from .contract import STEERS_FILE, USAGE_KEYS
 from .core import (
     SealbenchError,
     atomic_write_text,
     harness_env,
     load_config_file,
-    load_pack,
     read_json,
     sha256_text,
     task_digest,
     write_json,
 )
+from .packs import load_pack
 from .visible import sealed_green
 from .workspace import (
     Workspace,
@@ -337,7 +337,7 @@ def submit(session_id: str | None = None, results: Path = Path("results")) -> di
     except WorkspaceError as exc:
         raise SessionError(f"session {s.id}: could not take the patch of {d['workspace']}: {exc}; "
                            "the session stays open (nothing was written)") from exc
-    base = Path(d["results"]) / "tasks" / d["task_id"] / d["task_digest"] / "sessions" / d["who"]
+    base = Path(paths.sessions_of(d["task_id"], d["task_digest"], d["who"], str(d["results"])))
     epoch = _next_epoch(base)
     run_dir = base / str(epoch)
     if run_dir.exists():  # a leftover of an interrupted submit (no run.json): replace it

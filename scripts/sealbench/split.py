@@ -25,7 +25,9 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
-from .core import SealbenchError, canonical_json, load_pack, read_json, sha256_text, write_json
+from . import paths
+from .core import SealbenchError, canonical_json, read_json, sha256_text, write_json
+from .packs import load_pack
 
 MIN_TASKS = 12
 MIN_HOLDOUT = 5
@@ -190,13 +192,14 @@ def ids_key(strata_of: Mapping[str, str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.split", description=__doc__.splitlines()[0])
-    ap.add_argument("--pack", type=Path, required=True)
+    ap.add_argument("--pack", type=Path, help=f"the pack (default: ${paths.PACK_ENV}, as the workflow runs it)")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--holdout-frac", type=float, default=0.4)
     ap.add_argument("--strata", nargs="*", help="allowed stratum labels")
     ap.add_argument("--out", type=Path, help="where to copy the manifest for downstream jobs")
     args = ap.parse_args(argv)
     try:
+        args.pack = args.pack or paths.pack_root()
         tasks = load_pack(args.pack, args.strata or None)
         strata_of = {t.id: t.stratum for t in tasks}
         manifest, created = ensure(args.pack, strata_of, args.seed, args.holdout_frac)

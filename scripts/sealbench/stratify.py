@@ -2,7 +2,7 @@
 
 Reads:  experiment.json, the frozen split manifest, every task's sealed.json, leak result,
         controls.json and every agent score
-Writes: tables/tasks.parquet, tables/runs.parquet, tables/strata.parquet (schemas: ``schema.py``)
+Writes: tables/tasks.parquet, tables/runs.parquet, tables/strata.parquet (schemas: ``tables.py``)
 
 Health envelope (seed "session stamp"): an agent row whose stamp is missing, whose server is
 not the required one, whose queue delay or retries exceed the envelope, whose quota state is
@@ -27,10 +27,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from . import paths
 from .contract import STAMP_KEYS
 from .core import SealbenchError, read_json
-from .schema import write_table
-from .stats import rate_interval
+from .tables import write_table
+from .rate_intervals import rate_interval
 
 RATE_EXCLUDED = {"excluded", "infra_fail"}
 
@@ -181,12 +182,12 @@ def per_task_files(experiment: Mapping, results: Path) -> dict[str, list[Path]]:
     epochs = range(1, int(cfg["epochs"]) + 1)
     agents = sorted(experiment["agent_fingerprints"].items())
     out: dict[str, list[str]] = {"sealed": [], "leaks": [], "controls": [], "scores": []}
-    for tid, dig in sorted(experiment["task_digests"].items()):
-        base = f"{results}/tasks/{tid}/{dig}"  # strings: 200,000 pathlib joins would take seconds
-        out["sealed"].append(f"{base}/sealed.json")
-        out["leaks"].append(f"{base}/leak-{experiment['denylist_digest']}.json")
-        out["controls"].append(f"{base}/controls/controls.json")
-        out["scores"] += [f"{base}/scores/{a}/{fp}/{e}.json" for a, fp in agents for e in epochs]
+    res = str(results)
+    for tid, dig in sorted(experiment["task_digests"].items()):  # strings: 200,000 pathlib joins take seconds
+        out["sealed"].append(paths.sealed_record(tid, dig, res))
+        out["leaks"].append(paths.leak_report(tid, dig, experiment["denylist_digest"], res))
+        out["controls"].append(paths.controls(tid, dig, res))
+        out["scores"] += [paths.score(tid, dig, a, fp, e, res) for a, fp in agents for e in epochs]
     return {k: [Path(p) for p in v] for k, v in out.items()}
 
 

@@ -8,7 +8,7 @@ exactly the steps the per-task rules would run — ``hash_pack seal``, ``leak_ch
 with the same arguments, and writes the same files at the same content-addressed paths, each
 step's output to the same per-task log. The decision does not depend on the batch size.
 
-Reads:  results/batches/<key>/spec.json (written at planning; ``key`` digests the whole spec)
+Reads:  results/batches/<key>/spec.json (:func:`sealbench.steps.batch_specs`; ``key`` digests the whole spec)
 Writes: every step's outputs and log; results/batches/<key>/done.json (what ran, what was
         reused, and the per-task files stratify reads)
 
@@ -38,21 +38,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Iterator
 
-from .core import SealbenchError, canonical_json, read_json, sha256_text, write_json
-from .hash_pack import make_writable
-
-#: Stage modules a step may run (the per-task rules' modules).
-STAGES = ("hash_pack", "leak_check", "run_dummy", "run_agent", "hidden_score")
-
-
-def step_key(step: dict[str, Any]) -> str:
-    """Digest of everything that makes a step's outputs what they are."""
-    return sha256_text(canonical_json({k: step[k] for k in ("module", "argv", "outputs", "code", "toolchain")}))[:32]
-
-
-def spec_key(spec: dict[str, Any]) -> str:
-    """A batch's key: the digest of its whole spec (members, digests, steps)."""
-    return sha256_text(canonical_json(spec))[:16]
+from .core import SealbenchError, make_writable, read_json, write_json
+from .steps import STAGES, step_key
 
 
 def remove_outputs(outputs: list[str]) -> None:

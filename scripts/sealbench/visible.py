@@ -100,7 +100,7 @@ class VisibleServer:
 
     def _handle(self, conn: socket.socket) -> None:
         from .core import harness_env
-        from .workspace import run_process
+        from .processes import run_process
 
         try:
             conn.settimeout(10)

@@ -1,5 +1,6 @@
 # Shared set-up: validate the config and the pack before any job, digest every task, and
-# name the experiment. Nothing here runs tests; it only reads and hashes.
+# name the experiment. Nothing here runs tests; it only reads and hashes. Only functions live
+# here; the rules are in one file per stage (and experiment.smk).
 
 import functools
 import json
@@ -14,35 +15,27 @@ if SCRIPTS not in sys.path:
     sys.path.insert(0, SCRIPTS)
 
 from sealbench.core import (  # noqa: E402
-    AGENT_CACHE_NAME,
-    CONTROLS,
     HashCache,
     SealbenchError,
-    agent_identity,
     canonical_json,
-    code_digest,
-    control_fingerprint,
     sha256_text,
-    toolchain,
-    toolchain_digest,
     validate_config,
     write_json,
 )
+from sealbench.code_digests import code_digest  # noqa: E402
+from sealbench.identity import AGENT_CACHE_NAME, agent_identity  # noqa: E402
 from sealbench import hash_pack as _hash_pack  # noqa: E402
+from sealbench import paths  # noqa: E402
 from sealbench import split as _split  # noqa: E402
+from sealbench import steps  # noqa: E402
+from sealbench.toolchain import ToolchainCache, toolchain, toolchain_digest  # noqa: E402
 from sealbench import leak_check as _leak_check  # noqa: E402
 
-PY = sys.executable
-RESULTS = "results"
-shell.prefix(f"export PYTHONPATH={SCRIPTS}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; ")
+RESULTS = paths.RESULTS
 
-#: How every job ends: its output goes to its log; on failure the log is shown — or, when the
-#: log itself could not be written (a full disk), a sentence saying so.
-ON_FAIL = (
-    " > {log:q} 2>&1 || {{ rc=$?; if [ -s {log:q} ]; then cat {log:q} >&2; else echo \"sealbench: the job failed"
-    " (exit $rc) and its log is empty or could not be written: check the free space and permissions of"
-    " results/ (df -h results)\" >&2; fi; exit 1; }}"
-)
+#: The conda environment of each job (`--sw-deployment-method conda`): the project's one
+#: environment.yml, relative to the rules files.
+CONDA_ENV = "../../environment.yml"
 
 wildcard_constraints:
     task=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
@@ -69,9 +62,34 @@ except SealbenchError as exc:
     _fail(exc)
 
 
+def _job_shell_prefix():
+    """What every job's shell starts with: where the code, the pack and results/ are (as
+    environment variables, never as job parameters: a copied pack reruns nothing), the
+    interpreter, and `sealbench_job LOG MODULE ARGS...`, which runs `python -m MODULE ARGS` with
+    its output in LOG and, on failure, shows the log — or, when the log could not be written
+    (a full disk), a sentence saying so."""
+    from snakemake.settings.types import DeploymentMethod
+
+    with_conda = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+    env = {paths.PACK_ENV: str(Path(CFG["pack"]).absolute()), paths.RESULTS_ENV: str(Path(RESULTS).absolute()),
+           "SEALBENCH_PY": "python" if with_conda else sys.executable}
+    exports = f"export PYTHONPATH={shlex.quote(SCRIPTS)}${{PYTHONPATH:+:$PYTHONPATH}}; "
+    exports += "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+    job = ('sealbench_job() { log="$1"; shift; "$SEALBENCH_PY" -m "$@" > "$log" 2>&1 || { rc=$?; '
+           'if [ -s "$log" ]; then cat "$log" >&2; else echo "sealbench: the job failed (exit $rc) and its log is '
+           'empty or could not be written: check the free space and permissions of results/ (df -h results)" >&2; '
+           'fi; exit 1; }; }; ')
+    return (exports + job).replace("{", "{{").replace("}", "}}")  # the prefix is formatted like a command
+
+
+shell.prefix(_job_shell_prefix())
+
+
+#: What each task's code imports and which packages that covers (for the toolchain): saved at onstart.
+_TOOLCHAIN_CACHE = ToolchainCache(Path(paths.state_dir()) / "toolchain-cache.json")
 
 #: The stat cache of agent code: read while planning, written at onstart (planning writes nothing).
-_AGENT_CACHE = HashCache(Path(RESULTS) / ".sealbench" / AGENT_CACHE_NAME)
+_AGENT_CACHE = HashCache(Path(paths.state_dir()) / AGENT_CACHE_NAME)
 
 
 def _agent_identities():
@@ -86,8 +104,6 @@ except SealbenchError as exc:
     _fail(exc)
 AGENTS = {name: dict(spec, fingerprint=AGENT_IDENTITY[name]["fingerprint"]) for name, spec in CFG["agents"].items()}
 EPOCHS = list(range(1, int(CFG["epochs"]) + 1))
-#: The resource limits every sandboxed command runs under (a param of each rule that runs one).
-LIMITS = json.dumps(CFG["limits"], sort_keys=True)
 #: Config keys that change how the work is scheduled, not what is measured: not in the experiment id.
 EXECUTION_ONLY_KEYS = ("pack", "batch_size")
 
@@ -95,7 +111,7 @@ EXECUTION_ONLY_KEYS = ("pack", "batch_size")
 @functools.cache
 def plan():
     """Validate and digest the pack; check the split. Raises SealbenchError."""
-    p = _hash_pack.plan_pack(Path(CFG["pack"]), CFG["strata"], Path(RESULTS) / ".sealbench" / "hashcache.json",
+    p = _hash_pack.plan_pack(Path(CFG["pack"]), CFG["strata"], Path(paths.state_dir()) / "hashcache.json",
                              write_caches=False)
     strata_of = {tid: t.stratum for tid, t in p.tasks.items()}
     manifest = _split.check(p.pack, strata_of, CFG["seed"], CFG["holdout_frac"])
@@ -106,14 +122,18 @@ def plan():
 def experiment():
     """The experiment record: everything that makes this result this result."""
     p, strata_of, manifest = plan()
-    tc = toolchain()
+    tc = toolchain(task_modules=sorted({m for tid, t in p.tasks.items()
+                                        for m in _TOOLCHAIN_CACHE.task(t.dir, p.task_digests[tid])}),
+                   agent_files=[f for ident in AGENT_IDENTITY.values() for f in ident["files"] if f.endswith(".py")],
+                   cache=_TOOLCHAIN_CACHE)
     cfg_for_id = {k: v for k, v in CFG.items() if k not in EXECUTION_ONLY_KEYS}
     ident = {
         "pack_digest": p.pack_digest,
         "split_manifest_digest": _split.manifest_digest(manifest),
         "config": cfg_for_id,
+        # the code of every stage and of human sessions, with all they import (derived: core.code_closure)
         "code": code_digest("hash_pack", "leak_check", "split", "run_dummy", "run_agent", "hidden_score",
-                            "stratify", "gate", "stats", "report", "sandbox", "visible", "bridge", "session"),
+                            "stratify", "gate", "session"),
         "toolchain_digest": toolchain_digest(tc),
         "agent_fingerprints": {a: s["fingerprint"] for a, s in AGENTS.items()},
         "human_sessions": [list(x) for x in human_sessions()],
@@ -132,79 +152,175 @@ def experiment():
 
 
 def task_dir(task):
-    return f"{RESULTS}/tasks/{task}/{{tdigest}}".replace("{tdigest}", plan()[0].task_digests[task])
+    return paths.task_base(task, plan()[0].task_digests[task])
 
 
 def sealed(w):
-    return f"{RESULTS}/tasks/{w.task}/{w.tdigest}/sealed"
+    return paths.sealed_dir(w.task, w.tdigest)
 
 
 def leak_file(w):
-    return f"{RESULTS}/tasks/{w.task}/{w.tdigest}/leak-{plan()[0].denylist_digest}.json"
+    return paths.leak_report(w.task, w.tdigest, plan()[0].denylist_digest)
 
 
 def exp_dir():
-    return f"{RESULTS}/experiments/{experiment()['exp_id']}"
+    return paths.experiment_dir(experiment()["exp_id"])
+
+
+def _tasks():
+    return sorted(plan()[0].task_digests.items())
 
 
 def all_sealed_records():
-    return [f"{task_dir(t)}/sealed.json" for t in sorted(plan()[0].tasks)]
+    return [paths.sealed_record(t, d) for t, d in _tasks()]
 
 
 def all_leak_files():
-    d = plan()[0].denylist_digest
-    return [f"{task_dir(t)}/leak-{d}.json" for t in sorted(plan()[0].tasks)]
+    return [paths.leak_report(t, d, plan()[0].denylist_digest) for t, d in _tasks()]
 
 
 def all_controls():
-    return [f"{task_dir(t)}/controls/controls.json" for t in sorted(plan()[0].tasks)]
+    return [paths.controls(t, d) for t, d in _tasks()]
 
 
 def all_scores():
-    return [
-        f"{task_dir(t)}/scores/{a}/{s['fingerprint']}/{e}.json"
-        for t in sorted(plan()[0].tasks)
-        for a, s in sorted(AGENTS.items())
-        for e in EPOCHS
-    ]
+    return [paths.score(t, d, a, s["fingerprint"], e) for t, d in _tasks() for a, s in sorted(AGENTS.items())
+            for e in EPOCHS]
 
 
 def human_sessions():
     """Submitted human sessions (sealbench session submit) for the configured people, on the
     current task digests: (task, digest, who, epoch)."""
     out = []
-    p = plan()[0]
-    for t in sorted(p.tasks):
+    for t, d in _tasks():
         for who in CFG["humans"]:
-            base = Path(RESULTS) / "tasks" / t / p.task_digests[t] / "sessions" / who
+            base = Path(paths.sessions_of(t, d, who))
             if base.is_dir():
                 for e in sorted(base.iterdir(), key=lambda d: d.name):
                     if e.name.isdigit() and (e / "run.json").exists() and (e / "patch.diff").exists():
-                        out.append((t, p.task_digests[t], who, e.name))
+                        out.append((t, d, who, e.name))
     return out
 
 
 def all_session_scores():
-    return [f"{RESULTS}/tasks/{t}/{d}/scores/human_{who}/{e}.json" for t, d, who, e in human_sessions()]
+    return [paths.session_score(t, d, who, e) for t, d, who, e in human_sessions()]
 
 
 def split_file():
-    p, strata_of, _ = plan()
-    return f"{RESULTS}/split/{_split.ids_key(strata_of)}/split_manifest.json"
+    return paths.split_manifest(_split.ids_key(plan()[1]))
 
 
 def pack_hash_file():
-    return f"{RESULTS}/packs/{plan()[0].pack_digest}/PACK_HASH.txt"
+    return paths.pack_hash(plan()[0].pack_digest)
 
 
-def agent_runtime_min(w):
-    """Cluster runtime request of one agent attempt: its clock plus set-up and scoring."""
-    box = CFG["envelope"].get("max_wall_s") or 3600
-    return 5 + int(box) // 60
+# --------------------------------------------------------------------------------------------
+# The per-task steps: argv, code and toolchain digests and resources of each per-task rule come
+# from sealbench.steps, the one definition task_batch runs too.
+
+
+@functools.cache
+def step_config():
+    from sealbench.leak_corpus import corpus_info
+    corpus = (corpus_info() or {}).get("sha256")
+    return steps.StepConfig.from_config(CFG, toolchain_digest=experiment()["toolchain_digest"],
+                                        denylist_digest=plan()[0].denylist_digest, corpus_sha=str(corpus))
+
+
+def _agent_of(w):
+    spec = AGENTS[w.agent]
+    if spec["fingerprint"] != w.fp:
+        raise ValueError(f"{w.agent}: fingerprint {w.fp} is not the current one ({spec['fingerprint']})")
+    return spec
+
+
+#: For each per-task rule: its step for the job's wildcards.
+STEP_OF = {
+    "hash_pack": lambda w: steps.hash_pack(step_config(), w.task, w.tdigest),
+    "leak_check": lambda w: steps.leak_check(step_config(), w.task, w.tdigest, w.ddigest),
+    "run_dummy": lambda w: steps.run_dummy(step_config(), w.task, w.tdigest),
+    "run_agent": lambda w: steps.run_agent(step_config(), w.task, w.tdigest, w.agent, _agent_of(w), w.epoch),
+    "hidden_score": lambda w: steps.hidden_score(step_config(), w.task, w.tdigest, w.agent, w.fp, w.epoch),
+    "hidden_score_session": lambda w: steps.hidden_score_session(step_config(), w.task, w.tdigest, w.who, w.epoch),
+}
+
+
+def step_argv(stage):
+    """The rule's command-line arguments (shell-quoted) — a param, so a change reruns the job."""
+    return lambda w: STEP_OF[stage](w).shell_args
+
+
+def step_code(stage):
+    return lambda w: STEP_OF[stage](w).code
+
+
+def step_toolchain(stage):
+    return lambda w: STEP_OF[stage](w).toolchain
+
+
+def step_mem(stage):
+    return lambda w: STEP_OF[stage](w).mem_mb
+
+
+def step_runtime(stage):
+    return lambda w: STEP_OF[stage](w).runtime_min
+
+
+# --------------------------------------------------------------------------------------------
+# Batches (batch_size > 1): the per-task steps of K tasks as one task_batch job.
+
+BATCH_SIZE = int(CFG["batch_size"])
+BATCHED = BATCH_SIZE > 1
+
+
+@functools.cache
+def batches():
+    """{batch key: spec}: the tasks in id order, cut into runs of batch_size."""
+    if not BATCHED:
+        return {}
+    return steps.batch_specs(step_config(), plan()[0].task_digests, AGENTS, EPOCHS, BATCH_SIZE)
+
+
+@functools.cache
+def batch_of_task():
+    return {m["task"]: key for key, spec in batches().items() for m in spec["tasks"]}
+
+
+def all_batches():
+    return [f"{paths.batch_dir(key)}/done.json" for key in batches()]  # in task order
+
+
+def batch_runtime_min(w):
+    """Cluster runtime request of a batch: the sum of its members' per-task requests."""
+    return steps.batch_runtime_min(step_config(), batches()[w.key], len(AGENTS), len(EPOCHS))
+
+
+def write_batch_spec(key, out, log):
+    write_json(Path(out), batches()[key])
+    Path(log).write_text(f"batch {key}: {len(batches()[key]['tasks'])} tasks\n")
+
+
+def session_inputs(w):
+    """A human session's inputs: the sealed task and its controls come from the per-task rules,
+    or (batch_size > 1) from the task's batch, which writes them at the same paths."""
+    ins = {"run": f"{paths.session_dir(w.task, w.tdigest, w.who, w.epoch)}/run.json",
+           "patch": f"{paths.session_dir(w.task, w.tdigest, w.who, w.epoch)}/patch.diff"}
+    if BATCHED:
+        ins["batch"] = f"{paths.batch_dir(batch_of_task()[w.task])}/done.json"
+    else:
+        ins.update(sealed=sealed(w), controls=paths.controls(w.task, w.tdigest))
+    return ins
+
+
+def write_experiment_record(exp, out, log):
+    if exp != experiment()["exp_id"]:
+        raise ValueError(f"experiment {exp} is not the current one ({experiment()['exp_id']})")
+    write_json(Path(out), experiment())
+    Path(log).write_text(f"experiment {exp}: {len(experiment()['task_digests'])} tasks\n")
 
 
 # One pipeline per working directory: a second one is refused before it touches anything.
-_RUN_LOCK = Path(RESULTS) / ".sealbench" / "run.lock"
+_RUN_LOCK = Path(paths.state_dir()) / "run.lock"
 _RUN_LOCK_FD = None
 
 
@@ -256,15 +372,15 @@ onstart:
     # Only a run writes (never `-n`, `--lint` or `--summary`): the disk probe, the lock, the caches.
     _check_results_writable()
     _try_run_lock(hold=True)
-    for _save in (plan()[0].save_caches, _AGENT_CACHE.save):
+    for _save in (plan()[0].save_caches, _AGENT_CACHE.save, _TOOLCHAIN_CACHE.save):
         try:
             _save()
         except OSError:
             pass  # the caches only save time
     if (Path(exp_dir()) / "decision.json").exists():  # results/latest: the current, finished experiment
-        from sealbench.gate import point_latest
+        from sealbench.latest_link import point_latest
 
-        point_latest(Path(RESULTS) / "latest", Path(exp_dir()))
+        point_latest(Path(paths.latest()), Path(exp_dir()))
 
 
 MIN_FREE_MB = int(os.environ.get("SEALBENCH_MIN_FREE_MB", "64"))
@@ -277,8 +393,8 @@ def _check_results_writable():
 
     base = Path(RESULTS)
     try:
-        (base / ".sealbench").mkdir(parents=True, exist_ok=True)
-        probe = base / ".sealbench" / f".probe-{os.getpid()}"
+        Path(paths.state_dir()).mkdir(parents=True, exist_ok=True)
+        probe = Path(paths.state_dir()) / f".probe-{os.getpid()}"
         probe.write_bytes(b"x")
         probe.unlink()
     except OSError as exc:
@@ -305,17 +421,6 @@ if workflow.is_main_process:
     try:
         plan()
         EXP = experiment()
+        batches()  # planning checks the batches; the batch_spec jobs write them
     except SealbenchError as exc:
         _fail(exc)
-
-
-rule experiment_record:
-    """The experiment record (everything that makes this result this result); content-addressed
-    by its id, so an existing one is never rewritten."""
-    output:
-        f"{RESULTS}/experiments/{{exp}}/experiment.json",
-    localrule: True
-    run:
-        if wildcards.exp != experiment()["exp_id"]:
-            raise ValueError(f"experiment {wildcards.exp} is not the current one ({experiment()['exp_id']})")
-        write_json(Path(output[0]), experiment())

@@ -4,37 +4,40 @@
 
 rule decide:
     input:
-        experiment=f"{RESULTS}/experiments/{{exp}}/experiment.json",
+        experiment=paths.experiment_record("{exp}"),
         split=lambda w: split_file(),
         pack_hash=lambda w: pack_hash_file(),
-        tasks=f"{RESULTS}/experiments/{{exp}}/tables/tasks.parquet",
-        runs=f"{RESULTS}/experiments/{{exp}}/tables/runs.parquet",
-        strata=f"{RESULTS}/experiments/{{exp}}/tables/strata.parquet",
+        tasks=paths.table("{exp}", "tasks"),
+        runs=paths.table("{exp}", "runs"),
+        strata=paths.table("{exp}", "strata"),
         public=lambda w: [f"{CFG['public_results']}/decision.json"] if CFG.get("public_results") else [],
     output:
         decision=report(
-            f"{RESULTS}/experiments/{{exp}}/decision.json", caption="../report/decision.rst", category="Decision"
+            f"{paths.RESULTS}/experiments/{{exp}}/decision.json", caption="../report/decision.rst", category="Decision"
         ),
-        card=f"{RESULTS}/experiments/{{exp}}/card.json",
+        card=f"{paths.RESULTS}/experiments/{{exp}}/card.json",
         markdown=report(
-            f"{RESULTS}/experiments/{{exp}}/report.md", caption="../report/report_md.rst", category="Decision"
+            f"{paths.RESULTS}/experiments/{{exp}}/report.md", caption="../report/report_md.rst", category="Decision"
         ),
         report=report(
-            f"{RESULTS}/experiments/{{exp}}/report.html", caption="../report/report_html.rst", category="Decision"
+            f"{paths.RESULTS}/experiments/{{exp}}/report.html", caption="../report/report_html.rst", category="Decision"
         ),
     params:
         code=code_digest("gate"),
-        ledger=str(Path(CFG["pack"]) / "ledger.jsonl"),
+        exp_dir=lambda w, output: str(Path(output.decision).parent),
+        latest=paths.latest(),
     log:
-        f"{RESULTS}/experiments/{{exp}}/logs/gate.log",
+        f"{paths.RESULTS}/experiments/{{exp}}/logs/gate.log",
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=4000,
         runtime=30,
     shell:
-        "{PY} -m sealbench.gate --experiment-dir {RESULTS}/experiments/{wildcards.exp}"
-        " --split {input.split:q} --pack-hash {input.pack_hash:q} --latest {RESULTS}/latest"
-        " --ledger {params.ledger:q} " + ON_FAIL
+        # the pack's ledger is found through $SEALBENCH_PACK: where the pack is is not a parameter
+        "sealbench_job {log:q} sealbench.gate --experiment-dir {params.exp_dir:q} --split {input.split:q}"
+        " --pack-hash {input.pack_hash:q} --latest {params.latest:q} --ledger \"$SEALBENCH_PACK/ledger.jsonl\""
 
 
 rule gate:

@@ -1,42 +1,45 @@
 # hash_pack: a verified, read-only copy of each task at the digest planned at parse time, and
-# the pack's digest table. The pack itself is never an input (its mtimes mean nothing); the
-# digest in the path is the dependency.
+# the pack's digest table. The pack itself is never an input (its mtimes mean nothing, and its
+# location is not a parameter); the digest in the path is the dependency.
 
 
 rule hash_pack:
     output:
-        sealed=directory(f"{RESULTS}/tasks/{{task}}/{{tdigest}}/sealed"),
-        record=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/sealed.json",
+        sealed=directory(paths.sealed_dir("{task}", "{tdigest}")),
+        record=paths.sealed_record("{task}", "{tdigest}"),
     params:
-        src=lambda w: str(Path(CFG["pack"]) / "tasks" / w.task),
-        code=code_digest("hash_pack"),
+        argv=step_argv("hash_pack"),
+        code=step_code("hash_pack"),
     log:
-        f"{RESULTS}/tasks/{{task}}/{{tdigest}}/logs/hash_pack.log",
+        paths.task_log("{task}", "{tdigest}", "hash_pack"),
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=10,
+        mem_mb=step_mem("hash_pack"),
+        runtime=step_runtime("hash_pack"),
     shell:
-        "{PY} -m sealbench.hash_pack seal --task-dir {params.src:q} --digest {wildcards.tdigest}"
-        " --out {output.sealed:q} --record {output.record:q} " + ON_FAIL
+        "sealbench_job {log:q} sealbench.hash_pack {params.argv}"
 
 
-rule pack_hash:
+rule pack_digests:
     input:
         records=lambda w: [] if BATCHED else all_sealed_records(),
         batches=lambda w: all_batches(),
     output:
-        txt=f"{RESULTS}/packs/{{pdigest}}/PACK_HASH.txt",
-        tsv=f"{RESULTS}/packs/{{pdigest}}/task_digests.tsv",
+        txt=paths.pack_hash("{pdigest}"),
+        tsv=paths.task_digests_tsv("{pdigest}"),
     params:
         denylist=lambda w: plan()[0].denylist_digest,
         code=code_digest("hash_pack"),
     log:
-        f"{RESULTS}/packs/{{pdigest}}/pack_hash.log",
+        f"{paths.RESULTS}/packs/{{pdigest}}/pack_digests.log",
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=500,
         runtime=10,
     shell:
-        "{PY} -m sealbench.hash_pack aggregate --denylist-digest {params.denylist}"
-        " --out-txt {output.txt:q} --out-tsv {output.tsv:q} --batches {input.batches:q} -- {input.records:q} " + ON_FAIL
+        "sealbench_job {log:q} sealbench.hash_pack aggregate --denylist-digest {params.denylist}"
+        " --out-txt {output.txt:q} --out-tsv {output.tsv:q} --batches {input.batches:q} -- {input.records:q}"

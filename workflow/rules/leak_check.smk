@@ -7,17 +7,17 @@ rule leak_check:
     input:
         sealed=sealed,
     output:
-        f"{RESULTS}/tasks/{{task}}/{{tdigest}}/leak-{{ddigest}}.json",
+        paths.leak_report("{task}", "{tdigest}", "{ddigest}"),
     params:
-        denylist=lambda w: str(Path(CFG["pack"]) / "denylist.txt"),
-        code=code_digest("leak_check"),
-        corpus=(_leak_check.corpus_info() or {}).get("sha256"),
+        argv=step_argv("leak_check"),
+        code=step_code("leak_check"),
     log:
-        f"{RESULTS}/tasks/{{task}}/{{tdigest}}/logs/leak-{{ddigest}}.log",
+        paths.task_log("{task}", "{tdigest}", "leak-{ddigest}"),
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=10,
+        mem_mb=step_mem("leak_check"),
+        runtime=step_runtime("leak_check"),
     shell:
-        "{PY} -m sealbench.leak_check --task {input.sealed:q} --denylist {params.denylist:q}"
-        " --expect-denylist-digest {wildcards.ddigest} --out {output:q} " + ON_FAIL
+        "sealbench_job {log:q} sealbench.leak_check {params.argv}"

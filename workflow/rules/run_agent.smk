@@ -1,5 +1,6 @@
 # run_agent: each configured agent, `epochs` times, on every task: a fresh workspace with only
-# the visible tests, the task's clock, the whole process group killed at the time box.
+# the visible tests, the task's clock, the whole process group killed at the time box. The pack
+# and results/ are hidden from the agent ($SEALBENCH_PACK, $SEALBENCH_RESULTS).
 
 
 rule run_agent:
@@ -7,27 +8,19 @@ rule run_agent:
         sealed=sealed,
         leak=leak_file,
     output:
-        run=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/runs/{{agent}}/{{fp}}/{{epoch}}/run.json",
-        patch=f"{RESULTS}/tasks/{{task}}/{{tdigest}}/runs/{{agent}}/{{fp}}/{{epoch}}/patch.diff",
+        run=paths.run_record("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),
+        patch=paths.run_patch("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),
     params:
-        rundir=lambda w, output: str(Path(output.run).parent),
-        spec=lambda w: json.dumps({k: v for k, v in AGENTS[w.agent].items() if k != "fingerprint"}),
-        envelope=json.dumps(CFG["envelope"]),
-        sandbox=CFG["sandbox"],
-        limits=LIMITS,
-        stop=" --stop-on-green" if CFG["stop_on_green"] else "",
-        cap=CFG["log_cap_bytes"],
-        hide=lambda w: f"--hide {shlex.quote(str(Path(CFG['pack']).absolute()))} --hide {shlex.quote(str(Path(RESULTS).absolute()))}",
-        code=code_digest("run_agent", "sandbox", "visible", "bridge"),
-        toolchain=lambda w: experiment()["toolchain_digest"],
+        argv=step_argv("run_agent"),
+        code=step_code("run_agent"),
+        toolchain=step_toolchain("run_agent"),
     log:
-        f"{RESULTS}/tasks/{{task}}/{{tdigest}}/logs/run_agent-{{agent}}-{{fp}}-{{epoch}}.log",
+        paths.task_log("{task}", "{tdigest}", "run_agent-{agent}-{fp}-{epoch}"),
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=agent_runtime_min,
+        mem_mb=step_mem("run_agent"),
+        runtime=step_runtime("run_agent"),
     shell:
-        "{PY} -m sealbench.run_agent --sealed {input.sealed:q} --run-dir {params.rundir:q}"
-        " --agent {wildcards.agent} --fingerprint {wildcards.fp} --spec {params.spec:q} --epoch {wildcards.epoch}"
-        " --envelope {params.envelope:q} --sandbox {params.sandbox}{params.stop} --log-cap-bytes {params.cap}"
-        " --limits {params.limits:q} {params.hide} " + ON_FAIL
+        "sealbench_job {log:q} sealbench.run_agent {params.argv}"

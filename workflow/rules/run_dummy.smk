@@ -7,22 +7,18 @@ rule run_dummy:
         sealed=sealed,
         leak=leak_file,
     output:
-        f"{RESULTS}/tasks/{{task}}/{{tdigest}}/controls/controls.json",
+        paths.controls("{task}", "{tdigest}"),
     params:
-        outdir=lambda w, output: str(Path(output[0]).parent),
-        runs=CFG["oracle_runs"],
-        timeout=CFG["score_timeout_s"],
-        sandbox=CFG["sandbox"],
-        limits=LIMITS,
-        code=code_digest("run_dummy", "sandbox"),
-        toolchain=lambda w: experiment()["toolchain_digest"],
+        argv=step_argv("run_dummy"),
+        code=step_code("run_dummy"),
+        toolchain=step_toolchain("run_dummy"),
     log:
-        f"{RESULTS}/tasks/{{task}}/{{tdigest}}/logs/run_dummy.log",
+        paths.task_log("{task}", "{tdigest}", "run_dummy"),
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=lambda w: 10 + CFG["score_timeout_s"] * (2 + CFG["oracle_runs"]) * 2 // 60,
+        mem_mb=step_mem("run_dummy"),
+        runtime=step_runtime("run_dummy"),
     shell:
-        "{PY} -m sealbench.run_dummy --sealed {input.sealed:q} --out-dir {params.outdir:q}"
-        " --oracle-runs {params.runs} --timeout {params.timeout} --sandbox {params.sandbox}"
-        " --limits {params.limits:q} " + ON_FAIL
+        "sealbench_job {log:q} sealbench.run_dummy {params.argv}"

@@ -3,7 +3,7 @@
 
 rule stratify:
     input:
-        experiment=f"{RESULTS}/experiments/{{exp}}/experiment.json",
+        experiment=paths.experiment_record("{exp}"),
         split=lambda w: split_file(),
         sealed=lambda w: [] if BATCHED else all_sealed_records(),
         leaks=lambda w: [] if BATCHED else all_leak_files(),
@@ -12,21 +12,22 @@ rule stratify:
         sessions=lambda w: all_session_scores(),
         batches=lambda w: all_batches(),
     output:
-        tasks=f"{RESULTS}/experiments/{{exp}}/tables/tasks.parquet",
-        runs=f"{RESULTS}/experiments/{{exp}}/tables/runs.parquet",
-        strata=f"{RESULTS}/experiments/{{exp}}/tables/strata.parquet",
+        tasks=paths.table("{exp}", "tasks"),
+        runs=paths.table("{exp}", "runs"),
+        strata=paths.table("{exp}", "strata"),
     params:
-        code=code_digest("stratify", "stats"),
+        code=code_digest("stratify"),
+        out_dir=lambda w, output: str(Path(output.tasks).parent),
         # per-task files are found from experiment.json (a command line cannot hold them all)
-        per_task="" if BATCHED else f"--results {RESULTS}",
+        per_task="" if BATCHED else f"--results {paths.RESULTS}",
     log:
-        f"{RESULTS}/experiments/{{exp}}/logs/stratify.log",
+        f"{paths.RESULTS}/experiments/{{exp}}/logs/stratify.log",
+    conda:
+        CONDA_ENV
     threads: 1
     resources:
         mem_mb=4000,
         runtime=30,
     shell:
-        "{PY} -m sealbench.stratify --experiment {input.experiment:q} --split {input.split:q}"
-        " --out-dir {RESULTS}/experiments/{wildcards.exp}/tables"
-        " {params.per_task} --scores {input.sessions:q} --batches {input.batches:q}"
-        " " + ON_FAIL
+        "sealbench_job {log:q} sealbench.stratify --experiment {input.experiment:q} --split {input.split:q}"
+        " --out-dir {params.out_dir:q} {params.per_task} --scores {input.sessions:q} --batches {input.batches:q}"

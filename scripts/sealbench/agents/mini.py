@@ -59,6 +59,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .. import contract
+from ..core import write_json
+
 SNAPSHOT_EVERY_S = 1.0
 
 
@@ -114,12 +117,6 @@ def usage_from_trajectory(traj: dict[str, Any]) -> dict[str, Any]:
             "steps": steps if isinstance(steps, int) and not isinstance(steps, bool) else None}
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def read_trajectory(path: Path) -> dict | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -132,7 +129,7 @@ def report(traj_path: Path, out: Path) -> dict | None:
     """Rewrite usage.json from the trajectory if it can be read; returns the trajectory."""
     traj = read_trajectory(traj_path)
     if traj is not None:
-        write_json_atomic(out / "usage.json", usage_from_trajectory(traj))
+        contract.write_report(out, contract.USAGE_FILE, usage_from_trajectory(traj))
     return traj
 
 
@@ -149,14 +146,14 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(os.environ.get("SEALBENCH_OUT") or ".").absolute()
     out.mkdir(parents=True, exist_ok=True)
     # Facts about a loopback server, named by this adapter (see the module docstring).
-    write_json_atomic(out / "stamp.json", {"server_id": args.api_base, "queue_ms": 0, "retries": 0,
-                                           "quota_state": "ok", "route_changed": False})
-    (out / "steers.jsonl").write_text("")
+    contract.write_report(out, contract.STAMP_FILE, {"server_id": args.api_base, "queue_ms": 0, "retries": 0,
+                                                     "quota_state": "ok", "route_changed": False})
+    (out / contract.STEERS_FILE).write_text("")
     mini = find_mini()
     if mini is None:
         print("sealbench.agents.mini: the `mini` command was not found next to "
               f"{sys.executable} nor on PATH: pip install mini-swe-agent", file=sys.stderr)
-        write_json_atomic(out / "mini_exit.json", {"returncode": 2, "exit_status": None, "error": "mini not found"})
+        write_json(out / "mini_exit.json", {"returncode": 2, "exit_status": None, "error": "mini not found"})
         return 2
 
     traj_path = out / "traj.json"
@@ -183,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(config_dir, ignore_errors=True)
     traj = report(traj_path, out)
     info = (traj or {}).get("info") or {}
-    write_json_atomic(out / "mini_exit.json", {"returncode": rc, "exit_status": info.get("exit_status"),
+    write_json(out / "mini_exit.json", {"returncode": rc, "exit_status": info.get("exit_status"),
                                                "mini_version": info.get("mini_version")})
     if traj is None:
         print(f"sealbench.agents.mini: mini wrote no readable trajectory ({traj_path}); usage unknown",

@@ -1,0 +1,96 @@
+"""The holdout's memory: what its ledger says about this scoring — a damaged or shortened
+ledger, the servers the holdout was first scored on (rows from others become excluded), the
+ledger's refusals, the reuse of the holdout — and the entry to append.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .contract import ABSTAINED
+from .ledger import (NO_SERVER, bare_entry, holdout_reuse, ledger_entry, ledger_reasons, lost_ledger_lines,
+                     pinned_servers, read_ledger)
+from .refusals import ALPHA, note_for, refusal
+from .scored_slice import Slice
+
+
+@dataclass
+class Memory:
+    """What the holdout's ledger says about this scoring (:func:`holdout_memory`)."""
+
+    reasons: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    runs: Any = None
+    entry: dict | None = None
+    reuse: dict | None = None
+    server_pin: dict | None = None
+
+    @property
+    def alpha(self) -> float:
+        return self.reuse["alpha"] if self.reuse else ALPHA
+
+
+def _server_labels(rows: Any) -> Any:
+    """Each row's server id as a string (``NO_SERVER`` when none was recorded)."""
+    return rows.server_id.where(rows.server_id.notna(), NO_SERVER).astype(str)
+
+
+def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
+    """Read the ledger (refusing a damaged or shortened one), pin the holdout's servers (rows
+    from others become excluded), and check this scoring against what reached the holdout."""
+    mem = Memory(runs=s.runs)
+    if ledger is None or s.split != "holdout":
+        return mem
+    try:
+        prior = read_ledger(ledger)
+    except ValueError as exc:
+        mem.reasons.append(refusal("LEDGER_UNREADABLE", f"{exc} Restore it from version control; never edit it.",
+                                   str(ledger)))
+        return mem
+    lost = lost_ledger_lines(ledger, prior, Path(exp_dir).parent)
+    if lost:
+        mem.reasons.append(refusal("LEDGER_UNREADABLE", f"{ledger} no longer holds the lines that earlier "
+                                   f"decisions in this results folder cite (experiments {', '.join(lost[:5])}): "
+                                   "the ledger was deleted, truncated or replaced. Restore it from version "
+                                   "control; never edit it.", lost))
+    runs, split, cfg = s.runs, s.split, s.cfg
+    agent_rows = runs[(runs.split == split) & (runs.role == "agent") & runs.solver.isin([s.cand, s.base])]
+    # an agent that ran on the holdout reached it, even when its rows were excluded (a run
+    # without a stamp still saw the tasks); only a harness failure is no visit
+    reached = agent_rows[agent_rows.status != "infra_fail"]
+    agents = {n: fp for n, fp in s.exp["agent_fingerprints"].items() if (reached.solver == n).any()}
+    probe = ledger_entry(s.exp, s.manifest, agents, [])
+    servers, pinned_at = pinned_servers(prior, probe) if cfg["health"].get("required_server_id") is None \
+        else ([], None)
+    if servers:
+        runs = runs.copy()
+        rows = runs[(runs.split == split) & (runs.role == "agent")]
+        lab = _server_labels(rows)
+        foreign_ix = rows.index[~lab.isin(servers) & ~rows.status.isin(ABSTAINED)]
+        why = (f"server {{}} is not among the servers of this holdout's first scored run ({', '.join(servers)}, "
+               f"experiment {pinned_at}); name the servers in health.required_server_id before the first run "
+               "to change that")
+        ev = sorted(f"{runs.at[i, 'solver']}:{runs.at[i, 'task_id']}#{runs.at[i, 'epoch']}@{lab[i]}"
+                    for i in foreign_ix)
+        runs.loc[foreign_ix, "reason"] = [why.format(repr(lab[i])) for i in foreign_ix]
+        runs.loc[foreign_ix, "status"] = "excluded"
+        mem.server_pin = {"servers": servers, "pinned_at": pinned_at, "excluded": ev}
+        if ev:
+            mem.notes.append(note_for("SERVER_PINNED", f"{len(ev)} run(s) came from a server this holdout was not "
+                                                       f"first scored on ({', '.join(ev[:5])}"
+                                                       f"{', …' if len(ev) > 5 else ''}) and are excluded: its "
+                                                       f"servers are {', '.join(servers)}."))
+    mem.runs = runs
+    scored = runs[(runs.split == split) & (runs.role == "agent") & runs.solver.isin(list(agents))
+                  & ~runs.status.isin(ABSTAINED)]
+    entry = ledger_entry(s.exp, s.manifest, agents, sorted(set(_server_labels(scored))))
+    earlier = [e for e in prior if bare_entry(e) != bare_entry(entry)]
+    mem.reasons.extend(ledger_reasons(earlier, entry))
+    mem.reuse = holdout_reuse(earlier, entry, s.cand)
+    if mem.reuse:
+        mem.notes.append(note_for("HOLDOUT_REUSED", mem.reuse["sentence"]))
+    # a scoring in which no agent ran did not reach the holdout: nothing to record
+    mem.entry = entry if agents else None
+    return mem

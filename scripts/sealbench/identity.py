@@ -1,0 +1,412 @@
+"""Agent identity: which files an agent's command covers, and the fingerprint over them.
+
+An agent is the same method across runs when its name, command, env, endpoint, paths, lineage
+*and the bytes of the code it runs* are the same. :func:`agent_identity` resolves the command the
+way the shell and Python will (PATH lookup, ``#!`` interpreters, ``python -m`` modules, files and
+folders the words name, ``readonly_paths``/``code_paths``) and digests every covered file;
+:func:`agent_fingerprint` is that digest seen from the working directory (the built-in
+controls' fixed fingerprints are :func:`sealbench.core.control_fingerprint`).
+
+Imports from :mod:`sealbench.core` and :mod:`sealbench.code_digests` (the static import reader
+``_sealbench_closure``, which the stage code digests use too); neither imports this module.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shlex
+import shutil
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .core import (
+    ARTEFACT_NAMES,
+    ARTEFACT_SUFFIXES,
+    ConfigError,
+    HashCache,
+    canonical_json,
+    python_bin_dir,
+    sha256_text,
+)
+from .code_digests import _sealbench_closure
+
+#: A folder an agent's identity covers (readonly_paths, code_paths) may hold at most this many
+#: files: more is a configuration error (name narrower folders), so planning stays quick.
+MAX_CODE_FILES = 20000
+#: The stat cache of agent code (results/.sealbench/<this>), apart from the pack's hashcache.json.
+AGENT_CACHE_NAME = "agent-hashcache.json"
+#: Never code: build artefacts and version-control folders inside a covered folder.
+_NOT_CODE_DIRS = ARTEFACT_NAMES | {".git", ".hg", ".svn"}
+#: Words the shell runs itself (no file on PATH) or that only shape the command line.
+_SHELL_BUILTINS = frozenset({
+    ":", ".", "[", "[[", "]]", "alias", "bg", "break", "builtin", "case", "cd", "command", "continue", "declare",
+    "do", "done", "echo", "elif", "else", "esac", "eval", "exec", "exit", "export", "false", "fg", "fi", "for",
+    "function", "getopts", "hash", "if", "in", "jobs", "kill", "let", "local", "printf", "pwd", "read", "readonly",
+    "return", "select", "set", "shift", "source", "test", "then", "time", "trap", "true", "type", "ulimit", "umask",
+    "unalias", "unset", "until", "wait", "while", "{", "}", "!",
+})
+#: After these words the next word is again a command (``exec python x.py``, ``if true; then …``).
+_COMMAND_PREFIXES = frozenset({"exec", "command", "builtin", "nohup", "env", "time", "nice", "then", "do", "else",
+                               "elif", "if", "while", "until", "!", "{"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON = re.compile(r"^python[0-9.]*$")
+_PUNCT = set("();<>|&")
+
+
+def _shell_words(command: str) -> list[str]:
+    """The command's words and operators, the way a POSIX shell splits them (quotes removed).
+
+    Shell syntax shlex cannot follow (an unbalanced quote) falls back to splitting on whitespace
+    and operators, quotes stripped from the ends of each word."""
+    lex = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    try:
+        return list(lex)
+    except ValueError:
+        return [w.strip("'\"") for w in re.findall(r"[^\s;&|()<>]+|[;&|()<>]+", command)]
+
+
+def _module_search(entries: Iterable[str], base: Path) -> list[str]:
+    return [str(p if Path(p).is_absolute() else base / p) for p in entries if p]
+
+
+@functools.cache
+def _interpreter_sys_path(interpreter: str) -> tuple[str, ...]:
+    """``sys.path`` of another Python (without its script folder), asked once per process."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+    try:
+        out = subprocess.run([interpreter, "-c", "import json, sys; print(json.dumps(sys.path[1:]))"], env=env,
+                             cwd="/", capture_output=True, text=True, timeout=20)
+        return tuple(json.loads(out.stdout)) if out.returncode == 0 else ()
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return ()
+
+
+class _Coverage:
+    """Collects the files one agent's identity covers (see :func:`agent_identity`)."""
+
+    def __init__(self, name: str, spec: Mapping[str, Any], base: Path, cache: HashCache) -> None:
+        self.name, self.base, self.cache = name, base, cache
+        env = {k: str(v) for k, v in (spec.get("env") or {}).items()}
+        # the agent's PATH and PYTHONPATH as run_agent sets them (harness_env, then the agent's env)
+        self.path_env = env.get("PATH", python_bin_dir() + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
+        self.pythonpath = env.get("PYTHONPATH", str(Path(__file__).resolve().parents[1])).split(os.pathsep)
+        self.files: dict[str, str] = {}
+        self.covered: list[str] = []
+        self.skipped: list[dict[str, str]] = []
+        self.excluded = {os.path.join(base, "results"), os.path.join(base, ".snakemake")}
+        self.interpreter = sys.executable
+
+    # -- naming
+
+    def abspath(self, p: str | Path) -> str:
+        p = os.path.expanduser(str(p))
+        return os.path.normpath(p if os.path.isabs(p) else os.path.join(self.base, p))
+
+    def show(self, p: str) -> str:
+        rel = os.path.relpath(p, self.base)
+        return p if rel == ".." or rel.startswith("../") else rel
+
+    def skip(self, token: str, reason: str) -> None:
+        item = {"token": token, "reason": reason}
+        if item not in self.skipped:
+            self.skipped.append(item)
+
+    def cover(self, root: str, is_dir: bool = False) -> None:
+        label = self.show(root) + ("/" if is_dir else "")
+        if label not in self.covered:
+            self.covered.append(label)
+
+    # -- hashing
+
+    def add_file(self, p: str, token: str) -> bool:
+        """Hash one file (a symlink: its target's bytes). False when it cannot be covered."""
+        label = self.show(p)
+        if label in self.files:
+            return True
+        try:
+            st = os.stat(p)
+        except OSError as exc:
+            self.skip(token, f"{label}: {exc.strerror or 'cannot be read'}")
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            self.skip(token, f"{label}: not a regular file (socket, FIFO or device)")
+            return False
+        try:
+            self.files[label] = self.cache.sha256(p, st)
+        except OSError as exc:
+            self.skip(token, f"{label}: {exc.strerror or 'cannot be read'}")
+            return False
+        return True
+
+    def tree_files(self, root: str) -> list[str] | None:
+        """Every file under ``root`` (following symlinks, once per folder), artefacts left out;
+        None when there are more than MAX_CODE_FILES."""
+        out: list[str] = []
+        seen: set[tuple[int, int]] = set()
+        def unreadable(exc: OSError) -> None:
+            self.skip(self.show(root), f"{self.show(str(exc.filename))}: {exc.strerror or 'cannot be read'}")
+
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=unreadable):
+            st = os.stat(dirpath)
+            if (st.st_dev, st.st_ino) in seen:
+                dirnames[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            dirnames[:] = sorted(d for d in dirnames
+                                 if d not in _NOT_CODE_DIRS and os.path.join(dirpath, d) not in self.excluded)
+            out.extend(os.path.join(dirpath, f) for f in filenames if not f.endswith(ARTEFACT_SUFFIXES))
+            if len(out) > MAX_CODE_FILES:
+                return None
+        return sorted(out)
+
+    def add_path(self, raw: str, field: str) -> None:
+        """A readonly_paths / code_paths entry: the file, or every file under the folder."""
+        p = self.abspath(raw)
+        where = f"agents.{self.name}.{field}"
+        if not os.path.exists(p):
+            if field == "code_paths":
+                raise ConfigError(f"{where}: '{raw}' does not exist (code_paths name the files and folders "
+                                  "of the agent's code; fix the path or remove it)")
+            self.skip(raw, f"{field}: does not exist")
+            return
+        if self.broad(p):
+            self.skip(raw, f"{field}: {self.broad(p)}; not hashed")
+            return
+        if not os.path.isdir(p):
+            if self.add_file(p, raw):
+                self.cover(p)
+            return
+        files = self.tree_files(p)
+        if files is None:
+            raise ConfigError(
+                f"{where}: '{raw}' holds more than {MAX_CODE_FILES} files. An agent's fingerprint covers every "
+                f"file it can read or run, and a folder this big is too slow to check at every plan. Name "
+                f"narrower folders (the client's own package folder, e.g. node_modules/<client>) in {field}"
+                + ("" if field == "code_paths" else ", and list what fingerprints the agent in code_paths"))
+        for f in files:
+            self.add_file(f, raw)
+        self.cover(p, is_dir=True)
+
+    def broad(self, p: str) -> str | None:
+        """Why a folder must not be hashed as code (None: it may)."""
+        if p == "/" or any(p == s or p.startswith(s + "/") for s in ("/proc", "/sys", "/dev", "/run")):
+            return "a system folder"
+        if any(p == x or p.startswith(x + "/") for x in self.excluded):
+            return "results/ holds outputs, not code"
+        return None
+
+    # -- the command
+
+    def add_word(self, token: str, p: str, command_word: bool) -> None:
+        """A word of the command that names an existing file or folder."""
+        if os.path.isdir(p):
+            why = self.broad(p)
+            home = os.path.expanduser("~")
+            if why is None and (os.path.commonpath([p, str(self.base)]) == p
+                                or p in ("/tmp", "/var/tmp", tempfile.gettempdir(), home)):
+                why = "a temporary, home or working folder (it holds the results)"
+            if why:
+                self.skip(token, f"{self.show(p)}/: {why}; not hashed")
+                return
+            files = self.tree_files(p)
+            if files is None:
+                self.skip(token, f"{self.show(p)}/: more than {MAX_CODE_FILES} files; not hashed (name the "
+                                 "code that runs in code_paths)")
+                return
+            for f in files:
+                self.add_file(f, token)
+            self.cover(p, is_dir=True)
+        elif self.add_file(p, token):
+            self.cover(p)
+            if command_word:
+                self.add_shebang(p, token)
+
+    def add_shebang(self, p: str, token: str) -> None:
+        """A script run as a command is run by its ``#!`` interpreter: cover that too."""
+        try:
+            with open(p, "rb") as fh:
+                first = fh.readline(256)
+        except OSError:
+            return
+        if not first.startswith(b"#!"):
+            return
+        parts = first[2:].decode("utf-8", "replace").split()
+        if not parts:
+            return
+        if self.add_file(parts[0], token):
+            self.cover(parts[0])
+        if os.path.basename(parts[0]) == "env":
+            rest = [w for w in parts[1:] if not w.startswith("-") and not _ASSIGNMENT.match(w)]
+            found = shutil.which(rest[0], path=self.path_env) if rest else None
+            if found and self.add_file(os.path.abspath(found), token):
+                self.cover(os.path.abspath(found))
+
+    def add_module(self, module: str, token: str) -> None:
+        """``python -m module``: the module's file (and its packages' ``__init__``), found without
+        importing anything; for sealbench's own modules also the sealbench modules they import."""
+        from importlib.machinery import PathFinder
+
+        top = module.split(".")[0]
+        search = _module_search(self.pythonpath, self.base)
+        if PathFinder.find_spec(top, search) is None:
+            search = search + list(_interpreter_sys_path(self.interpreter))
+        path: list[str] | None = search
+        found: list[str] = []
+        spec = None
+        for part in module.split("."):
+            spec = PathFinder.find_spec(part, path) if path is not None else None
+            if spec is None:
+                self.skip(token, f"module {module}: not found on the agent's Python path")
+                return
+            if spec.has_location and spec.origin:
+                found.append(spec.origin)
+            path = list(spec.submodule_search_locations) if spec.submodule_search_locations else None
+        if spec is not None and spec.submodule_search_locations:  # a package runs its __main__
+            main = PathFinder.find_spec("__main__", list(spec.submodule_search_locations))
+            if main is not None and main.origin:
+                found.append(main.origin)
+        if top == "sealbench" and found:
+            found = _sealbench_closure(found, Path(found[0]).parent)
+        for f in found:
+            if self.add_file(os.path.abspath(f), token):
+                self.cover(os.path.abspath(f))
+
+    def add_command(self, command: str) -> None:
+        at_command = True  # the next word is run as a command
+        redirect: str | None = None  # the operator the next word is the target of
+        python = module_next = option_arg = False  # inside `python [options]`, the word after -m
+        for w in _shell_words(command):
+            if w and set(w) <= _PUNCT:  # an operator: ; && || | & ( ) or a redirection
+                redirect = w if ("<" in w or ">" in w) else None
+                at_command = redirect is None
+                python = module_next = option_arg = False
+                continue
+            if redirect is not None:
+                r, redirect = redirect, None
+                if ">" in r or r.startswith("<<") or w.isdigit() or w == "-":
+                    continue  # an output, a here-document or a descriptor: not code
+            elif at_command:
+                if w in _COMMAND_PREFIXES or (w.startswith("-") and w != "-"):
+                    continue  # exec/env/nohup/if/then … (and their options): a command follows
+                if _ASSIGNMENT.match(w):  # VAR=value before the command
+                    var, w = w.split("=", 1)
+                    if var == "PYTHONPATH":
+                        self.pythonpath = w.split(os.pathsep)
+                        continue
+                else:
+                    at_command = False
+                    if w not in _SHELL_BUILTINS:
+                        python = self.add_command_word(w)
+                    continue
+            if "$" in w:
+                self.skip(w, "contains $: expanded by the shell at run time, not resolved")
+                continue
+            if python and module_next:
+                python = module_next = False
+                self.add_module(w, w)
+                continue
+            if python and w.startswith("-m"):
+                module_next = w == "-m"
+                if not module_next:
+                    python = False
+                    self.add_module(w[2:], w)
+                continue
+            if python and w in ("-W", "-X", "--check-hash-based-pycs"):
+                option_arg = True  # python's options that take a value: the value is next
+                continue
+            if python and option_arg:
+                option_arg = False
+                continue
+            if python and not w.startswith("-"):
+                python = False  # the script python runs; its arguments follow
+            for cand in ([w, w.split("=", 1)[1]] if "=" in w else [w]):
+                if cand and (os.path.isabs(os.path.expanduser(cand)) or os.path.exists(os.path.join(self.base, cand))):
+                    p = self.abspath(cand)
+                    if os.path.exists(p):
+                        self.add_word(cand, p, command_word=False)
+                        break
+
+    def add_command_word(self, w: str) -> bool:
+        """The word the shell runs: found on the agent's PATH (or a path). True for a Python."""
+        if "$" in w:
+            self.skip(w, "contains $: expanded by the shell at run time, not resolved")
+            return False
+        if "/" in w:
+            p = self.abspath(w)
+        else:
+            found = shutil.which(w, path=self.path_env)
+            if found is None:
+                self.skip(w, "command not found on the agent's PATH")
+                return False
+            p = os.path.abspath(found)
+        if not os.path.exists(p):
+            self.skip(w, "no such file")
+            return False
+        self.add_word(w, p, command_word=True)
+        if _PYTHON.match(os.path.basename(w)):
+            self.interpreter = p
+            return True
+        return False
+
+
+def agent_identity(name: str, spec: Mapping[str, Any], base: Path | str | None = None,
+                   cache: HashCache | Path | str | None = None) -> dict[str, Any]:
+    """What makes two runs of an agent the same method, and what its fingerprint covers.
+
+    The fingerprint digests the agent's name, command, env, endpoint, readonly_paths, code_paths,
+    lineage and the bytes of every file it covers:
+
+    * the command's words, split the way the shell splits them: each command word found on the
+      agent's PATH (as the shell will; a script's ``#!`` interpreter too), every other word that
+      names an existing file (absolute, or relative to ``base``, the working directory; also the
+      value of ``--opt=value``), a folder a word names (every file in it);
+    * ``python -m module``: the module's file, found without importing it; for sealbench's own
+      modules (the built-in agents) only that module and the sealbench modules it imports;
+    * every file under ``readonly_paths`` and ``code_paths`` (symlinks: their target's bytes).
+
+    Words with ``$`` are expanded by the shell at run time and are not resolved; they are listed
+    in ``skipped`` with anything else that could not be covered. Build artefacts (``__pycache__``,
+    ``*.pyc``) and ``.git`` folders are not code. Files are named relative to ``base`` when inside
+    it. Hashes go through a stat cache (``results/.sealbench/agent-hashcache.json`` when that
+    folder exists, or ``cache``). Raises :class:`ConfigError` for a missing code_paths entry or a
+    folder of more than :data:`MAX_CODE_FILES` files in readonly_paths/code_paths.
+    """
+    base = Path(os.path.abspath(base if base is not None else Path.cwd()))
+    own = not isinstance(cache, HashCache)
+    if cache is None:
+        folder = base / "results" / ".sealbench"
+        cache = HashCache(folder / AGENT_CACHE_NAME if folder.is_dir() else None)
+    elif not isinstance(cache, HashCache):
+        cache = HashCache(Path(cache))
+    cov = _Coverage(name, spec, base, cache)
+    cov.add_command(spec["command"])
+    for p in spec.get("readonly_paths") or []:
+        cov.add_path(p, "readonly_paths")
+    for p in spec.get("code_paths") or []:
+        cov.add_path(p, "code_paths")
+    if own:
+        try:
+            cache.save()
+        except OSError:
+            pass  # the cache only saves time
+    lineage = spec.get("lineage") or name
+    files = dict(sorted(cov.files.items()))
+    ident = {"name": name, "command": spec["command"], "env": spec.get("env", {}), "endpoint": spec.get("endpoint"),
+             "readonly_paths": spec.get("readonly_paths", []), "code_paths": spec.get("code_paths", []),
+             "lineage": lineage, "files": files}
+    return {"fingerprint": sha256_text(canonical_json(ident))[:16], "lineage": lineage, "command": spec["command"],
+            "files": files, "covered": cov.covered, "skipped": cov.skipped}
+
+
+def agent_fingerprint(name: str, spec: Mapping[str, Any]) -> str:
+    """The agent's fingerprint as seen from the current working directory (:func:`agent_identity`)."""
+    return agent_identity(name, spec)["fingerprint"]

@@ -1,0 +1,189 @@
+"""One scoring command run under the sealed report, and its verdict (docs/sealed-runs.md).
+
+:func:`_run_check` runs a task's visible or hidden command with pytest's sealed-report plugin
+loaded by name (``-p sealbench.pytest_seal``, :data:`SEAL_PLUGIN`, through ``PYTEST_ADDOPTS``;
+hence ``code_digests.RUNTIME_LOADS`` lists ``pytest_seal`` under this module), hands the plugin a fresh
+canary secret and reads its report stream from a pipe (:class:`CommandOutcome`).
+:func:`classify_exit` names the exit codes that mean the harness broke; :func:`judge` gives one
+command's verdict from its sealed report (``sealed_report.judge_stream``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .core import harness_env
+from .sealed_report import JUnitSummary, judge_stream, make_canary_secret, parse_stream
+from .processes import run_process, tail_text
+
+
+#: pytest's exit codes that mean the harness, not the patch, broke (internal error, usage
+#: error, no tests collected).
+PYTEST_INFRA_CODES = {3: "pytest internal error", 4: "pytest usage error", 5: "no tests collected"}
+SHELL_INFRA_CODES = {126: "command not executable", 127: "command not found (missing interpreter?)"}
+
+
+@dataclass
+class CommandOutcome:
+    command: str
+    returncode: int | None
+    wall_s: float
+    timed_out: bool
+    infra_reason: str | None
+    log_tail: str
+    #: test counts of the real tests (canaries excluded) from the sealed report stream (the
+    #: JUnit file pytest also writes is kept for the logs, never trusted); None: no stream
+    junit: JUnitSummary | None = None
+    #: why the sealed report stream could not be read
+    junit_error: str | None = None
+    #: the resource limit the command hit, in words (``limits.Guard``); a hit is a ``fail``
+    limit_hit: str | None = None
+    #: whether the test runner started (the sealed-report plugin loaded); None: not known.
+    #: False with ``infra_reason``/no report is a harness or pack problem (``infra_fail``);
+    #: True means whatever broke after, broke under the tested code (``fail``/``tamper``)
+    runner_started: bool | None = None
+    #: what the sealed report stream showed (started, finished, canaries ok/wrong/not run,
+    #: canary names, problem, verdict kind, passed count); ``junit`` holds its test counts
+    report: dict = field(default_factory=dict)
+    #: the stream's records and the run's canary secret (kept out of :meth:`ScoreResult.to_dict`;
+    #: the records are also saved as ``<name>.seal.jsonl`` beside the logs)
+    stream: list | None = field(default=None, repr=False)
+    secret: dict | None = field(default=None, repr=False)
+
+
+_MISSING_RUNNER = re.compile(r"No module named '?pytest'?\b|ModuleNotFoundError: No module named '?_?pytest")
+
+
+def classify_exit(command: str, rc: int | None, output: str = "") -> str | None:
+    """Infra reason for an exit code, or None when the code is the test outcome."""
+    if rc is None:
+        return "no exit code"
+    if rc in SHELL_INFRA_CODES:
+        return SHELL_INFRA_CODES[rc]
+    if "pytest" in command and rc in PYTEST_INFRA_CODES:
+        return PYTEST_INFRA_CODES[rc]
+    if "pytest" in command and rc != 0 and _MISSING_RUNNER.search(output):
+        return "the test runner (pytest) is not installed for this interpreter"
+    return None
+
+
+#: The sealed-report plugin (``pytest_seal``) and the folder that makes it importable.
+SEAL_PLUGIN = "sealbench.pytest_seal"
+SCRIPTS_DIR = Path(__file__).resolve().parents[1]
+#: The most of a sealed-report stream kept (bytes); a longer stream is a ``fail``.
+STREAM_CAP = 32 << 20
+
+
+def _seal_env(junit_path: Path, fds: str) -> dict[str, str]:
+    base = os.environ.get("PYTEST_ADDOPTS", "").strip()
+    ours = f"--junitxml={shlex.quote(str(junit_path))} -o junit_family=xunit2 -p {SEAL_PLUGIN}"
+    return {"PYTEST_ADDOPTS": f"{base} {ours}".strip(), "PYTHONPATH": str(SCRIPTS_DIR), "SEALBENCH_SEAL": fds}
+
+
+def _junit_env(junit_path: Path) -> dict[str, str]:
+    base = os.environ.get("PYTEST_ADDOPTS", "").strip()
+    ours = f"--junitxml={shlex.quote(str(junit_path))} -o junit_family=xunit2"
+    return {"PYTEST_ADDOPTS": f"{base} {ours}".strip()}
+
+
+def _read_stream(fd: int, sink: dict) -> None:
+    chunks, size = [], 0
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        while True:
+            b = fh.read(1 << 16)
+            if not b:
+                break
+            if size < STREAM_CAP:
+                chunks.append(b)
+            size += len(b)
+    sink["data"], sink["size"] = b"".join(chunks), size
+
+
+def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float,
+               sandbox: object | None = None, junit_dir: Path | None = None) -> CommandOutcome:
+    logdir.mkdir(parents=True, exist_ok=True)
+    junit_dir = junit_dir or logdir
+    junit_dir.mkdir(parents=True, exist_ok=True)
+    junit_path = junit_dir / f"{name}.junit.xml"
+    junit_path.unlink(missing_ok=True)          # a stale report must never count
+    kwargs = {} if sandbox is None else {"sandbox": sandbox}
+    secret = make_canary_secret(ws)
+    sec_r, sec_w = os.pipe()
+    out_r, out_w = os.pipe()
+    sink: dict = {}
+    reader = threading.Thread(target=_read_stream, args=(out_r, sink), daemon=True)
+    try:
+        os.write(sec_w, json.dumps(secret).encode())
+        os.close(sec_w)
+        reader.start()
+        res = run_process(command, ws, harness_env(_seal_env(junit_path, f"{sec_r}:{out_w}")), timeout_s,
+                          logdir / f"{name}.stdout", logdir / f"{name}.stderr", pass_fds=(sec_r, out_w), **kwargs)
+    finally:
+        for fd in (sec_r, out_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    reader.join(timeout=30)
+    if junit_dir != logdir and junit_path.exists():
+        shutil.copyfile(junit_path, logdir / junit_path.name)
+    tail = tail_text(logdir / f"{name}.stdout") + tail_text(logdir / f"{name}.stderr", 2000)
+    infra = None if res.timed_out else classify_exit(command, res.returncode, tail)
+    data = sink.get("data", b"")
+    (logdir / f"{name}.seal.jsonl").write_bytes(data)
+    recs, unreadable = parse_stream(data)
+    if sink.get("size", 0) > STREAM_CAP:
+        unreadable = f"the report stream exceeds {STREAM_CAP} bytes"
+    elif reader.is_alive():
+        unreadable = "the report stream was still open 30 s after the command ended"
+    sv = judge_stream(recs, secret["names"], secret["message"], res.returncode, expected=0)
+    report = {"records": len(recs), "started": sv.started, "finished": sv.finished, "canaries": sv.canaries,
+              "canary_names": sorted(secret["names"].values()), "problem": sv.problem, "kind": sv.kind,
+              "passed": sv.passed, "unreadable": unreadable}
+    return CommandOutcome(command, res.returncode, res.wall_s, res.timed_out, infra, tail, sv.summary,
+                          unreadable, getattr(res, "limit_hit", None), runner_started=sv.started,
+                          report=report, stream=recs, secret=secret)
+
+
+def judge(name: str, out: CommandOutcome, expected: int = 0) -> tuple[str, str | None]:
+    """Verdict of one scoring command: (``pass`` | ``fail`` | ``tamper`` | ``infra_fail``, why
+    not pass).
+
+    The sealed report stream decides (:func:`judge_stream`); the exit code only where the
+    stream says so, printed output and the JUnit file never. A command whose runner never
+    started is ``infra_fail``; once it started, whatever the tested code breaks is ``fail``
+    (or ``tamper`` when the report was forged). ``expected`` is how many tests must pass (the
+    hidden suite: ``failing_tests``, or what the gold patch ran).
+    """
+    if out.limit_hit:
+        return "fail", f"{name} command {out.limit_hit}"
+    if out.timed_out:
+        return "fail", f"{name} tests timed out"
+    if out.junit_error:                       # the stream itself could not be read
+        return ("tamper" if out.runner_started else "fail"), f"{name} tests: {out.junit_error}"
+    if out.stream is None:
+        return "fail", f"{name} command: no sealed report"
+    if out.secret is None:
+        return "fail", f"{name} command: no canary secret"
+    v = judge_stream(out.stream, out.secret["names"], out.secret["message"], out.returncode, expected)
+    if v.kind == "infra_fail":
+        if out.infra_reason:
+            return "infra_fail", f"{name} command: {out.infra_reason} (exit {out.returncode})"
+        if "pytest" not in out.command:
+            return "fail", (f"{name} command: not a pytest run, so no sealed report "
+                            f"(exit {out.returncode}); sealbench vouches only for pytest suites")
+        return "infra_fail", f"{name} command: {v.problem}"
+    if v.kind == "tamper" and not v.started and "pytest" not in out.command:
+        return "fail", (f"{name} command: not a pytest run, so no sealed report (exit {out.returncode}); "
+                        "sealbench vouches only for pytest suites")
+    if v.kind == "pass":
+        return "pass", None
+    problem = v.problem or ""
+    return v.kind, (problem if problem.startswith("canary") else f"{name} tests: {problem}")

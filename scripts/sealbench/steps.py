@@ -1,0 +1,215 @@
+"""The per-task steps, defined once: for a stage and a task, the module, its arguments, its
+outputs and log, its code and toolchain digests and its resources.
+
+The per-task rules (``workflow/rules/{hash_pack,leak_check,run_dummy,run_agent,hidden_score}.smk``)
+run ``python -m sealbench.<stage> <argv>`` with ``argv`` from here, and ``task_batch`` runs the
+same steps in one process; so a step is the same whether it runs alone or in a batch.
+
+The arguments hold what can change a step's result (config values, digests, paths under
+results/ that the digests already name) and never where the pack is: jobs find the pack through
+``$SEALBENCH_PACK`` (:func:`sealbench.paths.pack_root`), so a copied pack reruns nothing.
+A rule's ``params`` are the argv, the code digest and the toolchain digest: Snakemake reruns a
+job when one of them changes, and :func:`step_key` is the same for ``task_batch``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from . import paths
+from .code_digests import code_digest
+from .core import canonical_json, sha256_text
+
+#: The stage modules a per-task step runs, in the order a task goes through them.
+STAGES = ("hash_pack", "leak_check", "run_dummy", "run_agent", "hidden_score")
+
+
+@dataclass(frozen=True)
+class StepConfig:
+    """What every step of one workflow shares: config values and digests fixed at planning."""
+
+    oracle_runs: int
+    score_timeout_s: int
+    sandbox: str
+    limits: str                  #: JSON of the config's ``limits``
+    envelope: str                #: JSON of the config's ``envelope``
+    stop_on_green: bool
+    log_cap_bytes: int
+    max_wall_s: int | None
+    toolchain_digest: str
+    denylist_digest: str
+    corpus_sha: str              #: the public benchmark corpus leak_check reads ("" without one)
+    results: str = paths.RESULTS
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any], *, toolchain_digest: str, denylist_digest: str,
+                    corpus_sha: str, results: str = paths.RESULTS) -> "StepConfig":
+        return cls(oracle_runs=int(cfg["oracle_runs"]), score_timeout_s=int(cfg["score_timeout_s"]),
+                   sandbox=str(cfg["sandbox"]), limits=json.dumps(cfg["limits"], sort_keys=True),
+                   envelope=json.dumps(cfg["envelope"]), stop_on_green=bool(cfg["stop_on_green"]),
+                   log_cap_bytes=int(cfg["log_cap_bytes"]), max_wall_s=cfg["envelope"].get("max_wall_s"),
+                   toolchain_digest=toolchain_digest, denylist_digest=denylist_digest, corpus_sha=corpus_sha,
+                   results=results)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One per-task job: ``python -m sealbench.<stage> <argv>``, its output to ``log``."""
+
+    stage: str
+    argv: tuple[str, ...]
+    outputs: tuple[str, ...]
+    log: str
+    code: str                    #: digest of the sealbench code the stage runs
+    toolchain: str | None        #: digest of the interpreter and packages (steps that run tests)
+    mem_mb: int
+    runtime_min: int
+    done_dir: str = field(default="", compare=False)
+
+    @property
+    def shell_args(self) -> str:
+        """``argv`` quoted for a shell command line."""
+        import shlex
+
+        return shlex.join(self.argv)
+
+    def as_batch_step(self) -> dict[str, Any]:
+        """The step as task_batch's spec holds it."""
+        return {"module": self.stage, "argv": list(self.argv), "outputs": list(self.outputs), "log": self.log,
+                "code": self.code, "toolchain": self.toolchain, "done_dir": self.done_dir}
+
+
+def step_key(step: Mapping[str, Any]) -> str:
+    """Digest of everything that makes a step's outputs what they are (task_batch's marker name)."""
+    return sha256_text(canonical_json({k: step[k] for k in ("module", "argv", "outputs", "code", "toolchain")}))[:32]
+
+
+def _args(*words: Any) -> tuple[str, ...]:
+    return tuple(str(w) for w in words)
+
+
+def hash_pack(c: StepConfig, task: str, tdigest: str) -> Step:
+    """Copy and verify one task from the pack at the digest planned."""
+    sealed, record = paths.sealed_dir(task, tdigest, c.results), paths.sealed_record(task, tdigest, c.results)
+    return Step("hash_pack", _args("seal", "--task", task, "--digest", tdigest, "--out", sealed, "--record", record),
+                (sealed, record), paths.task_log(task, tdigest, "hash_pack", c.results), code_digest("hash_pack"),
+                None, 500, 10, paths.done_markers(task, tdigest, c.results))
+
+
+def leak_check(c: StepConfig, task: str, tdigest: str, ddigest: str | None = None) -> Step:
+    """The task against the pack's denylist, the public corpus and its own hidden tests."""
+    d = ddigest or c.denylist_digest
+    out = paths.leak_report(task, tdigest, d, c.results)
+    return Step("leak_check", _args("--task", paths.sealed_dir(task, tdigest, c.results), "--expect-denylist-digest",
+                                    d, "--out", out),
+                (out,), paths.task_log(task, tdigest, f"leak-{d}", c.results),
+                code_digest("leak_check") + ":" + c.corpus_sha, None, 500, 10,
+                paths.done_markers(task, tdigest, c.results))
+
+
+def run_dummy(c: StepConfig, task: str, tdigest: str) -> Step:
+    """The controls: empty diff, stub, gold patch x oracle_runs."""
+    out_dir = paths.controls_dir(task, tdigest, c.results)
+    return Step("run_dummy", _args("--sealed", paths.sealed_dir(task, tdigest, c.results), "--out-dir", out_dir,
+                                   "--oracle-runs", c.oracle_runs, "--timeout", c.score_timeout_s,
+                                   "--sandbox", c.sandbox, "--limits", c.limits),
+                (paths.controls(task, tdigest, c.results),), paths.task_log(task, tdigest, "run_dummy", c.results),
+                code_digest("run_dummy"), c.toolchain_digest, 1000,
+                10 + c.score_timeout_s * (2 + c.oracle_runs) * 2 // 60, paths.done_markers(task, tdigest, c.results))
+
+
+def agent_runtime_min(c: StepConfig) -> int:
+    """Cluster runtime request of one agent attempt: its clock plus set-up."""
+    return 5 + int(c.max_wall_s or 3600) // 60
+
+
+def run_agent(c: StepConfig, task: str, tdigest: str, agent: str, spec: Mapping[str, Any], epoch: int | str) -> Step:
+    """One attempt of one agent (``spec`` is its config entry with its ``fingerprint``)."""
+    fp = spec["fingerprint"]
+    rdir = paths.run_dir(task, tdigest, agent, fp, epoch, c.results)
+    command = json.dumps({k: v for k, v in spec.items() if k != "fingerprint"})
+    return Step("run_agent",
+                _args("--sealed", paths.sealed_dir(task, tdigest, c.results), "--run-dir", rdir, "--agent", agent,
+                      "--fingerprint", fp, "--spec", command, "--epoch", epoch, "--envelope", c.envelope,
+                      "--sandbox", c.sandbox, *(["--stop-on-green"] if c.stop_on_green else []),
+                      "--log-cap-bytes", c.log_cap_bytes, "--limits", c.limits),
+                (paths.run_record(task, tdigest, agent, fp, epoch, c.results),
+                 paths.run_patch(task, tdigest, agent, fp, epoch, c.results)),
+                paths.task_log(task, tdigest, f"run_agent-{agent}-{fp}-{epoch}", c.results),
+                code_digest("run_agent"), c.toolchain_digest, 2000,
+                agent_runtime_min(c), paths.done_markers(task, tdigest, c.results))
+
+
+def _hidden_score(c: StepConfig, task: str, tdigest: str, rdir: str, out: str, log: str) -> Step:
+    return Step("hidden_score",
+                _args("--sealed", paths.sealed_dir(task, tdigest, c.results), "--run-dir", rdir, "--out", out,
+                      "--timeout", c.score_timeout_s, "--sandbox", c.sandbox, "--controls",
+                      paths.controls(task, tdigest, c.results), "--limits", c.limits),
+                (out,), log, code_digest("hidden_score"), c.toolchain_digest, 1000,
+                5 + 2 * c.score_timeout_s // 60, paths.done_markers(task, tdigest, c.results))
+
+
+def hidden_score(c: StepConfig, task: str, tdigest: str, agent: str, fp: str, epoch: int | str) -> Step:
+    """An agent attempt's patch on a pristine copy, the sealed tests restored."""
+    return _hidden_score(c, task, tdigest, paths.run_dir(task, tdigest, agent, fp, epoch, c.results),
+                         paths.score(task, tdigest, agent, fp, epoch, c.results),
+                         paths.task_log(task, tdigest, f"hidden_score-{agent}-{fp}-{epoch}", c.results))
+
+
+def hidden_score_session(c: StepConfig, task: str, tdigest: str, who: str, epoch: int | str) -> Step:
+    """A submitted human session, scored like an agent attempt."""
+    return _hidden_score(c, task, tdigest, paths.session_dir(task, tdigest, who, epoch, c.results),
+                         paths.session_score(task, tdigest, who, epoch, c.results),
+                         paths.task_log(task, tdigest, f"hidden_score-human-{who}-{epoch}", c.results))
+
+
+def task_steps(c: StepConfig, task: str, tdigest: str, agents: Mapping[str, Mapping[str, Any]],
+               epochs: list[int]) -> tuple[list[Step], list[Step], dict[str, list[str]]]:
+    """Every step of one task, as (prepare, work, files): sealing and the leak check first, then
+    controls, attempts and scores; ``files`` are the per-task files stratify reads."""
+    prepare = [hash_pack(c, task, tdigest), leak_check(c, task, tdigest)]
+    work = [run_dummy(c, task, tdigest)]
+    scores = []
+    for a, spec in sorted(agents.items()):
+        for e in epochs:
+            work.append(run_agent(c, task, tdigest, a, spec, e))
+            score_step = hidden_score(c, task, tdigest, a, spec["fingerprint"], e)
+            work.append(score_step)
+            scores += score_step.outputs
+    files = {"sealed": [paths.sealed_record(task, tdigest, c.results)],
+             "leaks": list(prepare[1].outputs), "controls": list(work[0].outputs), "scores": scores}
+    return prepare, work, files
+
+
+def batch_key(spec: Mapping[str, Any]) -> str:
+    """A batch's key: the digest of its whole spec (members, digests, steps)."""
+    return sha256_text(canonical_json(spec))[:16]
+
+
+def batch_specs(c: StepConfig, task_digests: Mapping[str, str], agents: Mapping[str, Mapping[str, Any]],
+                epochs: list[int], batch_size: int) -> dict[str, dict[str, Any]]:
+    """``{batch key: spec}`` for ``batch_size`` > 1: the tasks in id order, cut into runs of
+    ``batch_size``; each member lists the same steps the per-task rules run (task_batch)."""
+    ids = sorted(task_digests)
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(ids), batch_size):
+        members: list[dict[str, Any]] = []
+        summary: dict[str, list[str]] = {"sealed": [], "leaks": [], "controls": [], "scores": []}
+        for t in ids[i:i + batch_size]:
+            prepare, work, files = task_steps(c, t, task_digests[t], agents, epochs)
+            members.append({"task": t, "digest": task_digests[t], "prepare": [s.as_batch_step() for s in prepare],
+                            "work": [s.as_batch_step() for s in work]})
+            for k, v in files.items():
+                summary[k] += v
+        spec = {"tasks": members, "summary": summary}
+        out[batch_key(spec)] = spec
+    return out
+
+
+def batch_runtime_min(c: StepConfig, spec: Mapping[str, Any], agents: int, epochs: int) -> int:
+    """Cluster runtime request of a batch: the sum of its members' per-task requests."""
+    per_task = (run_dummy(c, "t", "d").runtime_min
+                + agents * epochs * (agent_runtime_min(c) + hidden_score(c, "t", "d", "a", "f", 1).runtime_min))
+    return 5 + per_task * len(spec["tasks"])

@@ -1,0 +1,115 @@
+"""The tables a decision reports, computed from runs.parquet: per-task scores (with the
+excluded and infra_fail rows left out, or counted as failures or passes), abstention counts,
+the paired delta per stratum, the candidate against the do-nothing controls per stratum, cost
+per pass and pass@k.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from typing import Any, Mapping
+
+from . import epoch_stats
+from .contract import ABSTAINED
+from .sentences import fmt
+
+
+def per_task_scores(runs, solver: str, split: str, abstained_as_failures: bool = False,
+                    abstained_as_passes: bool = False) -> dict[str, float]:
+    """Per-task pass share for a solver on a split (epochs averaged; excluded/infra rows left
+    out, or counted as failures with ``abstained_as_failures`` — the sensitivity rate — or as
+    passes with ``abstained_as_passes``: the worst case for a claim against this solver)."""
+    sub = runs[(runs.solver == solver) & (runs.split == split)]
+    if not (abstained_as_failures or abstained_as_passes):
+        sub = sub[~sub.status.isin(ABSTAINED)]
+    won = sub.status.eq("pass") | (sub.status.isin(ABSTAINED) if abstained_as_passes else False)
+    share = won.groupby(sub.task_id).mean()
+    return {str(tid): float(v) for tid, v in share.items()}
+
+
+def abstention_counts(rows) -> dict:
+    """Runs, excluded and infra_fail rows of one solver on the slice, and their share."""
+    total = int(len(rows))
+    ex, inf = int((rows.status == "excluded").sum()), int((rows.status == "infra_fail").sum())
+    return {"runs": total, "excluded": ex, "infra_fail": inf, "rate": fmt((ex + inf) / total, 6) if total else None}
+
+
+def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
+    """Tokens and cost per passing task, per solver and stratum (null when unknown or no pass)."""
+    out = []
+    sub = runs[(runs.split == split) & (runs.role.isin(["agent", "human"]))]
+    for (solver, stratum), g in sub.groupby(["solver", "stratum"]):
+        passes = int((g.status == "pass").sum())
+        tok_known = g.tokens_in.notna().all() and g.tokens_out.notna().all()
+        tok_missing = int((g.tokens_in.isna() | g.tokens_out.isna()).sum())
+        cost_known = g.cost_usd.notna().all()
+        tokens = int(g.tokens_in.sum() + g.tokens_out.sum()) if tok_known else None
+        cost = float(g.cost_usd.sum()) if cost_known else None
+        out.append({"solver": solver, "stratum": stratum, "runs": int(len(g)), "passes": passes,
+                    "tokens": tokens, "cost_usd": fmt(cost, 6),
+                    # seed 002: tokens missing -> pass/fail only, labelled as incomplete
+                    "tokens_status": "complete" if tok_known else f"incomplete ({tok_missing} of {len(g)} runs "
+                                                                  "without tokens)",
+                    "tokens_per_pass": None if tokens is None or not passes else round(tokens / passes, 1),
+                    "cost_per_pass_usd": None if cost is None or not passes else round(cost / passes, 6)})
+    order = {s: i for i, s in enumerate(strata_order)}
+    return sorted(out, key=lambda r: (r["solver"], order.get(r["stratum"], 99), r["stratum"]))
+
+
+def _mean_over_tasks(fn, pairs: Counter, k: int) -> float:
+    """The mean of ``fn(n, c, k)`` over tasks with n >= k, from a Counter of (n, c) pairs:
+    each value computed once, then averaged over every task exactly (``fmean`` sums exactly)."""
+    return statistics.fmean([v for (n, c), m in pairs.items() if n >= k for v in [fn(n, c, k)] * m])
+
+
+def pass_at_k_table(runs, split: str, epochs: int) -> dict:
+    """Unbiased pass@k and pass^k per agent, averaged over tasks (only when epochs > 1)."""
+    if epochs < 2:
+        return {}
+    out = {}
+    sub = runs[(runs.split == split) & (runs.role == "agent") & (~runs.status.isin(["excluded", "infra_fail"]))]
+    for solver, g in sub.groupby("solver"):
+        counts = g.status.eq("pass").groupby(g.task_id).agg(["size", "sum"])
+        # tasks share few (n, c) pairs: compute each once
+        pairs = Counter(zip(counts["size"].astype(int), counts["sum"].astype(int)))
+        ks = list(range(1, epochs + 1))
+        at = [_mean_over_tasks(epoch_stats.pass_at_k, pairs, k) for k in ks if any(n >= k for n, _ in pairs)]
+        hat = [_mean_over_tasks(epoch_stats.pass_hat_k, pairs, k) for k in ks if any(n >= k for n, _ in pairs)]
+        out[solver] = {"k": ks[:len(at)], "pass_at_k": [round(x, 6) for x in at], "pass_hat_k": [round(x, 6) for x in hat]}
+    return out
+
+
+def stratum_deltas(common: list[str], strata_of: Mapping[str, str], cand_scores: Mapping[str, float],
+                   base_scores: Mapping[str, float], order: list[str]) -> list[dict]:
+    """The paired delta per stratum on the matched tasks (seed 003: stratum means stay visible)."""
+    out = []
+    for s in order:
+        ids = [t for t in common if strata_of.get(t) == s]
+        if ids:
+            c, b = sum(cand_scores[t] for t in ids), sum(base_scores[t] for t in ids)
+            out.append({"stratum": s, "n": len(ids), "candidate_rate": fmt(c / len(ids), 6),
+                        "baseline_rate": fmt(b / len(ids), 6), "delta": fmt((c - b) / len(ids), 6)})
+    return out
+
+
+def dummy_deltas(runs, cand_scores: Mapping[str, float], split: str, strata_of: Mapping[str, str],
+                 order: list[str]) -> list[dict]:
+    """Per stratum: the candidate's rate minus each do-nothing control's rate on the same tasks
+    (seed 002: "stratum table + dummy deltas")."""
+    out = []
+    for s in order:
+        ids = sorted(t for t in cand_scores if strata_of.get(t) == s)
+        if not ids:
+            continue
+        row: dict[str, Any] = {"stratum": s, "n": len(ids), "candidate_rate": fmt(sum(cand_scores[t] for t in ids) / len(ids), 6)}
+        for ctl in ("empty_diff", "stub"):
+            sc = per_task_scores(runs[runs.task_id.isin(ids)], ctl, split)
+            got = [t for t in ids if t in sc]
+            rate = sum(sc[t] for t in got) / len(got) if got else None
+            row[f"{ctl}_rate"] = fmt(rate, 6)
+            row[f"delta_vs_{ctl}"] = None if rate is None else fmt(row["candidate_rate"] - rate, 6)
+        known = [row[f"delta_vs_{c}"] for c in ("empty_diff", "stub") if row[f"delta_vs_{c}"] is not None]
+        row["beats_dummies"] = bool(known) and min(known) > 0
+        out.append(row)
+    return out

@@ -1,0 +1,44 @@
+"""The code's shape: stages never import each other, and no module grows past ~400 lines
+without a stated reason (tools/import_graph.py prints the whole graph)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import import_graph  # noqa: E402
+
+#: "About 400 lines": a module may run a few lines over the mark tools/import_graph.py prints.
+ABOUT = 420
+#: Modules allowed past that, and why splitting them would not help a reader.
+JUSTIFIED = {
+    "agents.repair": "the built-in agent: one self-contained program (its own loop, edits, model-free search); "
+                     "its fingerprint covers exactly the modules it runs, and it imports only the contract",
+    "session": "one human session's lifecycle (start, check, steer, submit, abandon) over one state file; "
+               "the pieces share the session record and its invariants",
+}
+
+
+def test_no_stage_imports_another_stage() -> None:
+    g = import_graph.graph(ROOT / "scripts" / "sealbench")
+    assert set(import_graph.STAGES) <= set(g)
+    assert import_graph.stage_violations(g) == []
+
+
+def test_a_stage_importing_a_stage_is_caught(tmp_path: Path) -> None:
+    pkg = tmp_path / "sealbench"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core.py").write_text("X = 1\n")
+    (pkg / "hash_pack.py").write_text("def make_writable(): pass\n")
+    (pkg / "task_batch.py").write_text("from .core import X\n\ndef f():\n    from .hash_pack import make_writable\n")
+    assert import_graph.stage_violations(import_graph.graph(pkg)) == [("task_batch", "hash_pack")]
+
+
+def test_modules_stay_small_or_say_why() -> None:
+    g = import_graph.graph(ROOT / "scripts" / "sealbench")
+    big = {m: n for m, (n, _) in g.items() if n > ABOUT}
+    assert set(big) <= set(JUSTIFIED), f"over {ABOUT} lines without a reason: {big}"

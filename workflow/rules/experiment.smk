@@ -1,0 +1,12 @@
+# experiment: the experiment record (everything that makes this result this result), written by
+# a job, never while planning. Content-addressed by its id, so an existing one is never rewritten.
+
+
+rule experiment_record:
+    output:
+        paths.experiment_record("{exp}"),
+    log:
+        f"{paths.RESULTS}/experiments/{{exp}}/logs/experiment.log",
+    localrule: True
+    run:
+        write_experiment_record(wildcards.exp, output[0], log[0])
