@@ -66,6 +66,14 @@ def test_stage_imports_are_derived_and_cover_pytest() -> None:
     assert any(p.lower().startswith("pytest==") for p in tcm.toolchain()["packages"])
 
 
+def test_sealbench_itself_and_the_workflow_engine_are_not_the_toolchain() -> None:
+    """An agent importing sealbench (the built-in ones do) must not pull in sealbench's own
+    requirements: snakemake and its plugins run the workflow, they score nothing."""
+    names = {p.split("==")[0].lower() for p in tcm.toolchain(["sealbench"], agent_files=[])["packages"]}
+    assert "sealbench" not in names and not any(n.startswith("snakemake") for n in names)
+    assert "pytest" in names
+
+
 def test_a_pth_file_is_part_of_the_toolchain(tmp_path: Path, monkeypatch) -> None:
     base = tcm.toolchain_digest(tcm.toolchain())
     on_path(monkeypatch, tmp_path)

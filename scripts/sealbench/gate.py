@@ -38,6 +38,7 @@ from .sensitivity import sensitivity
 from .sentences import (comparison_summary, exclusion_note, fmt, headline_sentences, human_sentences,
                         public_comparison, roles_table)
 from .summaries import abstention_counts, cost_per_pass, dummy_deltas, pass_at_k_table, per_task_scores, stratum_deltas
+from .contract import ABSTAINED, TIMEOUT
 
 
 # -------------------------------------------------------------------- the paired comparison
@@ -188,8 +189,8 @@ def headline_facts(s: Slice) -> dict:
                                 "pass_rate": fmt(r.pass_rate, 6), "ci_low": fmt(r.ci_low, 6),
                                 "ci_high": fmt(r.ci_high, 6), "timeout_rate": fmt(r.timeout_rate, 6)})
     return {"n": n_c, "passes": passes, "rate": passes / n_c if n_c else None,
-            "timeouts": int((s.cand_rows.status == "timeout").sum()),
-            "excluded": int(s.cand_rows.status.isin(["excluded", "infra_fail"]).sum()),
+            "timeouts": int((s.cand_rows.status == TIMEOUT).sum()),
+            "excluded": int(s.cand_rows.status.isin(list(ABSTAINED)).sum()),
             "scheduled": int(len(s.cand_rows)), "per_stratum": per_stratum}
 
 

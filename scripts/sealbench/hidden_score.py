@@ -36,6 +36,7 @@ from .core import read_json, write_json
 from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .scoring import score_patch
 from .sealed_command import SHELL_INFRA_CODES
+from .contract import FAIL, INFRA_FAIL, PASS, TAMPER, TIMEOUT
 
 
 def time_to_green(attempts: list[dict], final_visible_green: bool | None) -> float | None:
@@ -69,20 +70,20 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle,
                       sandbox=box, expected_hidden=expected)
     status, reason = res.status, res.reason
-    if status == "infra_fail":
+    if status == INFRA_FAIL:
         status, reason = _scoring_infra(res.reason, read_json(controls) if controls else None)
     code = run.get("exit_code")
     if run.get("timed_out"):
-        status, reason = "timeout", f"the worker was stopped at its {run['time_box_s']:.0f}s clock" + (
+        status, reason = TIMEOUT, f"the worker was stopped at its {run['time_box_s']:.0f}s clock" + (
             f"; its patch scored {status}" + (f" ({reason})" if reason else ""))
-    elif run.get("limit_hit") and status not in ("infra_fail", "tamper"):
-        status, reason = "fail", f"the agent run {run['limit_hit']}" + (
+    elif run.get("limit_hit") and status not in (INFRA_FAIL, TAMPER):
+        status, reason = FAIL, f"the agent run {run['limit_hit']}" + (
             f"; its patch scored {res.status}" + (f" ({res.reason})" if res.reason else ""))
-    elif code not in (0, None) and status != "pass":
+    elif code not in (0, None) and status != PASS:
         words = SHELL_INFRA_CODES.get(code)
         reason = (reason + "; " if reason else "") + f"the agent's command ended with exit {code}" \
             + (f" ({words})" if words else "") + ": recorded, scored as usual (an agent's exit is never infra)"
-    if run.get("patch_error") and status != "pass":
+    if run.get("patch_error") and status != PASS:
         reason = (reason + "; " if reason else "") + "the agent left its workspace in a state git refuses to " \
             f"take as a patch, so it was scored as an empty patch ({str(run['patch_error'])[-300:]})"
     record = {
@@ -102,18 +103,18 @@ def _scoring_infra(why: str | None, controls: dict | None) -> tuple[str, str]:
     failure only when the task's controls hit it too; otherwise the patch broke the test run."""
     if controls is not None and controls.get("control_infra_fail"):
         hit = sorted({f"{r['solver']}#{r['epoch']}" for r in controls.get("results") or []
-                      if r.get("status") == "infra_fail"}) or ["every control (the harness could not run them)"]
-        return "infra_fail", (f"{why}; the task's controls could not be scored either ({', '.join(hit)}): "
+                      if r.get("status") == INFRA_FAIL}) or ["every control (the harness could not run them)"]
+        return INFRA_FAIL, (f"{why}; the task's controls could not be scored either ({', '.join(hit)}): "
                               "the harness or the task is broken, not the patch")
     ctl = "the task's controls ran without an infra failure" if controls is not None else \
         "no controls record says the harness was at fault"
-    return "fail", f"the patch broke the test run: {why}; {ctl}, so the patch did it"
+    return FAIL, f"the patch broke the test run: {why}; {ctl}, so the patch did it"
 
 
 def _infra_record(out: Path, task_id: str, run: dict, reason: str) -> dict:
     record = {
         "task_id": task_id, "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
-        "status": "infra_fail", "reason": reason, "visible_pass": None, "hidden_pass": None,
+        "status": INFRA_FAIL, "reason": reason, "visible_pass": None, "hidden_pass": None,
         "agent_exit_code": run.get("exit_code"), "time_to_green_s": None, "tamper_paths": [], "patch_applied": False, "gold_like": None,
         "gold_similarity": None, "scoring_isolation": None, "score": None, "run": run,
     }

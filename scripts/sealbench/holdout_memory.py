@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .contract import ABSTAINED
+from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL
 from .ledger import (NO_SERVER, bare_entry, holdout_reuse, ledger_entry, ledger_reasons, lost_ledger_lines,
                      pinned_servers, read_ledger)
 from .refusals import ALPHA, note_for, refusal
@@ -59,7 +59,7 @@ def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
     agent_rows = runs[(runs.split == split) & (runs.role == "agent") & runs.solver.isin([s.cand, s.base])]
     # an agent that ran on the holdout reached it, even when its rows were excluded (a run
     # without a stamp still saw the tasks); only a harness failure is no visit
-    reached = agent_rows[agent_rows.status != "infra_fail"]
+    reached = agent_rows[agent_rows.status != INFRA_FAIL]
     agents = {n: fp for n, fp in s.exp["agent_fingerprints"].items() if (reached.solver == n).any()}
     probe = ledger_entry(s.exp, s.manifest, agents, [])
     servers, pinned_at = pinned_servers(prior, probe) if cfg["health"].get("required_server_id") is None \
@@ -75,7 +75,7 @@ def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
         ev = sorted(f"{runs.at[i, 'solver']}:{runs.at[i, 'task_id']}#{runs.at[i, 'epoch']}@{lab[i]}"
                     for i in foreign_ix)
         runs.loc[foreign_ix, "reason"] = [why.format(repr(lab[i])) for i in foreign_ix]
-        runs.loc[foreign_ix, "status"] = "excluded"
+        runs.loc[foreign_ix, "status"] = EXCLUDED
         mem.server_pin = {"servers": servers, "pinned_at": pinned_at, "excluded": ev}
         if ev:
             mem.notes.append(note_for("SERVER_PINNED", f"{len(ev)} run(s) came from a server this holdout was not "

@@ -45,6 +45,7 @@ from .core import (
     write_json,
 )
 from .packs import load_pack
+from .contract import FAIL, INFRA_FAIL
 
 FIELDS = ("instance_id", "model_patch", "model_name_or_path")
 SUMMARY = "summary.json"
@@ -207,7 +208,7 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
                    "patch_sha256": hashlib.sha256(patch_text.encode("utf-8", "surrogateescape")).hexdigest(),
                    **_unverified_clock(), "source": source}
             if rec["empty_patch"]:
-                rec.update(status="fail", reason="empty patch" + (" (model_patch is null)" if obj["model_patch"] is None else ""),
+                rec.update(status=FAIL, reason="empty patch" + (" (model_patch is null)" if obj["model_patch"] is None else ""),
                            visible_pass=None, hidden_pass=None, tamper_paths=[], patch_applied=False,
                            gold_similarity=None, gold_like=None, task_digest=None)
                 records.append(rec)
@@ -231,7 +232,7 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
                            gold_like=res.gold_like, task_digest=digest, scoring_isolation=level,
                            score=res.to_dict())
             except Exception as exc:  # noqa: BLE001 - one row must never stop the others
-                rec.update(status="infra_fail", reason=f"scoring raised {type(exc).__name__}: {exc}",
+                rec.update(status=INFRA_FAIL, reason=f"scoring raised {type(exc).__name__}: {exc}",
                            visible_pass=None, hidden_pass=None, tamper_paths=[], patch_applied=False,
                            gold_similarity=None, gold_like=None, task_digest=None)
             records.append(rec)

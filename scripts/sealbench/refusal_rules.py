@@ -10,6 +10,7 @@ from typing import Callable
 
 from .refusals import refusal
 from .scored_slice import Slice
+from .contract import PASS, TAMPER
 
 
 def _leak_suspect(s: Slice) -> dict | None:
@@ -31,7 +32,7 @@ def _oracle_failed(s: Slice) -> dict | None:
 
 def _dummy_passed(s: Slice) -> dict | None:
     runs = s.runs
-    ctl = runs[(runs.role == "control") & (runs.solver.isin(["empty_diff", "stub"])) & (runs.status == "pass")]
+    ctl = runs[(runs.role == "control") & (runs.solver.isin(["empty_diff", "stub"])) & (runs.status == PASS)]
     if len(ctl):
         ev = sorted(f"{r.solver}:{r.task_id}" for r in ctl.itertuples())
         return refusal("DUMMY_PASSED", f"A do-nothing control passed {len(ctl)} time(s) ({', '.join(ev)}); "
@@ -120,7 +121,7 @@ def _over_envelope(s: Slice) -> dict | None:
 
 
 def _candidate_tampered(s: Slice) -> dict | None:
-    bad = s.cand_rows[s.cand_rows.status == "tamper"]
+    bad = s.cand_rows[s.cand_rows.status == TAMPER]
     if len(bad):
         ev = sorted(f"{r.task_id}#{r.epoch}" for r in bad.itertuples())
         return refusal("CANDIDATE_TAMPERED", f"{s.cand} was scored tamper on {len(bad)} {s.split} run(s) "
@@ -154,7 +155,7 @@ RULES: list[tuple[str, Callable[[Slice], dict | None]]] = [
 def tamper_note(s: Slice) -> dict | None:
     """The TAMPER note: every run on the scored split scored tamper, whoever the solver (the
     candidate's own also refuse the headline: CANDIDATE_TAMPERED)."""
-    tampered = s.runs[(s.runs.split == s.split) & (s.runs.status == "tamper")]
+    tampered = s.runs[(s.runs.split == s.split) & (s.runs.status == TAMPER)]
     if len(tampered):
         return {"code": "TAMPER", "sentence": f"{len(tampered)} run(s) touched tests or test configuration and "
                                               "were scored tamper (not pass): "

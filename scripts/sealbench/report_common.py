@@ -11,10 +11,12 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from .contract import ABSTAINED, PASS
+
 CONTROL_ORDER = ("empty_diff", "stub", "oracle")
 SPLIT_ORDER = ("tune", "holdout")
 #: Statuses left out of per-task pass shares (as the gate does).
-UNSCORED = ("excluded", "infra_fail")
+UNSCORED = ABSTAINED
 
 AGENT_COLOURS = ("#1f5fa8", "#c2571a", "#7a3fb0", "#1b8a6b", "#a8327a", "#5b6b00", "#0b7a99", "#8c5a2b")
 HUMAN_COLOURS = ("#2e7d32", "#9e2a2b", "#4e5d94", "#b8860b", "#6d4c41")
@@ -154,7 +156,7 @@ def _label(solver: str, role: str, comp: Mapping) -> str:
 def per_task_scores(runs: pd.DataFrame, solver: str, split: str) -> dict[str, float]:
     """Per-task pass share (epochs averaged; excluded and infra_fail rows left out, as the gate does)."""
     sub = runs[(runs.solver == solver) & (runs.split == split) & (~runs.status.isin(UNSCORED))]
-    return {str(t): float(g.status.eq("pass").mean()) for t, g in sub.groupby("task_id", sort=True)}
+    return {str(t): float(g.status.eq(PASS).mean()) for t, g in sub.groupby("task_id", sort=True)}
 
 
 def paired_counts(runs: pd.DataFrame, cand: str, base: str, split: str,

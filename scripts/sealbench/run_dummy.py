@@ -25,6 +25,7 @@ from .core import SealbenchError, control_fingerprint, read_json, write_json
 from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .scoring import score_patch
 from .workspace import make_workspace, scratch_dir, workspace_patch
+from .contract import INFRA_FAIL, PASS
 
 #: Comment syntax per language for the stub edit (a trailing comment changes no behaviour).
 COMMENT = {"python": "#", "ruby": "#", "shell": "#", "bash": "#", "r": "#", "perl": "#",
@@ -84,7 +85,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
             "hidden_ran": res.hidden.junit.ran if res.hidden and res.hidden.junit else None,
         })
     oracle = [r for r in results if r["solver"] == "oracle"]
-    oracle_passes = sum(r["status"] == "pass" for r in oracle)
+    oracle_passes = sum(r["status"] == PASS for r in oracle)
     record = {
         "task_id": meta["id"],
         "stub_file": stub_path,
@@ -93,9 +94,9 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         "oracle_passes": oracle_passes,
         "oracle_ok": oracle_passes == len(oracle),
         "flaky": len({r["status"] for r in oracle}) > 1,
-        "weak_test": any(r["status"] == "pass" for r in results if r["solver"] == "empty_diff"),
-        "stub_passes": any(r["status"] == "pass" for r in results if r["solver"] == "stub"),
-        "control_infra_fail": any(r["status"] == "infra_fail" for r in results),
+        "weak_test": any(r["status"] == PASS for r in results if r["solver"] == "empty_diff"),
+        "stub_passes": any(r["status"] == PASS for r in results if r["solver"] == "stub"),
+        "control_infra_fail": any(r["status"] == INFRA_FAIL for r in results),
         # hidden tests the gold patch ran (JUnit): a scored patch must run at least as many
         "oracle_hidden_ran": min((r["hidden_ran"] for r in oracle if r["hidden_ran"] is not None), default=None),
         "isolation": level,

@@ -28,6 +28,7 @@ from .patch_apply import apply_patch_details
 from .sealed_command import CommandOutcome, _run_check, judge
 from .similarity import GOLD_LIKE_THRESHOLD, gold_similarity
 from .workspace import TEST_DIRS, copy_tree, scratch_dir
+from .contract import FAIL, INFRA_FAIL, PASS, TAMPER
 
 
 @dataclass
@@ -107,9 +108,9 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
         tamper_text = "; ".join(f"{p} ({w})" for p, w in sorted(app.protected.items()))
         if not app.applied:
             if tamper and "outside the workspace" not in app.message:
-                return ScoreResult("tamper", None, None, f"the patch touched protected paths: {tamper_text}; "
+                return ScoreResult(TAMPER, None, None, f"the patch touched protected paths: {tamper_text}; "
                                    f"the rest was not scored: {app.message}", False, tamper, **gold)
-            return ScoreResult("fail", None, None, app.message, False, tamper, **gold)
+            return ScoreResult(FAIL, None, None, app.message, False, tamper, **gold)
         for d in TEST_DIRS:
             if (base / d).exists() or (base / d).is_symlink():
                 if (base / d).is_dir() and not (base / d).is_symlink():
@@ -144,24 +145,24 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
             hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    v_status, v_why = judge("visible", visible) if visible is not None else ("pass", None)
+    v_status, v_why = judge("visible", visible) if visible is not None else (PASS, None)
     h_status, h_why = (judge("hidden", hidden, max(int(meta.get("failing_tests") or 0), int(expected_hidden or 0)))
-                       if hidden is not None else ("pass", None))
-    vis_ok, hid_ok = v_status == "pass", h_status == "pass"
-    forged = [why for st, why in ((v_status, v_why), (h_status, h_why)) if st == "tamper"]
+                       if hidden is not None else (PASS, None))
+    vis_ok, hid_ok = v_status == PASS, h_status == PASS
+    forged = [why for st, why in ((v_status, v_why), (h_status, h_why)) if st == TAMPER]
     if forged:
         # a forged or cut-short sealed report: tamper, whatever else happened
         extra = f"; the patch also touched protected paths, not applied: {tamper_text}" if tamper else ""
-        return ScoreResult("tamper", vis_ok, hid_ok, "; ".join(forged) + extra, True, tamper, visible, hidden, **gold)
+        return ScoreResult(TAMPER, vis_ok, hid_ok, "; ".join(forged) + extra, True, tamper, visible, hidden, **gold)
     for st, why in ((v_status, v_why), (h_status, h_why)):
-        if st == "infra_fail":
-            return ScoreResult("infra_fail", None, None, why, True, tamper, visible, hidden, **gold)
+        if st == INFRA_FAIL:
+            return ScoreResult(INFRA_FAIL, None, None, why, True, tamper, visible, hidden, **gold)
     rest = "; ".join(w for w in (v_why, h_why) if w)
     if tamper:
-        verdict = "pass" if vis_ok and hid_ok else f"fail ({rest})"
-        return ScoreResult("tamper", vis_ok, hid_ok,
+        verdict = PASS if vis_ok and hid_ok else f"fail ({rest})"
+        return ScoreResult(TAMPER, vis_ok, hid_ok,
                            f"the patch touched protected paths, not applied: {tamper_text}; the rest scored {verdict}",
                            True, tamper, visible, hidden, **gold)
     if vis_ok and hid_ok:
-        return ScoreResult("pass", True, True, None, True, tamper, visible, hidden, **gold)
-    return ScoreResult("fail", vis_ok, hid_ok, rest, True, tamper, visible, hidden, **gold)
+        return ScoreResult(PASS, True, True, None, True, tamper, visible, hidden, **gold)
+    return ScoreResult(FAIL, vis_ok, hid_ok, rest, True, tamper, visible, hidden, **gold)

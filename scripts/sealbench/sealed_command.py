@@ -22,6 +22,7 @@ from pathlib import Path
 from .core import harness_env
 from .sealed_report import JUnitSummary, judge_stream, make_canary_secret, parse_stream
 from .processes import run_process, tail_text
+from .contract import FAIL, INFRA_FAIL, PASS, TAMPER
 
 
 #: pytest's exit codes that mean the harness, not the patch, broke (internal error, usage
@@ -163,27 +164,27 @@ def judge(name: str, out: CommandOutcome, expected: int = 0) -> tuple[str, str |
     hidden suite: ``failing_tests``, or what the gold patch ran).
     """
     if out.limit_hit:
-        return "fail", f"{name} command {out.limit_hit}"
+        return FAIL, f"{name} command {out.limit_hit}"
     if out.timed_out:
-        return "fail", f"{name} tests timed out"
+        return FAIL, f"{name} tests timed out"
     if out.junit_error:                       # the stream itself could not be read
-        return ("tamper" if out.runner_started else "fail"), f"{name} tests: {out.junit_error}"
+        return (TAMPER if out.runner_started else FAIL), f"{name} tests: {out.junit_error}"
     if out.stream is None:
-        return "fail", f"{name} command: no sealed report"
+        return FAIL, f"{name} command: no sealed report"
     if out.secret is None:
-        return "fail", f"{name} command: no canary secret"
+        return FAIL, f"{name} command: no canary secret"
     v = judge_stream(out.stream, out.secret["names"], out.secret["message"], out.returncode, expected)
-    if v.kind == "infra_fail":
+    if v.kind == INFRA_FAIL:
         if out.infra_reason:
-            return "infra_fail", f"{name} command: {out.infra_reason} (exit {out.returncode})"
+            return INFRA_FAIL, f"{name} command: {out.infra_reason} (exit {out.returncode})"
         if "pytest" not in out.command:
-            return "fail", (f"{name} command: not a pytest run, so no sealed report "
+            return FAIL, (f"{name} command: not a pytest run, so no sealed report "
                             f"(exit {out.returncode}); sealbench vouches only for pytest suites")
-        return "infra_fail", f"{name} command: {v.problem}"
-    if v.kind == "tamper" and not v.started and "pytest" not in out.command:
-        return "fail", (f"{name} command: not a pytest run, so no sealed report (exit {out.returncode}); "
+        return INFRA_FAIL, f"{name} command: {v.problem}"
+    if v.kind == TAMPER and not v.started and "pytest" not in out.command:
+        return FAIL, (f"{name} command: not a pytest run, so no sealed report (exit {out.returncode}); "
                         "sealbench vouches only for pytest suites")
-    if v.kind == "pass":
-        return "pass", None
+    if v.kind == PASS:
+        return PASS, None
     problem = v.problem or ""
     return v.kind, (problem if problem.startswith("canary") else f"{name} tests: {problem}")

@@ -10,7 +10,7 @@ from typing import Mapping
 
 from . import decision_rule
 from .core import read_json
-from .contract import ABSTAINED
+from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, PASS, TAMPER, TIMEOUT
 from .refusals import ALPHA
 
 def signed(x: float | None) -> str:
@@ -55,7 +55,7 @@ def fmt(x: float | None, nd: int = 3) -> float | None:
 
 
 def abstained_words(c: Mapping) -> str:
-    parts = [f"{c[k]} {k}" for k in ("excluded", "infra_fail") if c[k]]
+    parts = [f"{c[k]} {k}" for k in (EXCLUDED, INFRA_FAIL) if c[k]]
     return " and ".join(parts) if parts else "0 excluded or infra_fail"
 
 
@@ -95,11 +95,11 @@ def roles_table(runs, split: str) -> list[dict]:
     sub = runs[(runs.split == split) & (runs.role.isin(["agent", "human"]))]
     for (solver, role), g in sorted(sub.groupby(["solver", "role"]), key=lambda kv: (kv[0][1], kv[0][0])):
         scored = g[~g.status.isin(ABSTAINED)]
-        per_task = scored.status.eq("pass").groupby(scored.task_id).mean()
+        per_task = scored.status.eq(PASS).groupby(scored.task_id).mean()
         steers = g.steer_count
         times = []  # one per scored attempt: seconds to a green within the clock, or +inf
         for ttg, status, box in zip(scored.time_to_green_s, scored.status, scored.time_box_s):
-            green = (ttg is not None and ttg == ttg and status not in ("timeout", "tamper")
+            green = (ttg is not None and ttg == ttg and status not in (TIMEOUT, TAMPER)
                      and (box is None or box != box or float(ttg) <= float(box)))
             times.append(float(ttg) if green else inf)
         med = median_of(times)
@@ -110,7 +110,7 @@ def roles_table(runs, split: str) -> list[dict]:
             "median_time_to_green_s": None if med is None or med == inf else fmt(med, 3),
             "greens": sum(t != inf for t in times),
             "steers": None if steers.isna().any() else int(steers.sum()),
-            "timeouts": int((g.status == "timeout").sum()),
+            "timeouts": int((g.status == TIMEOUT).sum()),
             "time_box_s": sorted(float(x) for x in g.time_box_s.dropna().unique()),
         })
     return out
@@ -237,9 +237,9 @@ def human_sentences(roles: list[dict], runs, cand: str, split: str, publishable:
         sl = {r["solver"]: r for r in roles_table(runs[(runs.split == split) & runs.solver.isin([cand, who])
                                                        & runs.task_id.isin(shared)], split)}
         ra, rb = sl[cand], sl[who]
-        a_rate = float(a.status.eq("pass").groupby(a.task_id).mean().mean())
-        b_rate = float(b.status.eq("pass").groupby(b.task_id).mean().mean())
-        a_pass, b_pass = int((a.status == "pass").sum()), int((b.status == "pass").sum())
+        a_rate = float(a.status.eq(PASS).groupby(a.task_id).mean().mean())
+        b_rate = float(b.status.eq(PASS).groupby(b.task_id).mean().mean())
+        a_pass, b_pass = int((a.status == PASS).sum()), int((b.status == PASS).sum())
         attempts = times(a_n).replace("time", "attempt")
         verb = "matched" if a_rate >= b_rate - 1e-9 else "did not match"
         allowed.append(f"On this sealed pack, {cand} {verb} {who} under a {clock_min} clock: mean per-task hidden pass "

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import paths
-from .contract import STAMP_KEYS
+from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, PASS, STAMP_KEYS, TIMEOUT
 from .core import SealbenchError, read_json
 from .tables import write_table
 from .rate_intervals import rate_interval
 
-RATE_EXCLUDED = {"excluded", "infra_fail"}
+RATE_EXCLUDED = frozenset(ABSTAINED)
 
 
 def health_problems(stamp: Mapping[str, Any], health: Mapping[str, Any]) -> list[str]:
@@ -132,16 +132,16 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             "stdout_truncated_bytes": run.get("stdout_truncated_bytes"),
             "stderr_truncated_bytes": run.get("stderr_truncated_bytes"),
         })
-        if run.get("timed_out") is True and row["status"] not in ("timeout", "infra_fail"):
+        if run.get("timed_out") is True and row["status"] not in (TIMEOUT, INFRA_FAIL):
             # killed at its clock: a timeout, whatever the score record says (never a pass)
             row["reason"] = f"the worker was stopped at its clock; its patch scored {row['status']}" + (
                 f" ({row['reason']})" if row["reason"] else "")
-            row["status"] = "timeout"
+            row["status"] = TIMEOUT
         problems = [] if row["role"] == "human" else health_problems(stamp, health)
-        if problems and row["status"] not in ("infra_fail", "timeout"):
+        if problems and row["status"] not in (INFRA_FAIL, TIMEOUT):
             row["excluded_reason"] = "; ".join(problems)
             row["reason"] = f"{row['status']} before exclusion" + (f": {row['reason']}" if row["reason"] else "")
-            row["status"] = "excluded"
+            row["status"] = EXCLUDED
         rows.append(row)
     return rows
 
@@ -158,7 +158,7 @@ def build_strata(runs: list[dict], strata_order: list[str], method: str = "wilso
         per_task: dict[str, list[float]] = defaultdict(list)
         for r in rows:
             if r["status"] not in RATE_EXCLUDED:
-                per_task[r["task_id"]].append(1.0 if r["status"] == "pass" else 0.0)
+                per_task[r["task_id"]].append(1.0 if r["status"] == PASS else 0.0)
         n = len(per_task)
         passes = float(sum(sum(v) / len(v) for v in per_task.values()))
         lo, hi = rate_interval(passes, n, method)
@@ -166,8 +166,8 @@ def build_strata(runs: list[dict], strata_order: list[str], method: str = "wilso
         out.append({
             "solver": solver, "role": role, "split": split, "stratum": stratum, "n": n, "passes": passes,
             "pass_rate": passes / n if n else None, "ci_low": lo, "ci_high": hi,
-            "timeout_rate": sum(r["status"] == "timeout" for r in rows) / total,
-            "infra_rate": sum(r["status"] == "infra_fail" for r in rows) / total,
+            "timeout_rate": sum(r["status"] == TIMEOUT for r in rows) / total,
+            "infra_rate": sum(r["status"] == INFRA_FAIL for r in rows) / total,
             # infra failures are left out of the denominator and counted as exclusions
             "excluded_rate": sum(r["status"] in RATE_EXCLUDED for r in rows) / total,
         })

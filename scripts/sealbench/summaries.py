@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any, Mapping
 
 from . import epoch_stats
-from .contract import ABSTAINED
+from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, PASS
 from .sentences import fmt
 
 
@@ -23,7 +23,7 @@ def per_task_scores(runs, solver: str, split: str, abstained_as_failures: bool =
     sub = runs[(runs.solver == solver) & (runs.split == split)]
     if not (abstained_as_failures or abstained_as_passes):
         sub = sub[~sub.status.isin(ABSTAINED)]
-    won = sub.status.eq("pass") | (sub.status.isin(ABSTAINED) if abstained_as_passes else False)
+    won = sub.status.eq(PASS) | (sub.status.isin(ABSTAINED) if abstained_as_passes else False)
     share = won.groupby(sub.task_id).mean()
     return {str(tid): float(v) for tid, v in share.items()}
 
@@ -31,7 +31,7 @@ def per_task_scores(runs, solver: str, split: str, abstained_as_failures: bool =
 def abstention_counts(rows) -> dict:
     """Runs, excluded and infra_fail rows of one solver on the slice, and their share."""
     total = int(len(rows))
-    ex, inf = int((rows.status == "excluded").sum()), int((rows.status == "infra_fail").sum())
+    ex, inf = int((rows.status == EXCLUDED).sum()), int((rows.status == INFRA_FAIL).sum())
     return {"runs": total, "excluded": ex, "infra_fail": inf, "rate": fmt((ex + inf) / total, 6) if total else None}
 
 
@@ -40,7 +40,7 @@ def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
     out = []
     sub = runs[(runs.split == split) & (runs.role.isin(["agent", "human"]))]
     for (solver, stratum), g in sub.groupby(["solver", "stratum"]):
-        passes = int((g.status == "pass").sum())
+        passes = int((g.status == PASS).sum())
         tok_known = g.tokens_in.notna().all() and g.tokens_out.notna().all()
         tok_missing = int((g.tokens_in.isna() | g.tokens_out.isna()).sum())
         cost_known = g.cost_usd.notna().all()
@@ -68,9 +68,9 @@ def pass_at_k_table(runs, split: str, epochs: int) -> dict:
     if epochs < 2:
         return {}
     out = {}
-    sub = runs[(runs.split == split) & (runs.role == "agent") & (~runs.status.isin(["excluded", "infra_fail"]))]
+    sub = runs[(runs.split == split) & (runs.role == "agent") & (~runs.status.isin(list(ABSTAINED)))]
     for solver, g in sub.groupby("solver"):
-        counts = g.status.eq("pass").groupby(g.task_id).agg(["size", "sum"])
+        counts = g.status.eq(PASS).groupby(g.task_id).agg(["size", "sum"])
         # tasks share few (n, c) pairs: compute each once
         pairs = Counter(zip(counts["size"].astype(int), counts["sum"].astype(int)))
         ks = list(range(1, epochs + 1))

@@ -190,7 +190,9 @@ def toolchain(task_modules: Iterable[str] = (), agent_files: Iterable[str | Path
               cache: ToolchainCache | None = None) -> dict[str, Any]:
     """The bill of materials a score depends on (see the module docstring)."""
     modules = set(stage_imports()) | set(task_modules) | top_level_imports(agent_files)
-    modules -= set(sys.stdlib_module_names)
+    # the standard library is the Python version; sealbench's own code is the code digests (its
+    # distribution would only add what it requires to run the workflow, e.g. snakemake)
+    modules -= set(sys.stdlib_module_names) | {"sealbench"}
     key = sha256_text(canonical_json({"python": sys.version, "executable": sys.executable,
                                       "installed": installed_distributions(), "modules": sorted(modules)}))
     if cache is not None and cache.packages.get("key") == key:
