@@ -150,8 +150,10 @@ def test_attack_installing_an_unrelated_package_reruns_nothing(done: Path, tmp_p
 
 
 def test_attack_a_comment_in_scoring_reruns_only_the_jobs_that_score(done: Path, tmp_path: Path) -> None:
-    """A copy of the workflow with one comment added to scoring.py: the plan has the scoring
-    jobs (controls, scores) and the experiment-level ones, nothing that seals, checks or splits."""
+    """A copy of the workflow with one comment added to scoring.py: the plan has the jobs that
+    score — controls, agent attempts (each green visible run is sealed by scoring it, which is
+    the time to green) and scores — and the experiment-level ones; nothing that seals, checks
+    or splits."""
     proj = tmp_path / "proj"
     proj.mkdir()
     for name in ("Snakefile", "workflow", "scripts", "config"):
@@ -164,8 +166,8 @@ def test_attack_a_comment_in_scoring_reruns_only_the_jobs_that_score(done: Path,
     scoring.write_text(scoring.read_text() + "\n# a comment\n")
     res = smk(done, "-n", "gate", snakefile=proj / "Snakefile")
     counts = job_counts(res.stdout + res.stderr)
-    assert counts == {"run_dummy": 12, "hidden_score": 24, "experiment_record": 1, "stratify": 1, "decide": 1,
-                      "gate": 1}, counts
+    assert counts == {"run_dummy": 12, "run_agent": 24, "hidden_score": 24, "experiment_record": 1, "stratify": 1,
+                      "decide": 1, "gate": 1}, counts
 
 
 def test_touch_without_change_reruns_nothing(done: Path) -> None:
