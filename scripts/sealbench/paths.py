@@ -124,8 +124,21 @@ def split_manifest(key: str, results: str = RESULTS) -> str:
     return f"{results}/split/{key}/split_manifest.json"
 
 
+def pack_log(pdigest: str, name: str, results: str = RESULTS) -> str:
+    return f"{results}/packs/{pdigest}/{name}.log"
+
+
+def split_log(key: str, results: str = RESULTS) -> str:
+    return f"{results}/split/{key}/split.log"
+
+
 def batch_dir(key: str, results: str = RESULTS) -> str:
     return f"{results}/batches/{key}"
+
+
+def batch_file(key: str, name: str, results: str = RESULTS) -> str:
+    """One file of a batch: ``spec.json``, ``done.json``, ``spec.log``, ``batch.log``."""
+    return f"{batch_dir(key, results)}/{name}"
 
 
 def experiment_dir(exp: str, results: str = RESULTS) -> str:
@@ -134,6 +147,15 @@ def experiment_dir(exp: str, results: str = RESULTS) -> str:
 
 def experiment_record(exp: str, results: str = RESULTS) -> str:
     return f"{experiment_dir(exp, results)}/experiment.json"
+
+
+def experiment_file(exp: str, name: str, results: str = RESULTS) -> str:
+    """A file of the experiment: ``decision.json``, ``card.json``, ``report.md``, ``report.html``."""
+    return f"{experiment_dir(exp, results)}/{name}"
+
+
+def experiment_log(exp: str, name: str, results: str = RESULTS) -> str:
+    return f"{experiment_dir(exp, results)}/logs/{name}.log"
 
 
 def table(exp: str, name: str, results: str = RESULTS) -> str:

@@ -11,7 +11,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .contract import ABSTAINED, PASS
+from .contract import ABSTAINED
+from .summaries import per_task_scores  # the gate's per-task pass shares, the one definition
 
 CONTROL_ORDER = ("empty_diff", "stub", "oracle")
 SPLIT_ORDER = ("tune", "holdout")
@@ -151,12 +152,6 @@ def _label(solver: str, role: str, comp: Mapping) -> str:
     elif solver == comp.get("baseline"):
         tag = "baseline"
     return f"{solver} ({tag})"
-
-
-def per_task_scores(runs: pd.DataFrame, solver: str, split: str) -> dict[str, float]:
-    """Per-task pass share (epochs averaged; excluded and infra_fail rows left out, as the gate does)."""
-    sub = runs[(runs.solver == solver) & (runs.split == split) & (~runs.status.isin(UNSCORED))]
-    return {str(t): float(g.status.eq(PASS).mean()) for t, g in sub.groupby("task_id", sort=True)}
 
 
 def paired_counts(runs: pd.DataFrame, cand: str, base: str, split: str,

@@ -287,7 +287,7 @@ def batch_of_task():
 
 
 def all_batches():
-    return [f"{paths.batch_dir(key)}/done.json" for key in batches()]  # in task order
+    return [paths.batch_file(key, "done.json") for key in batches()]  # in task order
 
 
 def batch_runtime_min(w):
@@ -306,7 +306,7 @@ def session_inputs(w):
     ins = {"run": f"{paths.session_dir(w.task, w.tdigest, w.who, w.epoch)}/run.json",
            "patch": f"{paths.session_dir(w.task, w.tdigest, w.who, w.epoch)}/patch.diff"}
     if BATCHED:
-        ins["batch"] = f"{paths.batch_dir(batch_of_task()[w.task])}/done.json"
+        ins["batch"] = paths.batch_file(batch_of_task()[w.task], "done.json")
     else:
         ins.update(sealed=sealed(w), controls=paths.controls(w.task, w.tdigest))
     return ins

@@ -6,7 +6,7 @@ rule experiment_record:
     output:
         paths.experiment_record("{exp}"),
     log:
-        f"{paths.RESULTS}/experiments/{{exp}}/logs/experiment.log",
+        paths.experiment_log("{exp}", "experiment"),
     localrule: True
     run:
         write_experiment_record(wildcards.exp, output[0], log[0])

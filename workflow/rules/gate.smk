@@ -13,21 +13,21 @@ rule decide:
         public=lambda w: [f"{CFG['public_results']}/decision.json"] if CFG.get("public_results") else [],
     output:
         decision=report(
-            f"{paths.RESULTS}/experiments/{{exp}}/decision.json", caption="../report/decision.rst", category="Decision"
+            paths.experiment_file("{exp}", "decision.json"), caption="../report/decision.rst", category="Decision"
         ),
-        card=f"{paths.RESULTS}/experiments/{{exp}}/card.json",
+        card=paths.experiment_file("{exp}", "card.json"),
         markdown=report(
-            f"{paths.RESULTS}/experiments/{{exp}}/report.md", caption="../report/report_md.rst", category="Decision"
+            paths.experiment_file("{exp}", "report.md"), caption="../report/report_md.rst", category="Decision"
         ),
         report=report(
-            f"{paths.RESULTS}/experiments/{{exp}}/report.html", caption="../report/report_html.rst", category="Decision"
+            paths.experiment_file("{exp}", "report.html"), caption="../report/report_html.rst", category="Decision"
         ),
     params:
         code=code_digest("gate"),
         exp_dir=lambda w, output: str(Path(output.decision).parent),
         latest=paths.latest(),
     log:
-        f"{paths.RESULTS}/experiments/{{exp}}/logs/gate.log",
+        paths.experiment_log("{exp}", "gate"),
     conda:
         CONDA_ENV
     threads: 1

@@ -33,7 +33,7 @@ rule pack_digests:
         denylist=lambda w: plan()[0].denylist_digest,
         code=code_digest("hash_pack"),
     log:
-        f"{paths.RESULTS}/packs/{{pdigest}}/pack_digests.log",
+        paths.pack_log("{pdigest}", "pack_digests"),
     conda:
         CONDA_ENV
     threads: 1

@@ -13,7 +13,7 @@ rule split:
         strata=" ".join(CFG["strata"]),
         code=code_digest("split"),
     log:
-        f"{paths.RESULTS}/split/{{key}}/split.log",
+        paths.split_log("{key}"),
     conda:
         CONDA_ENV
     threads: 1

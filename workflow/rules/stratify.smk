@@ -21,7 +21,7 @@ rule stratify:
         # per-task files are found from experiment.json (a command line cannot hold them all)
         per_task="" if BATCHED else f"--results {paths.RESULTS}",
     log:
-        f"{paths.RESULTS}/experiments/{{exp}}/logs/stratify.log",
+        paths.experiment_log("{exp}", "stratify"),
     conda:
         CONDA_ENV
     threads: 1

@@ -6,9 +6,9 @@
 rule batch_spec:
     """One batch's spec (content-addressed by its key: an existing one is never rewritten)."""
     output:
-        f"{paths.RESULTS}/batches/{{key}}/spec.json",
+        paths.batch_file("{key}", "spec.json"),
     log:
-        f"{paths.RESULTS}/batches/{{key}}/spec.log",
+        paths.batch_file("{key}", "spec.log"),
     localrule: True
     run:
         write_batch_spec(wildcards.key, output[0], log[0])
@@ -16,13 +16,13 @@ rule batch_spec:
 
 rule task_batch:
     input:
-        spec=f"{paths.RESULTS}/batches/{{key}}/spec.json",
+        spec=paths.batch_file("{key}", "spec.json"),
     output:
-        f"{paths.RESULTS}/batches/{{key}}/done.json",
+        paths.batch_file("{key}", "done.json"),
     params:
         code=code_digest("task_batch"),
     log:
-        f"{paths.RESULTS}/batches/{{key}}/batch.log",
+        paths.batch_file("{key}", "batch.log"),
     conda:
         CONDA_ENV
     threads: 1
