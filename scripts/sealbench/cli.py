@@ -7,6 +7,7 @@
     sealbench show [results/latest]                     the decision and the strata table
     sealbench check [results/latest]                    exit 0 only if the decision is publishable
     sealbench progress [--config F] [--results DIR]     counts per stage while a run goes on
+    sealbench try AGENT TASK [--epochs N] [--holdout]   one sealed attempt on one task, scored
 
     sealbench session start TASK --role human --who NAME  a person gets the agent's workspace and clock
     sealbench session check                             run the visible tests (recorded as an attempt)
@@ -288,6 +289,28 @@ def _add_session(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=func)
 
 
+def cmd_try(args: argparse.Namespace) -> int:
+    from . import try_task
+
+    tries = try_task.try_task(args.agent, args.task, args.config, args.results, args.epochs, args.holdout)
+    for t in tries:
+        print(try_task.describe(t))
+    print(try_task.summary(tries))
+    return 0
+
+
+def _add_try(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("try", help="one sealed attempt of one agent on one (tune) task, scored; outside the DAG")
+    p.add_argument("agent", help="an agent under 'agents' in the config")
+    p.add_argument("task", help="a task id of the pack (a tune task unless --holdout)")
+    p.add_argument("--epochs", type=int, default=1, help="attempts to run (default 1)")
+    p.add_argument("--holdout", action="store_true",
+                   help="allow a holdout task: the look is written to the pack's ledger")
+    p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    p.add_argument("--results", type=Path, default=Path("results"))
+    p.set_defaults(func=cmd_try)
+
+
 def _add_predictions(sub: argparse._SubParsersAction) -> None:
     from . import predictions
 
@@ -322,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
     p.add_argument("--results", type=Path, default=Path("results"))
     p.set_defaults(func=cmd_progress)
+    _add_try(sub)
     _add_predictions(sub)
     args = ap.parse_args(argv)
     try:

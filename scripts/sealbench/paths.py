@@ -107,6 +107,16 @@ def done_markers(task: str, tdigest: str, results: str = RESULTS) -> str:
     return f"{task_base(task, tdigest, results)}/.done"
 
 
+def try_sealed(task: str, tdigest: str, results: str = RESULTS) -> str:
+    """The sealed copy ``sealbench try`` runs on (never read by the pipeline)."""
+    return f"{results}/tries/{task}/{tdigest}/sealed"
+
+
+def try_dir(task: str, tdigest: str, agent: str, fp: str, results: str = RESULTS) -> str:
+    """The tries of one agent version on one task (``<n>/`` folders, like a run folder)."""
+    return f"{results}/tries/{task}/{tdigest}/{agent}/{fp}"
+
+
 # --------------------------------------------------------------------------------------------
 # pack, split, batches, experiments
 
