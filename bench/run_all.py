@@ -389,11 +389,11 @@ def bench_setup(state: dict, repo_mb: int = 50, reps: int = 10) -> dict:
 
 def synthetic_spec(n_tasks: int, n_agents: int = 4, epochs: int = 5, seed: int = 1) -> dict:
     """An experiment as plain data, built like tests/test_gate_refusals.build_spec (bigger)."""
-    from sealbench import core, tables
+    from sealbench import configuration, tables
 
     strata = ["xs", "s", "m"]
     agents = [f"agent{i}" for i in range(1, n_agents + 1)]
-    cfg = {**core.config_defaults(), "pack": "pack", "seed": 20261129, "holdout_frac": 0.5, "score_split": "holdout",
+    cfg = {**configuration.config_defaults(), "pack": "pack", "seed": 20261129, "holdout_frac": 0.5, "score_split": "holdout",
            "agents": {a: {"command": f"python -m {a}"} for a in agents}, "candidate": agents[0],
            "baseline": agents[1], "epochs": epochs, "humans": [], "sandbox": "required", "oracle_runs": 3,
            "envelope": {"max_wall_s": 2700, "max_steps": 60, "max_output_tokens": 8192},

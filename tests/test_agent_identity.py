@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import NOOP_AGENT, make_pack, write_config  # noqa: E402
-from sealbench import cli, core, identity, packs, power, split  # noqa: E402
+from sealbench import cli, configuration, core, identity, packs, power, split  # noqa: E402
 from sealbench.core import ConfigError  # noqa: E402
 
 AGENT_PY = '''\
@@ -284,10 +284,10 @@ def test_schema_accepts_code_paths_and_lineage(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "pack")
     cfg = yaml.safe_load(write_config(tmp_path / "cfg.yaml", pack).read_text())
     cfg["agents"]["fixer"].update(code_paths=[str(tmp_path)], lineage="fixer-family")
-    assert core.validate_config(cfg)["agents"]["fixer"]["lineage"] == "fixer-family"
+    assert configuration.validate_config(cfg)["agents"]["fixer"]["lineage"] == "fixer-family"
     cfg["agents"]["fixer"]["code_paths"] = "not-a-list"
     with pytest.raises(ConfigError, match=r"agents\.fixer\.code_paths"):
-        core.validate_config(cfg)
+        configuration.validate_config(cfg)
 
 
 # ---------------------------------------------------------------------------- mde / psi
@@ -301,15 +301,15 @@ def _cfg(tmp_path: Path, **over) -> tuple[dict, Path]:
 def test_attack_impossible_mde_psi_is_a_config_error(tmp_path: Path) -> None:
     cfg, _ = _cfg(tmp_path, mde=0.6, planning_discordance=0.3)
     with pytest.raises(ConfigError) as err:
-        core.validate_config(cfg)
+        configuration.validate_config(cfg)
     msg = str(err.value)
     assert "'mde'" in msg and "'planning_discordance'" in msg and "mde²" in msg, msg
     assert "0.36" in msg, msg  # the suggestion: the smallest discordance that allows mde 0.6
     cfg.update(mde=0.5, planning_discordance=0.25)  # psi == mde**2 is still impossible
     with pytest.raises(ConfigError):
-        core.validate_config(cfg)
+        configuration.validate_config(cfg)
     cfg.update(planning_discordance=0.6)
-    core.validate_config(cfg)
+    configuration.validate_config(cfg)
 
 
 SMK = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]

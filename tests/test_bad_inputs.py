@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import BUGGY, ORACLE, make_pack, write_config, write_task  # noqa: E402
-from sealbench import core, hash_pack, leak_check, packs, patch_apply, scoring, split  # noqa: E402
+from sealbench import configuration, core, hash_pack, leak_check, packs, patch_apply, scoring, split  # noqa: E402
 from sealbench.core import ConfigError, PackError  # noqa: E402
 from sealbench.ledger import LEDGER, read_ledger  # noqa: E402
 from sealbench.split import SplitError  # noqa: E402
@@ -70,7 +70,7 @@ def new_ctx(root: Path) -> Ctx:
 def preflight(ctx: Ctx) -> hash_pack.PackPlan:
     """What common.smk checks before any job, as direct calls; returns the pack plan."""
     ctx.cfg_path.write_text(yaml.safe_dump(ctx.cfg, sort_keys=False))
-    cfg = core.load_config_file(ctx.cfg_path)
+    cfg = configuration.load_config_file(ctx.cfg_path)
     plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"], ctx.root / "hashcache.json")
     strata_of = {tid: t.stratum for tid, t in plan.tasks.items()}
     split.check(plan.pack, strata_of, cfg["seed"], cfg["holdout_frac"])
@@ -486,13 +486,13 @@ def test_config_defaults_come_from_the_schema_only(tmp_path: Path, monkeypatch) 
     for key in ("oracle_runs", "score_timeout_s", "sandbox", "limits", "batch_size"):
         cfg.pop(key, None)
     schema = core.load_schema("config.schema.yaml")
-    filled = core.validate_config(cfg)
+    filled = configuration.validate_config(cfg)
     for key in ("oracle_runs", "score_timeout_s", "sandbox", "limits", "batch_size"):
         assert filled[key] == schema["properties"][key]["default"], key
     schema["properties"]["score_timeout_s"]["default"] = 123
     schema["properties"]["limits"]["default"]["max_processes"] = 77
-    monkeypatch.setattr(core, "_parsed_schema", lambda name: schema)
-    filled = core.validate_config(dict(cfg, limits={"max_memory_mb": 100}))
+    monkeypatch.setattr(configuration, "_parsed_schema", lambda name: schema)
+    filled = configuration.validate_config(dict(cfg, limits={"max_memory_mb": 100}))
     assert filled["score_timeout_s"] == 123 and filled["limits"]["max_processes"] == 77
     assert filled["limits"]["max_memory_mb"] == 100
-    assert not hasattr(core, "CONFIG_DEFAULTS")
+    assert not hasattr(core, "CONFIG_DEFAULTS") and not hasattr(configuration, "CONFIG_DEFAULTS")

@@ -17,7 +17,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench import contract, core, tables# noqa: E402
+from sealbench import contract, core, tables  # noqa: E402
 from sealbench.refusals import NOTES, REFUSALS  # noqa: E402
 
 DOCS = ROOT / "docs"

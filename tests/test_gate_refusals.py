@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sealbench import core, decision_rule, gate, identity, power, split, tables# noqa: E402
+from sealbench import configuration, core, decision_rule, gate, identity, power, split, tables  # noqa: E402
 from sealbench.ledger import append_ledger, read_ledger  # noqa: E402
 from sealbench.refusals import REFUSALS  # noqa: E402
 from sealbench.toolchain import toolchain_digest  # noqa: E402
@@ -52,7 +52,7 @@ PENDING_CODES = {"HOLDOUT_TUNED", "DENOMINATOR_MOVED", "ENVELOPE_CHANGED", "UNBA
 def _config() -> dict[str, Any]:
     """A full config as the pipeline holds it: config.yaml's keys plus every schema default."""
     return {
-        **core.config_defaults(),
+        **configuration.config_defaults(),
         "pack": "pack", "seed": 20261129, "holdout_frac": 0.5, "score_split": "holdout",
         "agents": {CAND: {"command": "python -m cand"}, BASE: {"command": "python -m base"}},
         "candidate": CAND, "baseline": BASE, "epochs": 1, "humans": [], "sandbox": "required",
@@ -312,7 +312,7 @@ def test_clean_builder_config_is_a_valid_config(tmp_path: Path) -> None:
     cfg = copy.deepcopy(_config())
     (tmp_path / "pack" / "tasks").mkdir(parents=True)
     cfg["pack"] = str(tmp_path / "pack")
-    assert core.validate_config(cfg) == cfg  # every key given, nothing defaulted, nothing unknown
+    assert configuration.validate_config(cfg) == cfg  # every key given, nothing defaulted, nothing unknown
 
 
 def test_clean_experiment_is_publishable_with_no_reason(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sealbench import core, decision_rule, gate, identity  # noqa: E402
+from sealbench import configuration, decision_rule, gate, identity  # noqa: E402
 from sealbench.ledger import append_ledger, read_ledger  # noqa: E402
 from test_gate_refusals import (  # noqa: E402
     BASE, CAND, _run, _set_status, _task, build_spec, codes, decide, write_experiment,
@@ -136,6 +136,18 @@ def test_3_moving_a_decision_knob_after_a_scored_run_is_refused(tmp_path: Path, 
     assert d["publishable"] is False
 
 
+def test_attack_declaring_an_agent_offline_after_its_runs_were_excluded_is_refused(tmp_path: Path) -> None:
+    """`offline: true` decides whether a run without a stamp is excluded: set after the result,
+    it would move the number; the holdout pins it like any decision knob."""
+    ledger = tmp_path / "ledger.jsonl"
+    ledger_decide(tmp_path / "a", build_spec(), ledger)
+    spec = build_spec()
+    spec["cfg"]["agents"][CAND]["offline"] = True
+    d = ledger_decide(tmp_path / "b", spec, ledger)
+    r = next((r for r in d["reasons"] if r["code"] == "PREREGISTRATION_CHANGED"), None)
+    assert r is not None and "offline_agents" in r["sentence"], codes(d)
+
+
 def test_3_lowering_min_kept_after_too_few_clean_tasks_does_not_make_a_headline(tmp_path: Path) -> None:
     """Seed 003: 'Lowering that floor after seeing the gap would convert a written control into
     a marketing dial.'"""
@@ -228,6 +240,22 @@ def test_10_rows_from_another_server_than_the_first_scored_run_are_excluded(tmp_
     assert d2["server_pin"] is None
 
 
+def test_attack_a_tampering_run_on_a_foreign_server_is_not_excluded_by_the_pin(tmp_path: Path) -> None:
+    """The server pin excludes rows from another server: it must not turn the candidate's
+    tampering or its timeouts into exclusions (an exclusion must not pay)."""
+    ledger = tmp_path / "ledger.jsonl"
+    ledger_decide(tmp_path / "a", build_spec(), ledger)
+    spec = build_spec()
+    t_tamper, t_timeout = holdout_ids(spec, "xs")[:2]
+    for r in spec["runs"]:
+        if r["solver"] == CAND and r["task_id"] in (t_tamper, t_timeout):
+            r["server_id"] = "srv-elsewhere"
+            _set_status(r, "tamper" if r["task_id"] == t_tamper else "timeout")
+    d = ledger_decide(tmp_path / "b", spec, ledger)
+    assert "CANDIDATE_TAMPERED" in codes(d), codes(d)
+    assert d["server_pin"]["excluded"] == [], d["server_pin"]
+
+
 # ------------------------------------------------------------------------- 12. smaller
 
 
@@ -281,10 +309,10 @@ def test_12_card_is_self_contained_with_temperature_and_model(tmp_path: Path) ->
 
 
 def test_12_envelope_temperature_and_model_are_valid_config(tmp_path: Path) -> None:
-    cfg = core.load_config_file(ROOT / "config" / "config.yaml")
+    cfg = configuration.load_config_file(ROOT / "config" / "config.yaml")
     raw = {k: v for k, v in cfg.items()}
     raw["envelope"] = dict(raw["envelope"], temperature=0.2, model="m-1")
-    assert core.validate_config(raw, where="test")["envelope"]["model"] == "m-1"
+    assert configuration.validate_config(raw, where="test")["envelope"]["model"] == "m-1"
 
 
 # ------------------------------------------------------------------------- 13. the banner

@@ -17,6 +17,9 @@ ABOUT = 420
 JUSTIFIED = {
     "agents.repair": "the built-in agent: one self-contained program (its own loop, edits, model-free search); "
                      "its fingerprint covers exactly the modules it runs, and it imports only the contract",
+    "identity": "one resolver of how the shell and Python would run an agent's command on this machine (PATH, "
+                "#!, python -m, the files its words name, their module closure); the fingerprint and the sandbox "
+                "mounts (agent_command) both follow it, and splitting it would split one algorithm",
     "session": "one human session's lifecycle (start, check, steer, submit, abandon) over one state file; "
                "the pieces share the session record and its invariants",
 }

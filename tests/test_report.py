@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench import rate_intervals, report_common, report_html, tables# noqa: E402
+from sealbench import rate_intervals, report_common, report_html, tables  # noqa: E402
 
 STRATA = ["xs", "s", "m"]
 SPLITS = ["tune", "holdout"]

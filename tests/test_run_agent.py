@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import FIX_AGENT, make_pack  # noqa: E402
-from sealbench import cli, core, hash_pack, hidden_score, run_agent, run_dummy  # noqa: E402
+from sealbench import cli, configuration, core, hash_pack, hidden_score, run_agent, run_dummy  # noqa: E402
 
 ENVELOPE = {"max_wall_s": 30, "max_steps": 5, "max_output_tokens": 100}
 
@@ -128,7 +128,7 @@ def test_progress_counts_follow_the_results(tmp_path: Path) -> None:
     from packgen import write_config
 
     pack = make_pack(tmp_path / "p")
-    cfg = core.validate_config(yaml.safe_load(write_config(tmp_path / "c.yaml", pack).read_text()))
+    cfg = configuration.validate_config(yaml.safe_load(write_config(tmp_path / "c.yaml", pack).read_text()))
     rows = dict((s, (d, n)) for s, d, n in cli.progress_counts(cfg, tmp_path / "results"))
     assert rows["hash_pack"] == (0, 12) and rows["run_agent"] == (0, 24)
     t = pack / "tasks" / "t00"

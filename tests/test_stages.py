@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import FIXED, ORACLE, make_pack, write_config  # noqa: E402
-from sealbench import core, hash_pack, leak_check, packs, processes, scoring, sealed_command, split, workspace  # noqa: E402
+from sealbench import configuration, core, hash_pack, leak_check, packs, processes, scoring, sealed_command, split, workspace  # noqa: E402
 from sealbench.core import ConfigError, PackError  # noqa: E402
 
 
@@ -99,7 +99,7 @@ def test_config_unknown_key_is_named_with_a_suggestion(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path)
     cfg["epohcs"] = 2
     with pytest.raises(ConfigError, match=r"unknown key 'epohcs' \(did you mean 'epochs'\?\)"):
-        core.validate_config(cfg)
+        configuration.validate_config(cfg)
 
 
 def test_config_nested_unknown_and_type_errors(tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_config_nested_unknown_and_type_errors(tmp_path: Path) -> None:
     cfg["envelope"]["max_step"] = 3
     cfg["seed"] = "seven"
     with pytest.raises(ConfigError) as exc:
-        core.validate_config(cfg)
+        configuration.validate_config(cfg)
     msg = str(exc.value)
     assert "unknown key 'envelope.max_step'" in msg and "field 'seed'" in msg
 
@@ -115,9 +115,9 @@ def test_config_nested_unknown_and_type_errors(tmp_path: Path) -> None:
 def test_config_candidate_must_be_an_agent(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, candidate="ghost")
     with pytest.raises(ConfigError, match="field 'candidate': 'ghost' is neither an agent"):
-        core.validate_config(cfg)
+        configuration.validate_config(cfg)
     cfg = _cfg(tmp_path / "b", baseline="empty_diff")
-    assert core.validate_config(cfg)["baseline"] == "empty_diff"
+    assert configuration.validate_config(cfg)["baseline"] == "empty_diff"
 
 
 def test_config_missing_key_and_missing_pack(tmp_path: Path) -> None:
@@ -125,15 +125,15 @@ def test_config_missing_key_and_missing_pack(tmp_path: Path) -> None:
     del cfg["mde"]
     cfg["pack"] = str(tmp_path / "nowhere")
     with pytest.raises(ConfigError, match="missing required key 'mde'"):
-        core.validate_config(cfg)
+        configuration.validate_config(cfg)
     cfg["mde"] = 0.1
     with pytest.raises(ConfigError, match="field 'pack'.*does not exist"):
-        core.validate_config(cfg)
+        configuration.validate_config(cfg)
 
 
 def test_bundled_config_is_valid(monkeypatch) -> None:
     monkeypatch.chdir(ROOT)  # `pack: suite` is relative to the working directory
-    cfg = core.load_config_file(ROOT / "config" / "config.yaml")
+    cfg = configuration.load_config_file(ROOT / "config" / "config.yaml")
     assert cfg["candidate"] in cfg["agents"] and cfg["baseline"] in cfg["agents"]
 
 

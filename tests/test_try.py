@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import make_pack, write_config  # noqa: E402
 from sealbench import cli, ledger, split  # noqa: E402
-from sealbench.core import load_config_file  # noqa: E402
+from sealbench.configuration import load_config_file  # noqa: E402
 from sealbench.packs import load_pack  # noqa: E402
 
 

@@ -30,7 +30,8 @@ import sys
 from pathlib import Path
 
 from . import paths
-from .core import SealbenchError, load_config_file, read_json
+from .configuration import agents_to_run, effective_config
+from .core import SealbenchError, read_json
 
 
 def _console():
@@ -69,16 +70,37 @@ def _identity_lines(name: str, ident: dict, first: int = 5) -> list[str]:
     return lines
 
 
+def add_config_args(p: argparse.ArgumentParser) -> None:
+    """The config arguments snakemake takes, with the same meaning (docs/configuration.md)."""
+    p.add_argument("--configfile", type=Path, action="append", default=[], metavar="FILE",
+                   help="as snakemake --configfile: merged over config/config.yaml (repeatable)")
+    p.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="as snakemake --config; a nested key: --config 'envelope={max_wall_s: 5}'")
+    p.add_argument("--replace-workflow-config", action="store_true",
+                   help="as snakemake: the --configfile files replace config/config.yaml instead of merging over it")
+
+
+def config_of(args: argparse.Namespace) -> dict:
+    """The config a snakemake run with these arguments sees (validated). ``--config FILE`` (no
+    ``=``, an existing file: how these commands took a config before) reads that whole file, as
+    ``--configfile FILE --replace-workflow-config`` does."""
+    files, entries, replace = list(args.configfile), list(args.config), args.replace_workflow_config
+    if len(entries) == 1 and "=" not in entries[0] and Path(entries[0]).is_file():
+        files, entries, replace = files + [Path(entries[0])], [], True
+    cfg, args.config_where = effective_config(files, entries, replace)
+    return cfg
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from . import hash_pack, split
     from .identity import agent_identity
 
-    cfg = load_config_file(args.config)
+    cfg = config_of(args)
     plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
     strata_of = {tid: t.stratum for tid, t in plan.tasks.items()}
     manifest = split.check(plan.pack, strata_of, cfg["seed"], cfg["holdout_frac"])  # never written here
     frozen = (plan.pack / split.MANIFEST).exists()
-    print(f"{args.config}: valid. pack {plan.pack}: {len(plan.tasks)} tasks, digest {plan.pack_digest}")
+    print(f"{args.config_where}: valid. pack {plan.pack}: {len(plan.tasks)} tasks, digest {plan.pack_digest}")
     print(f"split: {'frozen' if frozen else 'not yet written'}; tune={len(manifest['tune'])} holdout={len(manifest['holdout'])}")
     scored = cfg["score_split"]
     print("power: " + power_sentence(len(manifest[scored]), scored, cfg["mde"], cfg["planning_discordance"]))
@@ -86,6 +108,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for name, spec in sorted(cfg["agents"].items()):
         for line in _identity_lines(name, agent_identity(name, spec)):
             print("  " + line)
+    # the same check as the pipeline's start (agent_probe.start_check): an agent that cannot start stops it
+    from .configuration import agents_to_run
+    from .agent_probe import check_agents
+
+    print("agents' start check (each first command, in the sandbox a run gets; the agent is not run):")
+    probes = check_agents(cfg["agents"], cfg["sandbox"], Path.cwd(), Path(cfg["pack"]), Path(paths.RESULTS),
+                          cfg["limits"])
+    running = set(agents_to_run(cfg))
+    for probe in probes:
+        print("  " + probe.line() + ("" if probe.agent in running else " [defined, not run by this config]"))
+    bad = [p.agent for p in probes if not p.ok and p.agent in running]
+    if bad:
+        print(f"sealbench: {', '.join(bad)} cannot start: fix {'their commands' if len(bad) > 1 else 'its command'}; "
+              "the pipeline refuses to start until every agent passes this check", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -128,16 +165,36 @@ def _decision(path: Path) -> dict:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """The decision: verdict, reasons and notes, each agent's (and person's) most common failure
+    on the scored split, the candidate's strata, the comparison, the allowed sentences and
+    the agents' identities. Text from the decision is printed as text, never as markup."""
+    from rich.markup import escape
     from rich.table import Table
 
     d = _decision(args.results)
     con = _console()
     state = "[green]PUBLISHABLE[/green]" if d["publishable"] else "[red]NOT PUBLISHABLE[/red]"
-    con.print(f"experiment {d['experiment']}: {state}; headline {d['headline']} ({d['headline_metric']})")
+    con.print(f"experiment {escape(str(d['experiment']))}: {state}; headline {d['headline']} "
+              f"({escape(str(d['headline_metric']))})")
     for r in d["reasons"]:
-        con.print(f"  [red]{r['code']}[/red] {r['sentence']}")
+        con.print(f"  [red]{escape(r['code'])}[/red] {escape(r['sentence'])}")
     for r in d.get("notes", []):
-        con.print(f"  [yellow]{r['code']}[/yellow] {r['sentence']}")
+        con.print(f"  [yellow]{escape(r['code'])}[/yellow] {escape(r['sentence'])}")
+    # decision.json's dominant_failures, or (a decision written before it existed) the same
+    # computed from tables/runs.parquet beside it
+    split, failures = (d.get("comparison") or {}).get("split"), d.get("dominant_failures")
+    res = Path(args.results)
+    runs_file = (res if res.is_dir() else res.parent) / "tables" / "runs.parquet"
+    if failures is None and split is not None and runs_file.is_file():
+        import pandas as pd
+
+        from .summaries import dominant_failures
+
+        failures = dominant_failures(pd.read_parquet(runs_file), split)
+    if failures:
+        con.print(f"Most common failure per solver on the {split} split:", markup=False, highlight=False)
+        for f in failures:
+            con.print(f"  {f['sentence']}", markup=False, highlight=False, soft_wrap=True)
     t = Table(title="candidate per stratum")
     for col in ("stratum", "n", "passes", "rate", "95% interval", "timeouts"):
         t.add_column(col)
@@ -231,7 +288,7 @@ def progress_counts(cfg: dict, results: Path) -> list[tuple[str, int, int]]:
     plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
     from .identity import agent_fingerprint
 
-    fps = {a: agent_fingerprint(a, spec) for a, spec in cfg["agents"].items()}
+    fps = {a: agent_fingerprint(a, cfg["agents"][a]) for a in agents_to_run(cfg)}
     agents, epochs = sorted(fps), int(cfg["epochs"])
     tasks, res = sorted(plan.task_digests.items()), str(results)
     n, attempts = len(tasks), [(a, e) for a in agents for e in range(1, epochs + 1)]
@@ -254,7 +311,7 @@ def cmd_progress(args: argparse.Namespace) -> int:
     from rich.progress_bar import ProgressBar
     from rich.table import Table
 
-    cfg = load_config_file(args.config)
+    cfg = config_of(args)
     rows = progress_counts(cfg, args.results)
     table = Table(title=f"sealbench progress ({cfg['pack']})")
     for col in ("stage", "done", "of", ""):
@@ -292,7 +349,7 @@ def _add_session(sub: argparse._SubParsersAction) -> None:
 def cmd_try(args: argparse.Namespace) -> int:
     from . import try_task
 
-    tries = try_task.try_task(args.agent, args.task, args.config, args.results, args.epochs, args.holdout)
+    tries = try_task.try_task(args.agent, args.task, config_of(args), args.results, args.epochs, args.holdout)
     for t in tries:
         print(try_task.describe(t))
     print(try_task.summary(tries))
@@ -306,7 +363,7 @@ def _add_try(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epochs", type=int, default=1, help="attempts to run (default 1)")
     p.add_argument("--holdout", action="store_true",
                    help="allow a holdout task: the look is written to the pack's ledger")
-    p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    add_config_args(p)
     p.add_argument("--results", type=Path, default=Path("results"))
     p.set_defaults(func=cmd_try)
 
@@ -322,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("validate", help="check the config and the pack")
-    p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    add_config_args(p)
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("hash", help="task digests and the pack digest")
     p.add_argument("pack", type=Path)
@@ -342,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         p.set_defaults(func=func)
     _add_session(sub)
     p = sub.add_parser("progress", help="counts per stage of the current run (run it beside snakemake)")
-    p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    add_config_args(p)
     p.add_argument("--results", type=Path, default=Path("results"))
     p.set_defaults(func=cmd_progress)
     _add_try(sub)

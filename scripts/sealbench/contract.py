@@ -80,6 +80,9 @@ STAMP_KEYS: dict[str, Any] = {"server_id": str, "queue_ms": int, "retries": int,
                               "route_changed": bool}
 #: ``$SEALBENCH_OUT/steers.jsonl``: one line per human intervention after the clock started.
 STEERS_FILE = "steers.jsonl"
+#: The ``server_id`` recorded for a run of an agent declared ``offline: true`` (no model
+#: server, so no session to stamp) that wrote no ``stamp.json`` and reached no server.
+OFFLINE_SERVER_ID = "offline"
 
 
 def _typed(value: Any, typ: Any) -> Any:

@@ -19,7 +19,6 @@ import difflib
 import functools
 import hashlib
 import json
-import math
 import os
 import stat
 import sys
@@ -308,14 +307,7 @@ def schema_errors(instance: Any, schema: dict, where: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------
-# Configuration
-
-def config_defaults() -> dict[str, Any]:
-    """The config's defaults, read from ``config.schema.yaml`` — the one place they are defined
-    (each top-level property's ``default``)."""
-    props = _parsed_schema("config.schema.yaml").get("properties", {})
-    return {key: copy.deepcopy(p["default"]) for key, p in props.items() if isinstance(p, dict) and "default" in p}
-
+# Controls (the built-in solvers every task is scored with)
 
 CONTROLS = ("empty_diff", "stub", "oracle")
 
@@ -323,70 +315,6 @@ CONTROLS = ("empty_diff", "stub", "oracle")
 def control_fingerprint(name: str) -> str:
     """The fixed fingerprint of a built-in control (its runs are addressed like an agent's)."""
     return sha256_text(canonical_json({"control": name, "version": 1}))[:16]
-
-
-def validate_config(config: Mapping[str, Any], where: str = "config") -> dict:
-    """Validate a config mapping against ``config.schema.yaml`` and its cross-field rules.
-
-    Returns a copy with defaults filled in. Raises :class:`ConfigError` listing every problem.
-    """
-    defaults = config_defaults()
-    cfg = {**defaults, **config}
-    if isinstance(cfg.get("limits"), Mapping):  # a key left out keeps its default
-        cfg["limits"] = {**defaults["limits"], **cfg["limits"]}
-    errors = schema_errors(cfg, _parsed_schema("config.schema.yaml"), where)
-    if not errors:
-        agents = cfg["agents"]
-        for key in ("candidate", "baseline"):
-            name = cfg[key]
-            if name not in agents and name not in CONTROLS and name not in cfg["humans"]:
-                errors.append(
-                    f"{where}: field '{key}': '{name}' is neither an agent in 'agents' "
-                    f"({', '.join(sorted(agents)) or 'none'}), a person in 'humans', nor a control ({', '.join(CONTROLS)})"
-                )
-        if cfg["candidate"] in CONTROLS:
-            errors.append(f"{where}: field 'candidate': a control ('{cfg['candidate']}') cannot be the candidate")
-        if cfg["candidate"] == cfg["baseline"]:
-            errors.append(f"{where}: fields 'candidate' and 'baseline' name the same solver")
-        for who in cfg["humans"]:
-            if who in agents or who in CONTROLS:
-                errors.append(f"{where}: field 'humans': '{who}' is already an agent or control name")
-        for name in agents:
-            if name in CONTROLS:
-                errors.append(f"{where}: field 'agents.{name}': '{name}' is reserved for a control solver")
-        pub = cfg.get("public_results")
-        if pub is not None and not (Path(pub) / "decision.json").is_file():
-            errors.append(f"{where}: field 'public_results': '{pub}' holds no decision.json "
-                          "(point it at a finished results/experiments/<id> folder)")
-        mde, psi = cfg["mde"], cfg["planning_discordance"]
-        if psi <= mde**2:  # the rule of power._check_mde_psi: the paired variance psi - mde^2 must be > 0
-            errors.append(
-                f"{where}: fields 'mde' ({mde:g}) and 'planning_discordance' ({psi:g}) are impossible together: "
-                f"the required number of tasks needs ψ > mde² (planning_discordance > {mde**2:.4g}). Raise "
-                f"planning_discordance above {mde**2:.4g}, or lower mde below √ψ = {math.sqrt(psi):.4g}")
-        pack = Path(str(cfg["pack"]))
-        if not pack.exists():
-            errors.append(f"{where}: field 'pack': '{pack}' does not exist")
-        elif not (pack / "tasks").is_dir():
-            errors.append(f"{where}: field 'pack': '{pack}' has no tasks/ folder (see docs/contract.md §1)")
-    if errors:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(errors))
-    return cfg
-
-
-def load_config_file(path: Path) -> dict:
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: must be a mapping of keys to values")
-    return validate_config(data, where=str(path))
-
-
-def envelope_digest(cfg: Mapping[str, Any]) -> str:
-    return sha256_text(canonical_json({"envelope": cfg["envelope"], "health": cfg["health"]}))
 
 
 def python_bin_dir() -> str:

@@ -25,7 +25,8 @@ from typing import Any, Mapping
 
 from . import decision_rule, paired, power
 from .card import build_card, card_claim
-from .core import SealbenchError, atomic_write_text, canonical_json, envelope_digest, sha256_text, write_json
+from .configuration import envelope_digest
+from .core import SealbenchError, atomic_write_text, canonical_json, sha256_text, write_json
 from .holdout_memory import Memory, holdout_memory
 from .latest_link import point_latest
 from .ledger import LEDGER_CITATION, append_ledger, read_ledger
@@ -37,7 +38,8 @@ from .scored_slice import Slice, load_slice
 from .sensitivity import sensitivity
 from .sentences import (comparison_summary, exclusion_note, fmt, headline_sentences, human_sentences,
                         public_comparison, roles_table)
-from .summaries import abstention_counts, cost_per_pass, dummy_deltas, pass_at_k_table, per_task_scores, stratum_deltas
+from .summaries import (abstention_counts, cost_per_pass, dominant_failures, dummy_deltas, pass_at_k_table,
+                        per_task_scores, stratum_deltas)
 from .contract import ABSTAINED, TIMEOUT
 
 
@@ -234,6 +236,7 @@ def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], c
         "comparison_summary": comparison_summary(comparison, cfg),
         "sensitivity": sens, "reasons": reasons, "notes": notes, "allowed_sentences": allowed,
         "refused_sentences": refused, "comparison": comparison, "roles": roles,
+        "dominant_failures": dominant_failures(s.runs, split),
         "cost_per_pass": cost_per_pass(s.runs, split, cfg["strata"]),
         "pass_at_k": pass_at_k_table(s.runs, split, int(cfg["epochs"])),
         "interval_method": cfg.get("interval_method", "wilson"),

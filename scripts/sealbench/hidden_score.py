@@ -15,11 +15,14 @@ then the visible and hidden commands run (see ``scoring.score_patch``). Status:
 - ``tamper``: the patch touched protected paths (the rest is still scored and shown);
 - ``pass``: visible and hidden commands exit 0 and their JUnit reports (when pytest wrote
   one) agree; otherwise ``fail``.
-The agent's own exit status is recorded (``agent_exit_code``), never the verdict: an agent
-that exits 127 is scored on its patch like any other. A scoring ``infra_fail`` (no tests
-collected, usage error, exit 126/127...) while the task's controls ran fine is the patch's
-doing (it broke the test run): ``fail`` with the reason. Neither may leave the rate's
-denominator, or abstaining on a failure would pay.
+The agent's own exit status is recorded (``agent_exit_code``, and ``agent_signal`` when a
+signal ended it), never the verdict: an agent that exits 127 is scored on its patch like any
+other. ``agent_error`` says the agent crashed — it ended on its own with a non-zero exit or a
+signal, not at its clock, a stop or a limit (``processes.ended_in_error``) — whatever its
+status: a crashed agent whose half-edit passes is a ``pass`` with ``agent_error`` true. A
+scoring ``infra_fail`` (no tests collected, usage error, exit 126/127...) while the task's
+controls ran fine is the patch's doing (it broke the test run): ``fail`` with the reason.
+Neither may leave the rate's denominator, or abstaining on a failure would pay.
 ``gold_like``/``gold_similarity`` compare the patch with the sealed ``oracle.patch``.
 ``time_to_green_s`` is the end of the first sealed-green visible attempt, if the final state is green.
 """
@@ -34,6 +37,7 @@ from pathlib import Path
 
 from .core import read_json, write_json
 from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from .processes import ended_in_error
 from .scoring import score_patch
 from .sealed_command import SHELL_INFRA_CODES
 from .contract import FAIL, INFRA_FAIL, PASS, TAMPER, TIMEOUT
@@ -60,6 +64,8 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     meta = read_json(sealed / "meta.json")
     run = read_json(run_dir / "run.json")
     if run.get("end_reason") == "harness_error":
+        if run.get("stopped"):  # an agent version stopped after its first runs all failed at start
+            return _infra_record(out, meta["id"], run, str(run.get("error")))
         return _infra_record(out, meta["id"], run, f"the harness could not run the attempt: {run.get('error')}")
     expected = read_json(controls).get("oracle_hidden_ran") if controls else None
     level = resolve_level(sandbox_mode)
@@ -72,16 +78,18 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     status, reason = res.status, res.reason
     if status == INFRA_FAIL:
         status, reason = _scoring_infra(res.reason, read_json(controls) if controls else None)
-    code = run.get("exit_code")
+    code, signal_name = run.get("exit_code"), run.get("signal")
+    crashed = ended_in_error(run.get("end_reason"), code, signal_name)
     if run.get("timed_out"):
         status, reason = TIMEOUT, f"the worker was stopped at its {run['time_box_s']:.0f}s clock" + (
             f"; its patch scored {status}" + (f" ({reason})" if reason else ""))
     elif run.get("limit_hit") and status not in (INFRA_FAIL, TAMPER):
         status, reason = FAIL, f"the agent run {run['limit_hit']}" + (
             f"; its patch scored {res.status}" + (f" ({res.reason})" if res.reason else ""))
-    elif code not in (0, None) and status != PASS:
+    elif crashed and status != PASS:
         words = SHELL_INFRA_CODES.get(code)
-        reason = (reason + "; " if reason else "") + f"the agent's command ended with exit {code}" \
+        how = f"was killed by {signal_name}" if signal_name else f"ended with exit {code}"
+        reason = (reason + "; " if reason else "") + f"the agent's command {how}" \
             + (f" ({words})" if words else "") + ": recorded, scored as usual (an agent's exit is never infra)"
     if run.get("patch_error") and status != PASS:
         reason = (reason + "; " if reason else "") + "the agent left its workspace in a state git refuses to " \
@@ -89,7 +97,8 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     record = {
         "task_id": meta["id"], "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
         "status": status, "reason": reason, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
-        "agent_exit_code": run.get("exit_code"), "time_to_green_s": time_to_green(run.get("attempts", []), res.visible_pass),
+        "agent_exit_code": code, "agent_signal": signal_name, "agent_error": crashed,
+        "time_to_green_s": time_to_green(run.get("attempts", []), res.visible_pass),
         "tamper_paths": res.tamper_paths, "patch_applied": res.patch_applied,
         "gold_like": res.gold_like, "gold_similarity": res.gold_similarity, "scoring_isolation": level,
         "score": res.to_dict(), "run": run,
@@ -115,7 +124,9 @@ def _infra_record(out: Path, task_id: str, run: dict, reason: str) -> dict:
     record = {
         "task_id": task_id, "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
         "status": INFRA_FAIL, "reason": reason, "visible_pass": None, "hidden_pass": None,
-        "agent_exit_code": run.get("exit_code"), "time_to_green_s": None, "tamper_paths": [], "patch_applied": False, "gold_like": None,
+        "agent_exit_code": run.get("exit_code"), "agent_signal": run.get("signal"),
+        "agent_error": ended_in_error(run.get("end_reason"), run.get("exit_code"), run.get("signal")),
+        "time_to_green_s": None, "tamper_paths": [], "patch_applied": False, "gold_like": None,
         "gold_similarity": None, "scoring_isolation": None, "score": None, "run": run,
     }
     write_json(out, record)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL
+from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, TAMPER, TIMEOUT
 from .ledger import (NO_SERVER, bare_entry, holdout_reuse, ledger_entry, ledger_reasons, lost_ledger_lines,
                      pinned_servers, read_ledger)
 from .refusals import ALPHA, note_for, refusal
@@ -68,7 +68,9 @@ def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
         runs = runs.copy()
         rows = runs[(runs.split == split) & (runs.role == "agent")]
         lab = _server_labels(rows)
-        foreign_ix = rows.index[~lab.isin(servers) & ~rows.status.isin(ABSTAINED)]
+        # a tampering or timed-out run keeps its status (as stratify keeps it for a bad stamp):
+        # excluding it would hide the tampering and move a failure out of the denominator
+        foreign_ix = rows.index[~lab.isin(servers) & ~rows.status.isin((*ABSTAINED, TAMPER, TIMEOUT))]
         why = (f"server {{}} is not among the servers of this holdout's first scored run ({', '.join(servers)}, "
                f"experiment {pinned_at}); name the servers in health.required_server_id before the first run "
                "to change that")

@@ -7,6 +7,12 @@ folders the words name, ``readonly_paths``/``code_paths``) and digests every cov
 :func:`agent_fingerprint` is that digest seen from the working directory (the built-in
 controls' fixed fingerprints are :func:`sealbench.core.control_fingerprint`).
 
+The same resolution says what a run must make visible: :func:`command_plan` lists the files and
+folders the command's words name (mounted read-only in the sandbox) and the command as the
+sandbox runs it, with each relative word naming one of them made absolute (the agent's cwd is
+its workspace, not the project folder); its ``first`` command is what ``run_agent``'s start
+check probes.
+
 Imports from :mod:`sealbench.core` and :mod:`sealbench.code_digests` (the static import reader
 ``_sealbench_closure``, which the stage code digests use too); neither imports this module.
 """
@@ -22,6 +28,7 @@ import shutil
 import stat
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -56,6 +63,8 @@ _COMMAND_PREFIXES = frozenset({"exec", "command", "builtin", "nohup", "env", "ti
                                "elif", "if", "while", "until", "!", "{"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"^python[0-9.]*$")
+#: Other interpreters whose first word (when not an option) is the script they run.
+_SCRIPT_RUNNER = re.compile(r"^((ba|da|k|z)?sh|node|perl|ruby|Rscript)$")
 _PUNCT = set("();<>|&")
 
 
@@ -93,8 +102,9 @@ def _interpreter_sys_path(interpreter: str) -> tuple[str, ...]:
 class _Coverage:
     """Collects the files one agent's identity covers (see :func:`agent_identity`)."""
 
-    def __init__(self, name: str, spec: Mapping[str, Any], base: Path, cache: HashCache) -> None:
-        self.name, self.base, self.cache = name, base, cache
+    def __init__(self, name: str, spec: Mapping[str, Any], base: Path, cache: HashCache | None,
+                 hash_files: bool = True) -> None:
+        self.name, self.base, self.cache, self.hash_files = name, base, cache, hash_files
         env = {k: str(v) for k, v in (spec.get("env") or {}).items()}
         # the agent's PATH and PYTHONPATH as run_agent sets them (harness_env, then the agent's env)
         self.path_env = env.get("PATH", python_bin_dir() + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
@@ -104,6 +114,10 @@ class _Coverage:
         self.skipped: list[dict[str, str]] = []
         self.excluded = {os.path.join(base, "results"), os.path.join(base, ".snakemake")}
         self.interpreter = sys.executable
+        #: every word naming a covered file or folder (:class:`NamedPath`), in command order
+        self.named: list[NamedPath] = []
+        #: the first command the shell runs (builtins aside): what the start check probes
+        self.first: dict[str, Any] | None = None
 
     # -- naming
 
@@ -140,6 +154,9 @@ class _Coverage:
         if not stat.S_ISREG(st.st_mode):
             self.skip(token, f"{label}: not a regular file (socket, FIFO or device)")
             return False
+        if not self.hash_files or self.cache is None:
+            self.files[label] = ""
+            return True
         try:
             self.files[label] = self.cache.sha256(p, st)
         except OSError as exc:
@@ -206,8 +223,8 @@ class _Coverage:
 
     # -- the command
 
-    def add_word(self, token: str, p: str, command_word: bool) -> None:
-        """A word of the command that names an existing file or folder."""
+    def add_word(self, token: str, p: str, command_word: bool) -> bool:
+        """A word of the command that names an existing file or folder. True when covered."""
         if os.path.isdir(p):
             why = self.broad(p)
             home = os.path.expanduser("~")
@@ -216,19 +233,26 @@ class _Coverage:
                 why = "a temporary, home or working folder (it holds the results)"
             if why:
                 self.skip(token, f"{self.show(p)}/: {why}; not hashed")
-                return
+                return False
             files = self.tree_files(p)
             if files is None:
                 self.skip(token, f"{self.show(p)}/: more than {MAX_CODE_FILES} files; not hashed (name the "
                                  "code that runs in code_paths)")
-                return
+                return False
             for f in files:
                 self.add_file(f, token)
             self.cover(p, is_dir=True)
-        elif self.add_file(p, token):
+            return True
+        if self.add_file(p, token):
             self.cover(p)
             if command_word:
                 self.add_shebang(p, token)
+            return True
+        return False
+
+    def name_word(self, word: str, cand: str, p: str, role: str) -> None:
+        """Record that ``word`` (its path part ``cand``, as written) names the covered ``p``."""
+        self.named.append(NamedPath(word=word, cand=cand, path=p, role=role, is_dir=os.path.isdir(p)))
 
     def add_shebang(self, p: str, token: str) -> None:
         """A script run as a command is run by its ``#!`` interpreter: cover that too."""
@@ -244,11 +268,13 @@ class _Coverage:
             return
         if self.add_file(parts[0], token):
             self.cover(parts[0])
+            self.name_word(token, parts[0], parts[0], "interpreter")
         if os.path.basename(parts[0]) == "env":
             rest = [w for w in parts[1:] if not w.startswith("-") and not _ASSIGNMENT.match(w)]
             found = shutil.which(rest[0], path=self.path_env) if rest else None
             if found and self.add_file(os.path.abspath(found), token):
                 self.cover(os.path.abspath(found))
+                self.name_word(token, os.path.abspath(found), os.path.abspath(found), "interpreter")
 
     def add_module(self, module: str, token: str) -> None:
         """``python -m module``: the module's file (and its packages' ``__init__``), found without
@@ -284,11 +310,17 @@ class _Coverage:
         at_command = True  # the next word is run as a command
         redirect: str | None = None  # the operator the next word is the target of
         python = module_next = option_arg = False  # inside `python [options]`, the word after -m
+        in_first = False  # inside the first command's words (see self.first)
+        runner_next = False  # the next word is the script of the first command's interpreter (bash x.sh)
+        cd_first = False  # a `cd` ran before the first command: its relative paths are not the project's
         for w in _shell_words(command):
+            word = w  # as written (quotes removed)
             if w and set(w) <= _PUNCT:  # an operator: ; && || | & ( ) or a redirection
                 redirect = w if ("<" in w or ">" in w) else None
                 at_command = redirect is None
-                python = module_next = option_arg = False
+                python = module_next = option_arg = runner_next = False
+                if at_command:
+                    in_first = False
                 continue
             if redirect is not None:
                 r, redirect = redirect, None
@@ -304,20 +336,36 @@ class _Coverage:
                         continue
                 else:
                     at_command = False
+                    if w in ("cd", "pushd") and self.first is None:
+                        cd_first = True
                     if w not in _SHELL_BUILTINS:
+                        first = self.first is None
+                        if first:
+                            self.first = {"word": w, "path": None, "python": False, "script": None,
+                                          "script_path": None, "module": None, "after_cd": cd_first}
+                            in_first = True
                         python = self.add_command_word(w)
+                        if first:
+                            self.first["python"] = python
+                            runner_next = not python and bool(_SCRIPT_RUNNER.match(os.path.basename(w)))
                     continue
+            runner_script, runner_next = runner_next and in_first and not w.startswith("-") and "$" not in w, False
             if "$" in w:
                 self.skip(w, "contains $: expanded by the shell at run time, not resolved")
+                if in_first and python and self.first is not None and self.first["script"] is None \
+                        and self.first["module"] is None and not w.startswith("-"):
+                    in_first = False  # python's script or module is only known at run time
                 continue
             if python and module_next:
                 python = module_next = False
+                self.first_module(in_first, w)
                 self.add_module(w, w)
                 continue
             if python and w.startswith("-m"):
                 module_next = w == "-m"
                 if not module_next:
                     python = False
+                    self.first_module(in_first, w[2:])
                     self.add_module(w[2:], w)
                 continue
             if python and w in ("-W", "-X", "--check-hash-based-pycs"):
@@ -326,14 +374,33 @@ class _Coverage:
             if python and option_arg:
                 option_arg = False
                 continue
+            if python and w == "-c":
+                python = False  # code follows, then its arguments: no script
+                if in_first:
+                    in_first = False
+                continue
+            role = "argument"
+            if runner_script and self.first is not None:
+                role = "script"
+                self.first["script"] = w
+                self.first["script_path"] = self.abspath(w)
             if python and not w.startswith("-"):
                 python = False  # the script python runs; its arguments follow
+                role = "script"
+                if in_first and self.first is not None:
+                    self.first["script"] = w
+                    self.first["script_path"] = self.abspath(w)
             for cand in ([w, w.split("=", 1)[1]] if "=" in w else [w]):
                 if cand and (os.path.isabs(os.path.expanduser(cand)) or os.path.exists(os.path.join(self.base, cand))):
                     p = self.abspath(cand)
                     if os.path.exists(p):
-                        self.add_word(cand, p, command_word=False)
+                        if self.add_word(cand, p, command_word=False):
+                            self.name_word(word, cand, p, role)
                         break
+
+    def first_module(self, in_first: bool, module: str) -> None:
+        if in_first and self.first is not None:
+            self.first["module"] = module
 
     def add_command_word(self, w: str) -> bool:
         """The word the shell runs: found on the agent's PATH (or a path). True for a Python."""
@@ -351,11 +418,40 @@ class _Coverage:
         if not os.path.exists(p):
             self.skip(w, "no such file")
             return False
-        self.add_word(w, p, command_word=True)
+        if self.first is not None and self.first["word"] == w and self.first["path"] is None:
+            self.first["path"] = p
+        if self.add_word(w, p, command_word=True):
+            self.name_word(w, w, p, "command")
         if _PYTHON.match(os.path.basename(w)):
             self.interpreter = p
             return True
         return False
+
+
+@dataclass(frozen=True)
+class NamedPath:
+    """One word of an agent's command that names a file or folder its identity covers."""
+
+    word: str      #: the word as written (quotes removed), e.g. ``agents/x.py`` or ``--cfg=c.yaml``
+    cand: str      #: its path part as written (``c.yaml`` of ``--cfg=c.yaml``)
+    path: str      #: the absolute path it names
+    role: str      #: ``command`` (run by the shell), ``script`` (run by python), ``argument``, ``interpreter`` (a #!)
+    is_dir: bool
+
+    @property
+    def relative(self) -> bool:
+        """Written relative to the working directory (or with ``~``): the sandbox needs it absolute.
+        A command word without ``/`` is found on PATH, in the sandbox as here: never rewritten."""
+        if self.role == "interpreter" or (self.role == "command" and "/" not in self.cand):
+            return False
+        return not os.path.isabs(self.cand)
+
+    def replacement(self) -> str:
+        """The word with its path made absolute, quoted for the shell (an assignment stays one)."""
+        prefix = self.word[:len(self.word) - len(self.cand)] if self.word.endswith(self.cand) else ""
+        if prefix and not (_ASSIGNMENT.match(prefix) and prefix.endswith("=")):
+            prefix = shlex.quote(prefix)
+        return prefix + shlex.quote(self.path)
 
 
 def agent_identity(name: str, spec: Mapping[str, Any], base: Path | str | None = None,

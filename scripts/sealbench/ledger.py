@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from .core import canonical_json, envelope_digest, sha256_text
+from .configuration import envelope_digest
+from .core import canonical_json, sha256_text
 from .refusals import ALPHA, refusal
 
 LEDGER = "ledger.jsonl"
@@ -45,6 +46,8 @@ def preregistration(cfg: Mapping, exp: Mapping | None = None) -> dict:
     """Every knob that can change the decision, with its value (the fixed alpha, and the
     denylist digest: deleting a denylist line after LEAK_SUSPECT is a knob too)."""
     out = {**{k: cfg.get(k) for k in PREREGISTERED}, "alpha": ALPHA}
+    # `offline: true` decides whether a run without a stamp is excluded: a knob like the others
+    out["offline_agents"] = sorted(a for a, spec in (cfg.get("agents") or {}).items() if spec.get("offline"))
     if exp is not None:
         out["denylist_digest"] = exp.get("denylist_digest")
     return out

@@ -1,9 +1,12 @@
 """The process runner: a shell command under a wall clock, its whole process tree killed at the
-time box, its output captured up to a cap.
+time box, its output captured up to a cap (the first and the last half of it).
 
 - :func:`run_process` runs a command in its own process group with a deadline (and an optional
   stop event and resource guard) and returns a :class:`ProcessResult`; ``end_reason`` says how
-  it ended (``exit``, ``time_box``, ``stopped``, ``limit``).
+  it ended (``exit``, ``time_box``, ``stopped``, ``limit``). A command the harness ended has no
+  exit code (``returncode`` None, never 0) and names the signal that ended it (``signal``).
+- :func:`ended_in_error`: whether a run ended on its own in an error (a crash), never at the
+  harness's doing.
 - :func:`become_subreaper`, :func:`descendants`, :func:`kill_descendants`: a worker's
   double-forked daemons are adopted and killed too.
 - :func:`tail_text`: the end of a log, for error messages.
@@ -20,6 +23,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -29,7 +33,16 @@ from typing import Mapping
 class ProcessResult:
     """How a command ended. ``end_reason`` is data: ``exit``, ``time_box``, ``stopped``
     (ended by the harness, e.g. at the first green visible run under ``stop_on_green``) or
-    ``limit`` (stopped by the harness past a resource limit; see ``limit_hit``)."""
+    ``limit`` (stopped by the harness past a resource limit; see ``limit_hit``).
+
+    ``returncode`` is the command's exit status when it ended on its own (``exit``; negative:
+    killed by that signal, as in :mod:`subprocess`), and None when the harness ended it — even
+    if it answered the harness's SIGTERM with ``exit 0``. ``signal`` names the signal that ended
+    it (``SIGKILL``...): one it died of by itself (a negative ``returncode``), or the one the
+    harness sent that it ended on; None for a plain exit. (A sandboxed command that dies of a
+    signal inside bubblewrap shows as exit 128+n, like a shell's: that is an exit status.)
+    ``stdout_bytes``/``stderr_bytes`` count the bytes kept (at most ``cap_bytes``: the first
+    half and the last half of the stream), ``*_truncated_bytes`` the bytes dropped between."""
 
     returncode: int | None
     wall_s: float
@@ -44,6 +57,23 @@ class ProcessResult:
     #: the resource limit the command hit, in words (e.g. "hit the file-size limit
     #: (max_file_mb=2048)"); None when it hit none (see ``limits.Guard``)
     limit_hit: str | None = None
+    #: the signal that ended the command (see above), e.g. ``SIGTERM``; None for a plain exit
+    signal: str | None = None
+
+
+def ended_in_error(end_reason: str | None, exit_code: int | None, signal_name: str | None) -> bool:
+    """Whether a run ended *on its own* in an error — a non-zero exit, or a signal it died of —
+    as opposed to being ended by the harness (``time_box``, ``stopped``/``green``, ``limit``),
+    by the harness's own failure (``harness_error``) or by a person (``submit``). The values
+    are a run record's ``end_reason``, ``exit_code`` and ``signal``."""
+    return end_reason == "exit" and (exit_code not in (0, None) or signal_name is not None)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 _SUBREAPER_SET = False
@@ -90,11 +120,17 @@ def descendants(root: int) -> list[int]:
 
 
 def kill_descendants(root: int | None = None, keep: set[int] | None = None) -> int:
-    """SIGKILL every descendant of ``root`` (default: this process) until none is left; reap
-    zombies. Returns how many processes were killed."""
+    """SIGKILL every descendant of ``root`` (default: this process) but ``keep`` until none is
+    left; reap the ones killed that became zombies of this process (the orphans it adopted as
+    subreaper). Returns how many processes were killed.
+
+    Only those are reaped, never ``waitpid(-1)``: that would also take the exit status of a
+    child somebody else started and waits for (a command another thread runs, a ``git`` run),
+    and :class:`subprocess.Popen` reports a stolen status as exit 0."""
     root = os.getpid() if root is None else root
     keep = keep or set()
     killed = 0
+    ours: set[int] = set()
     for _ in range(50):
         pids = [p for p in descendants(root) if p not in keep]
         if not pids:
@@ -105,49 +141,81 @@ def kill_descendants(root: int | None = None, keep: set[int] | None = None) -> i
                 killed += 1
             except (ProcessLookupError, PermissionError):
                 pass
-        _reap()
+        ours.update(pids)
+        _reap(ours)
         time.sleep(0.02)
-    _reap()
+    _reap(ours)
     return killed
 
 
-def _reap() -> None:
-    while True:
+def _reap(pids: set[int]) -> None:
+    """Reap those of ``pids`` that are zombie children of this process (never a command
+    :func:`run_process` is running: its status is read by its own ``wait``)."""
+    with _ACTIVE_LOCK:
+        active = set(_ACTIVE)
+    for pid in list(pids):
+        if pid in active:
+            continue
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not (or no longer) a child of this process
+            continue
+        if done:
+            pids.discard(pid)
 
 
-def _kill_group(pgid: int) -> None:
+def _kill_group(pgid: int) -> list[str]:
+    """SIGTERM the process group, then 0.2 s later SIGKILL it; returns the signals sent (none
+    when the group was already gone)."""
+    sent = []
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pgid, sig)
         except (ProcessLookupError, PermissionError):
-            return
+            break
+        sent.append(sig.name)
         if sig == signal.SIGTERM:
             time.sleep(0.2)
+    return sent
+
+
+def drop_marker(dropped: int) -> bytes:
+    """The line written between the kept head and tail of a capped stream."""
+    return f"\n… {dropped} bytes dropped …\n".encode()
 
 
 def _pump(src, dest_path: Path, cap: int | None, counts: dict, key: str) -> None:
-    """Copy a pipe to a file, keeping at most ``cap`` bytes and counting the rest."""
-    kept = dropped = 0
+    """Copy a pipe to a file, keeping at most ``cap`` bytes: the first half as it comes, the last
+    half (held in memory until the pipe closes: the crash reason is at the end) after a
+    :func:`drop_marker` line when bytes were dropped between them. ``counts[key]`` is (bytes
+    kept, bytes dropped); the marker is counted in neither."""
+    head_cap = None if cap is None else cap // 2
+    tail_cap = None if cap is None else cap - head_cap
+    head = after = tail_len = 0
+    tail: deque[bytes] = deque()
     with open(dest_path, "wb") as out:
         while True:
             chunk = src.read1(1 << 16) if hasattr(src, "read1") else src.read(1 << 16)
             if not chunk:
                 break
-            if cap is None or kept + len(chunk) <= cap:
-                out.write(chunk)
-                kept += len(chunk)
-            else:
-                room = max(0, cap - kept)
-                out.write(chunk[:room])
-                kept += room
-                dropped += len(chunk) - room
-    counts[key] = (kept, dropped)
+            if head_cap is None or head < head_cap:
+                take = chunk if head_cap is None else chunk[:head_cap - head]
+                out.write(take)
+                head += len(take)
+                chunk = chunk[len(take):]
+                if not chunk:
+                    continue
+            after += len(chunk)
+            tail.append(chunk)
+            tail_len += len(chunk)
+            while tail and tail_len - len(tail[0]) >= tail_cap:  # drop whole chunks no longer needed
+                tail_len -= len(tail.popleft())
+        rest = b"".join(tail)
+        rest = rest[len(rest) - tail_cap:] if tail_cap is not None and len(rest) > tail_cap else rest
+        if after > len(rest):
+            out.write(drop_marker(after - len(rest)))
+        out.write(rest)
+    counts[key] = (head + len(rest), after - len(rest))
 
 
 def _wait(proc: subprocess.Popen, deadline: float, stop_event: threading.Event | None,
@@ -192,9 +260,11 @@ def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: floa
     ``timeout_s`` — or when ``stop_event`` is set — kill its whole process tree.
 
     Standard input is ``/dev/null``; stdout/stderr go to files, each capped at ``cap_bytes``
-    (the rest is counted, not stored); ``pass_fds`` are inherited by the command (the sealed
-    report's pipes, see ``pytest_seal``). Nothing the command started survives: its process
-    group is killed, and (this process being a subreaper) so is every orphan it left behind.
+    (its first and last half kept, the rest counted, not stored: see :func:`_pump`);
+    ``pass_fds`` are inherited by the command (the sealed report's pipes, see ``pytest_seal``).
+    Nothing the command started survives: its process group is killed, and (this process being
+    a subreaper) so is every orphan it left behind. A command ended by the harness has
+    ``returncode`` None and the ``signal`` it ended on (see :class:`ProcessResult`).
     """
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     become_subreaper()
@@ -227,7 +297,19 @@ def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: floa
     rc, why = _wait(proc, start + timeout_s, stop_event, limit_event)
     timed_out, stopped = why == "time_box", why == "stopped"
     wall = time.monotonic() - start
-    _kill_group(proc.pid)
+    sent = _kill_group(proc.pid)
+    # the command's own status, read before anything reaps: it is in _ACTIVE until here, so no
+    # other thread's kill_descendants takes it (a stolen status reads as exit 0)
+    try:
+        status = proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # the group signal missed it: kill the process itself
+        proc.kill()
+        sent = sent or ["SIGKILL"]
+        status = proc.wait()
+    if why == "exit":
+        rc, sig = status, (_signal_name(-status) if status < 0 else None)
+    else:  # ended by the harness: no exit code, whatever it exited with after the SIGTERM
+        rc, sig = None, (_signal_name(-status) if status < 0 else (sent[0] if sent else None))
     with _ACTIVE_LOCK:
         _ACTIVE.discard(proc.pid)
         others = set(_ACTIVE)
@@ -235,8 +317,6 @@ def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: floa
     for other in others:  # commands other threads are running are not ours to kill
         keep |= {other, *descendants(other)}
     kill_descendants(keep=keep)
-    if rc is None:
-        rc = proc.wait()
     for t in pumps:
         t.join(timeout=30)
     limit_hit = guard.finish(rc, stderr_path) if guard is not None else None
@@ -247,6 +327,7 @@ def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: floa
         end_reason="time_box" if timed_out else ("stopped" if stopped else ("limit" if why == "limit" else "exit")),
         stdout_bytes=out_kept, stderr_bytes=err_kept, stdout_truncated_bytes=out_dropped,
         stderr_truncated_bytes=err_dropped, cap_bytes=cap_bytes, isolation=isolation, limit_hit=limit_hit,
+        signal=sig,
     )
 
 

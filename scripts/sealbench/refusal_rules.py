@@ -1,7 +1,9 @@
 """The refusal rules a scored slice is checked for, one function per refusal, listed in
 ``RULES`` in the order they are reported, and the TAMPER note. The codes and their meanings
 are in ``refusals.py``; the ledger's refusals come from ``holdout_memory.py`` and
-EXCLUSIONS_DECIDE from ``sensitivity.py``.
+EXCLUSIONS_DECIDE from ``sensitivity.py``. A refusal about too few scored or clean tasks names
+the candidate's dominant failure with its counts (``summaries.dominant_failure``): what took
+the tasks out is the first thing a reader needs, and it is otherwise only in runs.parquet.
 """
 
 from __future__ import annotations
@@ -11,6 +13,17 @@ from typing import Callable
 from .refusals import refusal
 from .scored_slice import Slice
 from .contract import PASS, TAMPER
+from .summaries import dominant_failure
+
+
+def _failure_words(s: Slice, strata: list[str] | None = None) -> str:
+    """The words that end such a refusal, ``Most common failure: flip: 24/24 infra_fail: …``,
+    for the candidate on the scored split (its rows in ``strata`` only, when given); empty
+    when it has no row other than a pass."""
+    d = dominant_failure(s.runs, s.cand, s.split, strata)
+    if d is None or d["status"] is None:
+        return ""
+    return f" Most common failure: {d['sentence']}" + ("" if d["sentence"].endswith((".", "…")) else ".")
 
 
 def _leak_suspect(s: Slice) -> dict | None:
@@ -75,14 +88,15 @@ def _envelope_incomplete(s: Slice) -> dict | None:
 
 
 def _stratum_too_small(s: Slice) -> dict | None:
-    small = []
+    small, names = [], []
     for st in s.cfg["strata"]:
         n = int(s.cand_strata.loc[st, "n"]) if st in s.cand_strata.index else 0
         if n < 2:
             small.append(f"{st} (n={n})")
+            names.append(st)
     if small:
         return refusal("STRATUM_TOO_SMALL", f"Stratum {', '.join(small)} has fewer than 2 scored {s.split} tasks; "
-                                            "a rate on it is not a measurement.", small)
+                                            "a rate on it is not a measurement." + _failure_words(s, names), small)
     return None
 
 
@@ -95,7 +109,8 @@ def _no_candidate_rows(s: Slice) -> dict | None:
 def _too_few_clean_tasks(s: Slice) -> dict | None:
     if len(s.clean) < s.cfg["min_kept_tasks"]:
         return refusal("TOO_FEW_CLEAN_TASKS", f"Only {len(s.clean)} clean {s.split} task(s) remain for {s.cand}; "
-                                              f"min_kept_tasks is {s.cfg['min_kept_tasks']}.", len(s.clean))
+                                              f"min_kept_tasks is {s.cfg['min_kept_tasks']}." + _failure_words(s),
+                       len(s.clean))
     return None
 
 

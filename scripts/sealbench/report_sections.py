@@ -1,6 +1,7 @@
 """The HTML sections of the report (``report_html.py``) other than the page frame.
 
-``section_decision`` (the verdict, reasons, notes, allowed and refused sentences),
+``section_decision`` (the verdict, each solver's most common failure, reasons, notes, allowed
+and refused sentences),
 ``section_comparison`` (plot 2 with its table and the comparison numbers), ``section_card`` (the
 card and the digests) and ``section_tasks`` (one row per task). Each returns one
 ``<section>`` string; every piece of text from the inputs is escaped.
@@ -52,6 +53,13 @@ def section_decision(decision: Mapping) -> str:
             facts.append(f"{lab}: {_num(decision[key], 3)}")
     if facts:
         out.append(f'<p class="sub">{esc("; ".join(facts))}</p>')
+    failures = decision.get("dominant_failures") or []
+    if failures:
+        out.append("<h3>Most common failure per solver</h3><p class=\"sub\">Each agent's and person's most "
+                   "common outcome other than pass on the scored split, with the most common reason among "
+                   "those runs (from runs.parquet).</p>")
+        out.append('<ul class="failures">' + "".join(f"<li>{esc(f.get('sentence', ''))}</li>" for f in failures)
+                   + "</ul>")
     reasons = decision.get("reasons") or []
     out.append("<h3>Reasons (blocking refusals)</h3>")
     if reasons:

@@ -17,6 +17,23 @@ only, capped: ``untrusted.py``); a missing file is recorded as unknown (null). W
 reaches its server through the bridge, the tokens are the ones the server's replies carried
 (``tokens_source: metered``; the agent's own numbers stay in ``usage_agent``), otherwise the
 agent's (``tokens_source: agent``). Usage over the envelope is recorded as ``over_envelope``.
+
+The files and folders the command's words name (resolved from the project folder, the working
+directory, as the fingerprint resolves them: ``agent_command.command_plan``) are mounted read-only at
+the same absolute paths, and each relative word naming one is made absolute in the command the
+sandbox runs (``command_run``; ``command`` is the config's, as written). Never mounted: a path
+inside the pack or results/ (the start check refuses such a command; a run that gets one anyway
+lists it in ``agent_paths_withheld``) or in sealbench's scratch folders (``sandbox.never_mounted``).
+
+Before any job (``sealbench validate``, the pipeline's start) :func:`probe_agent` checks, in the
+same sandbox and without running the agent, that its first command can start (found, executable,
+its ``#!`` interpreter present, Python's script readable or its module found); :func:`start_check`
+does it for every agent. Each finished run of an agent in the pipeline's layout is noted in
+``results/.sealbench/agent-health/<agent>-<fingerprint>.json``: when its first
+:data:`START_FAILURE_RUNS` runs all ended the same harness-visible way at start (exit 126/127,
+or a non-zero exit within :data:`START_WINDOW_S` s with no patch, no usage and no visible run),
+its later runs do not start the agent: they write an ``infra_fail`` record (``end_reason``
+``harness_error``) whose ``error`` says so in one sentence.
 """
 
 from __future__ import annotations
@@ -29,13 +46,16 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import bridge as bridge_module
 from .bridge import UnixToTcp, parse_endpoint
-from .core import harness_env, read_json, write_json
+from .core import read_json, write_json
+from .agent_command import CommandPlan, command_plan
+from .agent_health import health_file, note_health, read_health, start_failure, stopped_record
+from .agent_probe import blocked, hidden_folders, worker_env
 from .untrusted import copy_untrusted_tree
 from . import contract, paths
 from .contract import (STAMP_FILE, STAMP_KEYS, STEERS_FILE, USAGE_FILE, USAGE_KEYS, count_steers, read_report,
@@ -69,6 +89,7 @@ class RunOptions:
     endpoint: str | None = None         #: the one loopback host:port the agent may reach
     readonly_paths: tuple[Path, ...] = ()  #: extra read-only paths the agent needs
     limits: Mapping[str, Any] | None = None  #: resource limits (config ``limits``; None: limits.DEFAULT_LIMITS)
+    base: Path | None = None            #: the project folder relative command words name (None: the cwd)
 
 
 def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list[str]:
@@ -89,24 +110,43 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
     """Run one attempt (see module docstring) and write ``run.json`` and ``patch.diff``."""
     options = options or RunOptions()
     sealed, run_dir = Path(sealed).resolve(), Path(run_dir).absolute()
+    hide = (sealed.parent, run_dir.parent, *options.hide)
+    # what the command names is mounted, except the pack, results/ and sealbench's scratch (the
+    # start check refuses such a command before any job; a run that gets one anyway shows nothing)
+    plan = command_plan(agent, {"command": command, "env": dict(agent_env)}, options.base)
+    hidden = hidden_folders(hide)
+    withheld = [n.word for n in plan.named if blocked(n.path, hidden)]
+    plan = plan.without(lambda n: blocked(n.path, hidden))
+    options = replace(options, readonly_paths=tuple(r for r in options.readonly_paths if not blocked(r, hidden)))
     level = resolve_level(options.sandbox_mode)
     run_dir.mkdir(parents=True, exist_ok=True)
     out = run_dir / "out"
     if out.exists():
         shutil.rmtree(out)
     out.mkdir()
-    for stale in ("attempts.jsonl", "patch.diff", "run.json"):
+    for stale in ("attempts.jsonl", "patch.diff", "run.json", "agent.stdout", "agent.stderr"):
         (run_dir / stale).unlink(missing_ok=True)
+    health = health_file(run_dir, agent, fingerprint)
+    stopped = read_health(health).get("stopped") if health is not None else None
+    if stopped:
+        return stopped_record(sealed, run_dir, agent, fingerprint, epoch, command, stopped, health)
     scratch = scratch_dir("run")
     try:
-        return _run_in(scratch, level, sealed, run_dir, agent, fingerprint, command, agent_env, epoch,
-                       envelope, options)
+        record = _run_in(scratch, level, sealed, run_dir, agent, fingerprint, plan, agent_env, epoch,
+                         envelope, options, hide)
+        if withheld:
+            record["agent_paths_withheld"] = withheld
+            write_json(run_dir / "run.json", record)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if health is not None:
+        note_health(health, record, start_failure(record, run_dir))
+    return record
 
 
-def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, fingerprint: str, command: str,
-            agent_env: Mapping[str, Any], epoch: int, envelope: Mapping[str, Any], options: RunOptions) -> dict:
+def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, fingerprint: str, plan: CommandPlan,
+            agent_env: Mapping[str, Any], epoch: int, envelope: Mapping[str, Any], options: RunOptions,
+            hide: tuple[Path, ...]) -> dict:
     meta = read_json(sealed / "meta.json")
     # SEALBENCH_OUT is scratch of the harness, never a folder under results/: what the agent
     # leaves there is copied into run_dir/out afterwards by read_untrusted's rules (regular
@@ -121,9 +161,10 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     shutil.copyfile(sealed / "prompt.md", run_dir / "prompt.md")
     prompt.chmod(0o444)
     clock = time_box(meta["time_box_sec"], envelope)
-    hide = (sealed.parent, run_dir.parent, *options.hide)
+    command = plan.command
+    command_run = plan.command_for(ws.root)  # relative words naming the agent's files made absolute
     worker_box = make_sandbox(level, writable=[ws.root, out], hide=hide,
-                              readable=[ctl, *options.readonly_paths], limits=options.limits)
+                              readable=[ctl, *options.readonly_paths, *plan.mounts], limits=options.limits)
     tests_box = make_sandbox(level, writable=[ws.root], hide=hide, limits=options.limits)
     stop = threading.Event()
     started = time.time()
@@ -134,23 +175,16 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
                                                              max(5.0, started + clock - time.time()), tests_box))
     (run_dir / "visible_logs").mkdir(exist_ok=True)
     visible = write_client_script(ctl / "visible", ctl / "visible.sock")
-    env = harness_env({
-        **contract.agent_env(meta["id"], prompt, ws.root, visible, clock, envelope, out, epoch, level),
-        # lets `python -m sealbench.agents.*` work without an install
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
-    })
-    if level == "bwrap":
-        env["HOME"] = "/tmp"
-        env["TMPDIR"] = "/tmp"
-    env.update({k: str(v) for k, v in agent_env.items()})
+    env = worker_env(level, agent_env,
+                      contract.agent_env(meta["id"], prompt, ws.root, visible, clock, envelope, out, epoch, level))
     bridge = None
-    worker_cmd = command
+    worker_cmd = command_run
     if options.endpoint:
         host, port = parse_endpoint(options.endpoint)
         if level == "bwrap":
             bridge = UnixToTcp(str(ctl / "endpoint.sock"), host, port)
             worker_cmd = (f"exec {shlex.quote(sys.executable)} -S {shlex.quote(str(Path(bridge_module.__file__).resolve()))} "
-                          f"{host} {port} {shlex.quote(str(ctl / 'endpoint.sock'))} -- bash -c {shlex.quote(command)}")
+                          f"{host} {port} {shlex.quote(str(ctl / 'endpoint.sock'))} -- bash -c {shlex.quote(command_run)}")
     try:
         res = run_process(worker_cmd, ws.root, env, clock, run_dir / "agent.stdout", run_dir / "agent.stderr",
                           sandbox=worker_box, cap_bytes=options.cap_bytes, stop_event=stop)
@@ -185,8 +219,10 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     end_reason = "green" if res.end_reason == "stopped" else res.end_reason
     record = {
         "task_id": meta["id"], "solver": agent, "fingerprint": fingerprint, "epoch": epoch, "role": "agent",
-        "command": command, "time_box_s": clock, "task_time_box_s": meta["time_box_sec"],
+        "command": command, "command_run": command_run, "agent_paths": [str(m) for m in plan.mounts],
+        "time_box_s": clock, "task_time_box_s": meta["time_box_sec"],
         "wall_s": res.wall_s, "exit_code": res.returncode, "end_reason": end_reason, "timed_out": res.timed_out,
+        "signal": res.signal,
         "base_commit": ws.base_commit, "patch_bytes": len(patch), "patch_error": patch_error,
         "usage": usage, "stamp": stamp, "steer_count": count_steers(out / STEERS_FILE),
         "report_problems": [p for p in (usage_problem, stamp_problem) if p] + [f"out/{p}" for p in out_skipped],
@@ -246,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
                              cap_bytes=args.log_cap_bytes, hide=(*paths.locations_to_hide(), *(p.absolute() for p in args.hide)),
                              endpoint=spec.get("endpoint"),
                              readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []),
-                             limits=json.loads(args.limits) if args.limits else None)
+                             limits=json.loads(args.limits) if args.limits else None, base=Path.cwd())
         rec = run_agent(args.sealed, args.run_dir, args.agent, args.fingerprint, spec["command"],
                         spec.get("env") or {}, args.epoch, json.loads(args.envelope), options)
     except SandboxUnavailable as exc:
@@ -255,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the harness broke on this attempt: record it; the other jobs go on
         rec = harness_failure(args.sealed, args.run_dir, args.agent, args.fingerprint, args.epoch, exc)
         print(f"run_agent: HARNESS ERROR on {rec['task_id']}: {rec['error']}", file=sys.stderr)
+        return 0
+    if rec.get("stopped"):
+        print(f"run_agent {rec['task_id']} {rec['solver']}#{rec['epoch']}: not started, {rec['error']}")
         return 0
     print(f"run_agent {rec['task_id']} {rec['solver']}#{rec['epoch']}: {rec['end_reason']} "
           f"exit={rec['exit_code']} wall={rec['wall_s']}s patch={rec['patch_bytes']}B")

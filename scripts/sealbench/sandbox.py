@@ -157,6 +157,36 @@ def _inside(p: Path, folder: Path) -> bool:
     return p != folder and folder in p.parents
 
 
+def scratch_bases() -> tuple[Path, ...]:
+    """Where sealbench's scratch folders (``sealbench-*``: workspaces of live runs) are made:
+    ``$SEALBENCH_TMPDIR``, ``$TMPDIR``, the system temp folder (``workspace.scratch_dir``)."""
+    import tempfile
+
+    out: list[Path] = []
+    for v in (os.environ.get("SEALBENCH_TMPDIR"), os.environ.get("TMPDIR"), tempfile.gettempdir()):
+        if v:
+            for p in (Path(os.path.abspath(v)), Path(os.path.realpath(v))):
+                if p not in out:
+                    out.append(p)
+    return tuple(out)
+
+
+def never_mounted(path: str | os.PathLike) -> bool:
+    """Whether ``path`` may never be mounted for an agent, even when its command names it: a
+    scratch folder of sealbench (``sealbench-*`` in a scratch base: another run's live workspace),
+    anything under ``$SEALBENCH_TMPDIR``, or a scratch base itself or a folder holding one (its
+    listing would show the live workspaces). A file of yours elsewhere under ``/tmp`` may be."""
+    own = os.environ.get("SEALBENCH_TMPDIR")
+    own_bases = {Path(os.path.abspath(own)), Path(os.path.realpath(own))} if own else set()
+    for p in {Path(os.path.abspath(path)), Path(os.path.realpath(path))}:
+        for base in scratch_bases():
+            if p == base or _inside(base, p) or (base in own_bases and _inside(p, base)):
+                return True
+            if _inside(p, base) and p.relative_to(base).parts[0].startswith("sealbench-"):
+                return True
+    return False
+
+
 @dataclass(frozen=True)
 class Sandbox:
     """An isolation recipe. ``level`` is ``bwrap`` (isolated) or ``none`` (plain subprocess);

@@ -10,7 +10,7 @@ from typing import Mapping
 from . import decision_rule, paired, rate_intervals
 from .refusals import ALPHA, refusal
 from .sentences import abstained_words, fmt
-from .summaries import abstention_counts, per_task_scores
+from .summaries import abstention_counts, dominant_failure, per_task_scores
 
 
 def _verdict_of(cand_scores: Mapping[str, float], base_scores: Mapping[str, float], strata_of: Mapping[str, str],
@@ -99,6 +99,10 @@ def sensitivity(runs, cfg: Mapping, cand: str, base: str, split: str, strata_of:
         sentence = (f"With {whose} counted as failures, " + "; ".join(moved) + ". Runs left out of the rate decide "
                     "this result, and an agent can abstain on its failures (a forged stamp, a dropped route): fix what "
                     "excluded them (session stamps, server, quota, the harness) and rerun.")
+        named = [d["sentence"] for x in (cand, base)
+                 if (d := dominant_failure(runs, x, split)) is not None and d["status"] is not None]
+        if named:
+            sentence += " Most common failure: " + "; ".join(named) + "."
         reason = refusal("EXCLUSIONS_DECIDE", sentence,
                          {"rate": record["headline_rate"], "rate_with_exclusions_as_failures": record["rate"],
                           "half_width": record["headline_half_width"], "verdict": verdict,

@@ -48,12 +48,12 @@ from .core import (
     SealbenchError,
     atomic_write_text,
     harness_env,
-    load_config_file,
     read_json,
     sha256_text,
     task_digest,
     write_json,
 )
+from .configuration import load_config_file
 from .packs import load_pack
 from .visible import sealed_green
 from .workspace import (
@@ -365,6 +365,8 @@ def submit(session_id: str | None = None, results: Path = Path("results")) -> di
         # a person's tokens are not metered and their machine has no sandbox limits
         "usage_agent": {k: None for k in USAGE_KEYS}, "tokens_source": None, "usage_metered": None,
         "limit_hit": None, "limits": None, "limit_mechanisms": None, "patch_error": None,
+        # no command ran: nothing was mounted, nothing ended on a signal
+        "command_run": None, "agent_paths": [], "signal": None,
         "who": d["who"], "session_id": s.id,
     }
     write_json(run_dir / "run.json", record)

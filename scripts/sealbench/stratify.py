@@ -7,11 +7,18 @@ Writes: tables/tasks.parquet, tables/runs.parquet, tables/strata.parquet (schema
 Health envelope (seed "session stamp"): an agent row whose stamp is missing, whose server is
 not the required one, whose queue delay or retries exceed the envelope, whose quota state is
 not allowed, or whose route changed gets status ``excluded`` with the reason; excluded rows
-stay in ``runs.parquet`` and are left out of the rates. ``infra_fail`` rows (the harness
+stay in ``runs.parquet`` and are left out of the rates. An agent declared ``offline: true``
+(config ``agents``) has no server and so no session: its run without a ``stamp.json`` is not
+excluded and records ``server_id`` ``offline`` (a stamp it does write is checked as any). The
+declaration is checked, not trusted: a run that had an endpoint, whose bridge relayed a server
+reply, or that ran unsandboxed (its network use cannot be ruled out) is not offline and is
+excluded, the reason naming what it used (:func:`server_use`). ``infra_fail`` rows (the harness
 broke, not the solver: see ``hidden_score``) are left out of the rates too and reported as the
 infra rate. A run killed at its clock (``run.json`` ``timed_out``) is ``timeout`` whatever it
 wrote (a missing or forged stamp, ``route_changed``...): timeout takes precedence over
-exclusion, so a timed-out run always counts in the denominator as a failure. Because the agent
+exclusion, so a timed-out run always counts in the denominator as a failure. So does
+``tamper``: an agent caught tampering cannot leave its stamp out to be excluded instead
+(which would hide it from ``CANDIDATE_TAMPERED``). Because the agent
 writes its own stamp, the gate also computes the rate with excluded and infra_fail rows
 counted as failures and refuses a headline that depends on them (``EXCLUSIONS_DECIDE``).
 
@@ -28,8 +35,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import paths
-from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, PASS, STAMP_KEYS, TIMEOUT
+from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, OFFLINE_SERVER_ID, PASS, STAMP_KEYS, TAMPER, TIMEOUT
 from .core import SealbenchError, read_json
+from .processes import ended_in_error
 from .tables import write_table
 from .rate_intervals import rate_interval
 
@@ -56,6 +64,47 @@ def health_problems(stamp: Mapping[str, Any], health: Mapping[str, Any]) -> list
     if stamp.get("route_changed") is not False:
         out.append("the route changed during the session (or is unknown)")
     return out
+
+
+def server_use(run: Mapping[str, Any]) -> list[str]:
+    """What in a run record (run.json) shows the agent reached a model server, or could have
+    without the harness seeing it: an endpoint, replies or tokens metered at the bridge, or
+    no sandbox (outside bubblewrap the agent's network is not cut). Empty: provably offline."""
+    out = []
+    if run.get("endpoint"):
+        out.append(f"the run had the endpoint {run['endpoint']}")
+    metered = run.get("usage_metered") or {}
+    replies = metered.get("responses") or 0
+    tokens = (metered.get("tokens_in") or 0) + (metered.get("tokens_out") or 0)
+    if replies or tokens or run.get("tokens_source") == "metered":
+        out.append(f"the bridge relayed {replies} server repl{'y' if replies == 1 else 'ies'} ({tokens} tokens metered)")
+    if run.get("isolation") != "bwrap":
+        out.append(f"the run was not sandboxed (isolation {run.get('isolation') or 'none'}), so its network use "
+                   "cannot be ruled out")
+    return out
+
+
+def declared_offline(experiment: Mapping, solver: str) -> bool:
+    """The agent's config entry says ``offline: true`` (schema default: false)."""
+    agents = (experiment.get("config_full") or {}).get("agents") or {}
+    return (agents.get(solver) or {}).get("offline") is True
+
+
+def session_problems(run: Mapping[str, Any], stamp: Mapping[str, Any], health: Mapping[str, Any],
+                     offline: bool) -> tuple[list[str], bool]:
+    """Why an agent row is outside the health envelope, and whether it is an offline run
+    without a session (no stamp, no server: nothing to check). ``offline``: the agent was
+    declared ``offline: true``; a run that used a server anyway (:func:`server_use`) is
+    excluded whatever its stamp says, the reason naming what it used."""
+    if not offline:
+        return health_problems(stamp, health), False
+    used = server_use(run)
+    if used:
+        return [f"declared offline: true, but {' and '.join(used)}: not an offline run"] + health_problems(
+            stamp, health), False
+    if all(stamp.get(k) is None for k in STAMP_KEYS):
+        return [], True
+    return health_problems(stamp, health), False
 
 
 def build_tasks(experiment: Mapping, split_of: Mapping[str, str], sealed: Iterable[Mapping],
@@ -102,7 +151,7 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
                 "role": "control", "fingerprint": r["fingerprint"], "epoch": int(r["epoch"]), "status": r["status"],
                 "visible_pass": r["visible_pass"], "hidden_pass": r["hidden_pass"], "end_reason": "control",
                 "patch_bytes": r["patch_bytes"], "reason": r["reason"], "task_digest": t["task_digest"],
-                "pack_digest": pack_digest, "isolation": c.get("isolation"),
+                "pack_digest": pack_digest, "agent_error": False, "isolation": c.get("isolation"),
             })
             rows.append(row)
     for s in sorted(scores, key=lambda r: (r["task_id"], r["solver"], r["epoch"])):
@@ -116,6 +165,8 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             "status": s["status"], "visible_pass": s["visible_pass"], "hidden_pass": s["hidden_pass"],
             "time_to_green_s": s["time_to_green_s"], "wall_s": run.get("wall_s"), "time_box_s": run.get("time_box_s"),
             "end_reason": run.get("end_reason"), "exit_code": run.get("exit_code"),
+            "signal": run.get("signal"),
+            "agent_error": ended_in_error(run.get("end_reason"), run.get("exit_code"), run.get("signal")),
             "steps": usage.get("steps"), "tokens_in": usage.get("tokens_in"), "tokens_out": usage.get("tokens_out"),
             "tokens_source": run.get("tokens_source"),
             "cost_usd": None if usage.get("cost_usd") is None else float(usage["cost_usd"]),
@@ -137,8 +188,13 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             row["reason"] = f"the worker was stopped at its clock; its patch scored {row['status']}" + (
                 f" ({row['reason']})" if row["reason"] else "")
             row["status"] = TIMEOUT
-        problems = [] if row["role"] == "human" else health_problems(stamp, health)
-        if problems and row["status"] not in (INFRA_FAIL, TIMEOUT):
+        problems, no_session = ([], False) if row["role"] == "human" else session_problems(
+            run, stamp, health, declared_offline(experiment, s["solver"]))
+        if no_session:
+            row["server_id"] = OFFLINE_SERVER_ID
+        # timeout, infra_fail and tamper keep their status: a stamp the agent leaves out or
+        # spoils must not turn a run killed at its clock or caught tampering into an abstention
+        if problems and row["status"] not in (INFRA_FAIL, TIMEOUT, TAMPER):
             row["excluded_reason"] = "; ".join(problems)
             row["reason"] = f"{row['status']} before exclusion" + (f": {row['reason']}" if row["reason"] else "")
             row["status"] = EXCLUDED

@@ -1,7 +1,7 @@
 """The tables a decision reports, computed from runs.parquet: per-task scores (with the
 excluded and infra_fail rows left out, or counted as failures or passes), abstention counts,
-the paired delta per stratum, the candidate against the do-nothing controls per stratum, cost
-per pass and pass@k.
+each solver's dominant failure, the paired delta per stratum, the candidate against the
+do-nothing controls per stratum, cost per pass and pass@k.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any, Mapping
 
 from . import epoch_stats
-from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, PASS
+from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, PASS, STATUSES
 from .sentences import fmt
 
 
@@ -33,6 +33,72 @@ def abstention_counts(rows) -> dict:
     total = int(len(rows))
     ex, inf = int((rows.status == EXCLUDED).sum()), int((rows.status == INFRA_FAIL).sum())
     return {"runs": total, "excluded": ex, "infra_fail": inf, "rate": fmt((ex + inf) / total, 6) if total else None}
+
+
+#: Longest reason key :func:`failure_key` returns (an ellipsis marks a cut).
+REASON_KEY_CHARS = 120
+
+
+def failure_key(reason: str | None, limit: int = REASON_KEY_CHARS) -> str:
+    """A short key for a run's reason text: its first clause (up to the first ``;``), blanks
+    collapsed, cut at a word boundary to at most ``limit`` characters with an ellipsis."""
+    if reason is None or reason != reason or not str(reason).strip():
+        return "no reason recorded"
+    text = " ".join(str(reason).split(";", 1)[0].split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    if " " in cut[limit // 2:]:
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,:(") + "…"
+
+
+def _row_key(status: str, reason: Any, excluded_reason: Any) -> str:
+    # an excluded row failed the health envelope: why it was excluded is its reason (the
+    # server pin writes its reason into ``reason`` and leaves ``excluded_reason`` null)
+    if status == EXCLUDED and isinstance(excluded_reason, str) and excluded_reason.strip():
+        return failure_key(excluded_reason)
+    return failure_key(reason)
+
+
+def dominant_failure(runs, solver: str, split: str, strata: list[str] | None = None) -> dict | None:
+    """A solver's most common outcome other than ``pass`` on a split (only ``strata`` when
+    given), with the most common reason among those rows and the counts, e.g.
+    ``flip: 24/24 infra_fail: command not found``. The reason key is :func:`failure_key` of the
+    row's ``reason`` (of ``excluded_reason`` for an excluded row). When fewer than all rows of
+    that outcome share the key, the sentence says how many do: ``… (12 of the 20)``. Ties go to
+    the earlier status in ``contract.STATUSES``, then the alphabetically first key. None when
+    the solver has no row there."""
+    sub = runs[(runs.solver == solver) & (runs.split == split)]
+    if strata is not None:
+        sub = sub[sub.stratum.isin(list(strata))]
+    total = int(len(sub))
+    if not total:
+        return None
+    bad = sub[sub.status != PASS]
+    out: dict[str, Any] = {"solver": solver, "split": split, "runs": total, "passes": total - int(len(bad)),
+                           "status": None, "count": 0, "reason": None, "reason_count": 0}
+    if not len(bad):
+        out["sentence"] = f"{solver}: no failure ({total}/{total} pass)"
+        return out
+    order = {st: i for i, st in enumerate(STATUSES)}
+    by_status = Counter(str(x) for x in bad.status)
+    status = min(by_status, key=lambda st: (-by_status[st], order.get(st, len(order)), st))
+    rows = bad[bad.status == status]
+    keys = Counter(_row_key(status, r, e) for r, e in zip(rows.reason, rows.excluded_reason))
+    key = min(keys, key=lambda k: (-keys[k], k))
+    n, k = by_status[status], keys[key]
+    out.update(status=status, count=n, reason=key, reason_count=k,
+               sentence=f"{solver}: {n}/{total} {status}: {key}" + ("" if k == n else f" ({k} of the {n})"))
+    return out
+
+
+def dominant_failures(runs, split: str) -> list[dict]:
+    """:func:`dominant_failure` of every agent and person with rows on the split (the controls
+    fail by design and have their own refusals), agents first, then by name."""
+    sub = runs[(runs.split == split) & runs.role.isin(["agent", "human"])]
+    workers = sorted({(str(r), str(s)) for r, s in zip(sub.role, sub.solver)}, key=lambda rs: (rs[0] != "agent", rs[1]))
+    return [d for _role, solver in workers if (d := dominant_failure(sub, solver, split)) is not None]
 
 
 def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:

@@ -55,7 +55,11 @@ RUNS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("wall_s", "float64", True, "wall time of the worker"),
     ("time_box_s", "float64", True, "the clock the worker had"),
     ("end_reason", "string", True, "why the worker ended: `exit`, `time_box`, `control`"),
-    ("exit_code", "int64", True, "the worker's exit code"),
+    ("exit_code", "int64", True, "the worker's exit code (null: the harness ended it, at the clock, a stop or a limit)"),
+    ("signal", "string", True, "the signal that ended the worker (`SIGTERM`, `SIGKILL`...): the one the harness sent at "
+                               "the clock, a stop or a limit, or one it died of; null for a plain exit"),
+    ("agent_error", "bool", True, "the agent crashed: it ended on its own with a non-zero exit or a signal (not at "
+                                  "the clock, a stop or a limit), whatever its patch scored; false for controls"),
     ("steps", "int64", True, "reported by the agent in usage.json (null: unknown)"),
     ("tokens_in", "int64", True, "metered from the server's replies, or reported by the agent (see tokens_source; null: unknown)"),
     ("tokens_out", "int64", True, "metered from the server's replies, or reported by the agent (see tokens_source; null: unknown)"),

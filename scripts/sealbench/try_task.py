@@ -25,7 +25,8 @@ from typing import Any
 
 from . import paths
 from .contract import PASS
-from .core import SealbenchError, envelope_digest, load_config_file, read_json
+from .configuration import envelope_digest
+from .core import SealbenchError, read_json
 from .hash_pack import plan_pack, seal_task
 from .hidden_score import score_run
 from .identity import agent_identity
@@ -66,13 +67,12 @@ def _close_matches(word: str, choices: list[str]) -> str:
     return f" (did you mean {', '.join(near)}?)" if near else ""
 
 
-def try_task(agent: str, task: str, config: Path = Path("config/config.yaml"), results: Path = Path("results"),
-             epochs: int = 1, holdout: bool = False) -> list[Try]:
-    """Run ``epochs`` sealed attempts of ``agent`` on ``task`` and score them. Raises
-    :class:`SealbenchError` naming what is wrong before anything runs."""
-    cfg = load_config_file(config)
+def try_task(agent: str, task: str, cfg: dict, results: Path = Path("results"), epochs: int = 1,
+             holdout: bool = False) -> list[Try]:
+    """Run ``epochs`` sealed attempts of ``agent`` on ``task`` under the (validated) config ``cfg``
+    and score them. Raises :class:`SealbenchError` naming what is wrong before anything runs."""
     if agent not in cfg["agents"]:
-        raise SealbenchError(f"{config}: no agent '{agent}' under 'agents'{_close_matches(agent, list(cfg['agents']))}; "
+        raise SealbenchError(f"config: no agent '{agent}' under 'agents'{_close_matches(agent, list(cfg['agents']))}; "
                              f"configured: {', '.join(sorted(cfg['agents'])) or 'none'}")
     if epochs < 1:
         raise SealbenchError(f"--epochs must be at least 1 (got {epochs})")

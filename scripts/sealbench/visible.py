@@ -116,7 +116,7 @@ class VisibleServer:
                 res = run_process(self.command, self.workspace, harness_env(), max(1.0, self.deadline - time.time()),
                                   out, err, sandbox=self.sandbox, cap_bytes=self.cap_bytes, stop_event=self.stop)
                 t1 = time.time()
-                rc = res.returncode if not (res.timed_out or res.end_reason == "stopped") else 124
+                rc = res.returncode if res.end_reason == "exit" and res.returncode is not None else 124
                 entry = {"start_s": round(t0 - self.clock_start, 3), "end_s": round(t1 - self.clock_start, 3),
                          "exit": rc}
                 sealed = None

@@ -19,10 +19,10 @@ from sealbench.core import (  # noqa: E402
     SealbenchError,
     canonical_json,
     sha256_text,
-    validate_config,
     write_json,
 )
 from sealbench.code_digests import code_digest  # noqa: E402
+from sealbench.configuration import agents_to_run, validate_config  # noqa: E402
 from sealbench.identity import AGENT_CACHE_NAME, agent_identity  # noqa: E402
 from sealbench import hash_pack as _hash_pack  # noqa: E402
 from sealbench import paths  # noqa: E402
@@ -95,14 +95,18 @@ _AGENT_CACHE = HashCache(Path(paths.state_dir()) / AGENT_CACHE_NAME)
 def _agent_identities():
     """Each agent's identity: its fingerprint and the files it covers (stat-cached, so a re-plan
     reads only what changed)."""
-    return {name: agent_identity(name, spec, Path.cwd(), _AGENT_CACHE) for name, spec in CFG["agents"].items()}
+    return {name: agent_identity(name, CFG["agents"][name], Path.cwd(), _AGENT_CACHE) for name in RUN_AGENTS}
 
+
+#: The agents this run schedules: the candidate, the baseline and extra_agents (configuration.agents_to_run);
+#: other entries under 'agents' (e.g. merged in from config/config.yaml under a --configfile) do not run.
+RUN_AGENTS = agents_to_run(CFG)
 
 try:
     AGENT_IDENTITY = _agent_identities()
 except SealbenchError as exc:
     _fail(exc)
-AGENTS = {name: dict(spec, fingerprint=AGENT_IDENTITY[name]["fingerprint"]) for name, spec in CFG["agents"].items()}
+AGENTS = {name: dict(CFG["agents"][name], fingerprint=AGENT_IDENTITY[name]["fingerprint"]) for name in RUN_AGENTS}
 EPOCHS = list(range(1, int(CFG["epochs"]) + 1))
 #: Config keys that change how the work is scheduled, not what is measured: not in the experiment id.
 EXECUTION_ONLY_KEYS = ("pack", "batch_size")
@@ -127,6 +131,7 @@ def experiment():
                    agent_files=[f for ident in AGENT_IDENTITY.values() for f in ident["files"] if f.endswith(".py")],
                    cache=_TOOLCHAIN_CACHE)
     cfg_for_id = {k: v for k, v in CFG.items() if k not in EXECUTION_ONLY_KEYS}
+    cfg_for_id["agents"] = {a: CFG["agents"][a] for a in RUN_AGENTS}  # defined but not run: not this experiment
     ident = {
         "pack_digest": p.pack_digest,
         "split_manifest_digest": _split.manifest_digest(manifest),
@@ -147,7 +152,7 @@ def experiment():
     return dict(ident, exp_id=exp_id, pack=str(CFG["pack"]), task_digests=p.task_digests,
                 oracle_commands=[{"commands": k, "tasks": v} for k, v in commands.items()],
                 denylist_lines=len(deny),
-                denylist_digest=p.denylist_digest, strata_of=strata_of, toolchain=tc, config_full=CFG,
+                denylist_digest=p.denylist_digest, strata_of=strata_of, toolchain=tc, config_full=dict(CFG, agents=cfg_for_id["agents"]),
                 agent_identity=AGENT_IDENTITY)
 
 
@@ -372,6 +377,14 @@ onstart:
     # Only a run writes (never `-n`, `--lint` or `--summary`): the disk probe, the lock, the caches.
     _check_results_writable()
     _try_run_lock(hold=True)
+    # Every agent this run schedules must be able to start: its first command checked in the
+    # sandbox, the agent not run (agent_probe.start_check, as `sealbench validate`); a new run also
+    # forgets the earlier runs' start failures (results/.sealbench/agent-health/).
+    from sealbench.agent_probe import start_check as _start_check
+
+    _cannot_start = _start_check(AGENTS, CFG["sandbox"], Path.cwd(), Path(CFG["pack"]), Path(RESULTS), CFG["limits"])
+    if _cannot_start:
+        _fail(_cannot_start)
     for _save in (plan()[0].save_caches, _AGENT_CACHE.save, _TOOLCHAIN_CACHE.save):
         try:
             _save()
