@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
-from sealbench import cli, configuration  # noqa: E402
+from sealbench import cli, config_sources, configuration  # noqa: E402
 from sealbench.core import ConfigError  # noqa: E402
 
 pytestmark = pytest.mark.snakemake
@@ -46,19 +46,19 @@ def test_attack_a_configfile_does_not_run_the_agents_merged_in_from_the_workflow
 
 
 def test_extra_agents_run_beside_and_must_exist(project: Path) -> None:
-    cfg, _ = configuration.effective_config([Path("mine.yaml")], ["extra_agents=[slowpoke]"])
+    cfg, _ = config_sources.effective_config([Path("mine.yaml")], ["extra_agents=[slowpoke]"])
     assert configuration.agents_to_run(cfg) == ["idle", "mine", "slowpoke"]
     with pytest.raises(ConfigError, match="'extra_agents': 'nobody' is not an agent"):
-        configuration.effective_config([Path("mine.yaml")], ["extra_agents=[nobody]"])
+        config_sources.effective_config([Path("mine.yaml")], ["extra_agents=[nobody]"])
 
 
 def test_attack_a_nested_override_reaches_the_run(project: Path) -> None:
-    cfg, where = configuration.effective_config([], ["envelope={max_wall_s: 5, max_steps: 3}", "epochs=2"])
+    cfg, where = config_sources.effective_config([], ["envelope={max_wall_s: 5, max_steps: 3}", "epochs=2"])
     assert cfg["envelope"]["max_wall_s"] == 5 and cfg["envelope"]["max_steps"] == 3 and cfg["epochs"] == 2
     assert cfg["envelope"]["max_output_tokens"] == 1000  # merged, not replaced
     assert "config/config.yaml" in where and "--config" in where
     with pytest.raises(ConfigError, match="max_wall_s"):
-        configuration.effective_config([], ["envelope={max_wall_s: soon}"])  # still a type error, named
+        config_sources.effective_config([], ["envelope={max_wall_s: soon}"])  # still a type error, named
     res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-n", "gate",
                           "--config", "envelope={max_wall_s: 5}"], cwd=project, capture_output=True, text=True)
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]

@@ -72,6 +72,7 @@ def test_sealbench_itself_and_the_workflow_engine_are_not_the_toolchain() -> Non
     names = {p.split("==")[0].lower() for p in tcm.toolchain(["sealbench"], agent_files=[])["packages"]}
     assert "sealbench" not in names and not any(n.startswith("snakemake") for n in names)
     assert "pytest" in names
+    assert not any(n.startswith("snakemake") for n in tcm.stage_imports())  # no stage imports the engine
 
 
 def test_a_pth_file_is_part_of_the_toolchain(tmp_path: Path, monkeypatch) -> None:

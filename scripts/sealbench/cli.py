@@ -30,7 +30,8 @@ import sys
 from pathlib import Path
 
 from . import paths
-from .configuration import agents_to_run, effective_config
+from .config_sources import effective_config
+from .configuration import agents_to_run
 from .core import SealbenchError, read_json
 
 

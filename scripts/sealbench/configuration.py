@@ -5,8 +5,8 @@ One place defines the keys and their defaults: ``workflow/schemas/config.schema.
 rules that join fields (candidate and baseline exist, mde against ψ, the pack exists) and
 names every problem with its field.
 
-A config is assembled the way Snakemake assembles it (:func:`effective_config`, used by the
-``sealbench`` commands so they see the config a run sees): the workflow's
+A config is assembled the way Snakemake assembles it (:func:`sealbench.config_sources.effective_config`,
+used by the ``sealbench`` commands so they see the config a run sees): the workflow's
 ``config/config.yaml``, then each ``--configfile`` merged over it key by key (nested mappings
 merged, as Snakemake merges them; ``--replace-workflow-config`` starts from the file instead),
 then each ``--config KEY=VALUE``. Snakemake reads a value like ``'envelope={max_wall_s: 5}'``
@@ -24,7 +24,7 @@ import copy
 import math
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import yaml
 
@@ -140,36 +140,6 @@ def coerce_by_schema(value: Any, schema: Mapping[str, Any]) -> Any:
     if "null" in types and text in ("null", "~", "None", ""):
         return None
     return value
-
-
-def effective_config(configfiles: Iterable[Path] = (), overrides: Iterable[str] = (),
-                     replace_workflow_config: bool = False) -> tuple[dict, str]:
-    """The config a ``snakemake`` run in this folder with the same ``--configfile``/``--config``
-    arguments sees, validated, and where it came from (for messages). As Snakemake does: the
-    workflow's ``config/config.yaml`` (relative to the working folder; skipped when absent and
-    other config is given), each ``--configfile`` merged over it (nested mappings merged), then
-    the ``--config`` entries; ``--replace-workflow-config`` drops the workflow's file."""
-    from snakemake.cli import parse_config
-    from snakemake.utils import update_config
-
-    files = [Path(f) for f in configfiles]
-    entries = list(overrides)
-    if not replace_workflow_config and WORKFLOW_CONFIG.exists():
-        files.insert(0, WORKFLOW_CONFIG)
-    if not files and not entries:
-        raise ConfigError(f"no config: {WORKFLOW_CONFIG} is not in {Path.cwd()}; run from the project folder, or "
-                          "give --configfile FILE (and --config KEY=VALUE) as you would to snakemake")
-    raw: dict[str, Any] = {}
-    for f in files:
-        update_config(raw, _read_mapping(f))
-    if entries:
-        try:
-            update_config(raw, parse_config(entries))
-        except ValueError as exc:
-            raise ConfigError(f"--config {' '.join(entries)}: {exc} (a nested key: --config "
-                              "'envelope={max_wall_s: 5}', or a --configfile holding only that key)") from exc
-    where = "config (" + " + ".join(str(f) for f in files) + (" + --config" if entries else "") + ")"
-    return validate_config(raw, where=where), where
 
 
 def _read_mapping(path: Path) -> dict:
