@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from make_pack import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
-from sealbench.testing.snakemake_output import job_counts  # noqa: E402
+from sealbench.testing.snakemake_output import job_counts, jobs_to_run  # noqa: E402
 
 SMK_FLAGS = ["--scheduler", "greedy"]
 #: Tasks per job (config batch_size) for the pipeline runs: the granularity for many small tasks.
@@ -172,7 +172,7 @@ def bench_overhead(state: dict, n: int = 200, batch_size: int = BATCH_SIZE) -> d
     secs, res = smk(wd, "--cores", "2", "gate")
     if res.returncode != 0:
         return row("overhead", "pipeline failed", "<= 1.3x", False, res.stderr[-500:], load_before=lb)
-    jobs = sum(job_counts(res.stdout + res.stderr).values())
+    jobs = jobs_to_run(res.stdout + res.stderr)  # a run prints the compact console (docs/pipeline.md#console)
     state.setdefault("done", {})[n] = wd
     state.setdefault("run_secs", {})[n] = secs
     ideal, info = ideal_pool(wd / "pack", oracle_runs=2, workers=2)

@@ -3,7 +3,8 @@
 The same 12-task pack (byte-identical copies) and the same config, run once locally
 (`snakemake --cores 2 gate`) and once through snakemake-executor-plugin-cluster-generic with
 the profile workflow/profiles/cluster-generic-local (every job "submitted" to this machine by
-its submit.sh, re-parsing the Snakefile in its own `python -m snakemake`, grouped per task),
+its submit.sh, re-parsing the Snakefile in its own `python -m snakemake`, grouped: the pack's
+sealing and leak check, then per task),
 must reach the same decision.json, digests included. decision.json has no run-specific
 field, so the whole file is compared.
 """
@@ -92,13 +93,13 @@ def test_cluster_generic_run_reaches_the_local_decision(tmp_path: Path) -> None:
         assert rc == 0, f"the {name} run failed:\n{text[-4000:]}"
     out = {name: text for name, (_rc, text) in done.items()}
 
-    # The cluster run really went through the plugin, as group jobs: 12 tasks / 4 per group
-    # job + one group job for the pack-level rules; each ended with exit code 0.
+    # The cluster run really went through the plugin, as group jobs: one to seal and leak-check
+    # the pack, 12 tasks / 4 per group job, one for the pack-level rules; each exited 0.
     assert "Group jobs: inactive (local execution)" not in out["cluster"]
-    assert out["cluster"].count("Submitted group job") == 4, out["cluster"][-4000:]
+    assert out["cluster"].count("Submitted group job") == 5, out["cluster"][-4000:]
     assert "Submitted job" not in out["cluster"]
     exits = sorted((runs["cluster"] / ".snakemake" / "cluster-generic-local").glob("*.exit"))
-    assert len(exits) == 4 and all(f.read_text().strip() == "0" for f in exits)
+    assert len(exits) == 5 and all(f.read_text().strip() == "0" for f in exits)
     assert "Submitted" not in out["local"]
 
     local = json.loads((runs["local"] / "results" / "latest" / "decision.json").read_text())

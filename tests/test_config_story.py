@@ -78,4 +78,5 @@ def test_no_config_here_says_what_to_do(tmp_path: Path, monkeypatch, capsys) -> 
     monkeypatch.chdir(tmp_path)
     assert cli.main(["validate"]) == 2
     err = capsys.readouterr().err
-    assert "config/config.yaml is not in" in err and "--configfile" in err
+    # no project here (Snakefile and config/config.yaml, here or above): said in one sentence (test_project_root.py)
+    assert "config/config.yaml in " + str(tmp_path) in err and "--configfile" in err

@@ -155,8 +155,10 @@ def test_contract_documents_every_agent_variable_and_report_field() -> None:
     rows = table_after(text, "| variable | value |")
     documented = {v for r in rows for v in ticked(r[0])}
     # the scoring secret; a user's setting (§1); where the workflow's jobs find the pack and results/
-    # (docs/pipeline.md; removed from every agent's and test's environment)
-    harness_only = {"SEALBENCH_SEAL", "SEALBENCH_TMPDIR", "SEALBENCH_PACK", "SEALBENCH_RESULTS"}
+    # (docs/pipeline.md; removed from every agent's and test's environment); a person's sealed session
+    # shell and the project folder of the `sealbench` command (docs/humans.md, docs/cli.md)
+    harness_only = {"SEALBENCH_SEAL", "SEALBENCH_TMPDIR", "SEALBENCH_PACK", "SEALBENCH_RESULTS",
+                    "SEALBENCH_SESSION_SOCKET", "SEALBENCH_PROJECT"}
     literals = set()
     for path in (ROOT / "scripts" / "sealbench").rglob("*.py"):
         literals |= set(re.findall(r"[\"'](SEALBENCH_[A-Z0-9_]+)[\"']", path.read_text()))
@@ -173,11 +175,11 @@ def test_contract_documents_every_agent_variable_and_report_field() -> None:
 
 #: Text files a reference can live in: the docs, the code, its comments and docstrings.
 SCANNED = ("README.md", "Snakefile", "pyproject.toml", "environment.yml", ".ci", "bench", "config",
-           "docs", "scripts", "tests", "tools", "workflow")
+           "docs", "profiles", "scripts", "tests", "tools", "workflow")
 SKIP = {"__pycache__", "data", "results", "suite_src"}
 TEXT_SUFFIXES = {".py", ".md", ".smk", ".yaml", ".yml", ".toml", ".sh", ".txt", ".cfg", ""}
 #: Repository folders a path reference starts with.
-ROOTS = ("docs", "scripts", "workflow", "tests", "tools", "bench", "config", "suite", ".ci")
+ROOTS = ("docs", "scripts", "workflow", "tests", "tools", "bench", "config", "suite", ".ci", "profiles")
 PATH_REF = re.compile(rf"(?<![\w/.$-])((?:{'|'.join(re.escape(r) for r in ROOTS)})/[\w./-]*[\w/])")
 #: Folders that only exist once something ran (git-ignored outputs).
 OUTPUTS = ("bench/results/",)

@@ -115,6 +115,8 @@ def write_experiment(root: Path, spec: dict[str, Any]) -> tuple[Path, Path, Path
     manifest = {"seed": cfg["seed"], "holdout_frac": cfg["holdout_frac"],
                 "tune": sorted(t["task_id"] for t in tasks if t["split"] == "tune"),
                 "holdout": sorted(t["task_id"] for t in tasks if t["split"] == "holdout")}
+    if spec.get("slices"):  # a pack grown by split --extend
+        manifest["slices"] = spec["slices"]
     split_path = root / "split" / "split_manifest.json"
     core.write_json(split_path, manifest)
     pack_hash = root / "packs" / PACK_DIGEST / "PACK_HASH.txt"
@@ -378,17 +380,30 @@ def _truncate(ledger: Path) -> None:
     ledger.write_bytes(ledger.read_bytes()[:-40])
 
 
+def _grow_pack(spec: dict) -> None:
+    """split --extend added xs07 to the holdout: slice 2, scored under the card of slice 1."""
+    t = _task("xs07", "xs", "holdout")
+    spec["tasks"].append(t)
+    spec["runs"] += [_run(t, "empty_diff", "control", 1, "fail"), _run(t, "stub", "control", 1, "fail")]
+    spec["runs"] += [_run(t, "oracle", "control", e, "pass") for e in (1, 2, 3)]
+    spec["runs"] += [_run(t, CAND, "agent", 1, "pass"), _run(t, BASE, "agent", 1, "fail")]
+    spec["slices"] = [{"slice": 2, "added": {"tune": [], "holdout": ["xs07"]}, "date": "2026-11-30",
+                       "pack_digest": "q" * 64, "seed": spec["cfg"]["seed"],
+                       "holdout_frac": spec["cfg"]["holdout_frac"], "method": "test"}]
+
+
 LEDGER_TRIGGERS: dict[str, Callable] = {
     "HOLDOUT_TUNED": _retune,
     "DENOMINATOR_MOVED": _move_denominator,
     "ENVELOPE_CHANGED": _change_envelope,
     "PREREGISTRATION_CHANGED": _lower_min_kept,
     "LEDGER_UNREADABLE": None,
+    "CARD_ON_EARLIER_SLICE": _grow_pack,  # more in tests/test_split_extend.py
 }
 
 
 @pytest.mark.parametrize("code", ["HOLDOUT_TUNED", "DENOMINATOR_MOVED", "ENVELOPE_CHANGED", "PREREGISTRATION_CHANGED",
-                                  "LEDGER_UNREADABLE"])
+                                  "LEDGER_UNREADABLE", "CARD_ON_EARLIER_SLICE"])
 def test_ledger_refusals(tmp_path: Path, code: str) -> None:
     ledger = tmp_path / "pack" / "ledger.jsonl"
     ledger.parent.mkdir()

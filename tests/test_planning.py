@@ -19,7 +19,7 @@ SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 def clean_copy(dest: Path) -> Path:
     """The repository's files as a fresh clone has them (no results/, no caches)."""
     dest.mkdir(parents=True)
-    for rel in ("Snakefile", "config", "workflow", "scripts", "suite"):
+    for rel in ("Snakefile", "config", "profiles", "workflow", "scripts", "suite"):
         src = ROOT / rel
         if src.is_dir():
             shutil.copytree(src, dest / rel, ignore=shutil.ignore_patterns(

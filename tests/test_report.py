@@ -234,3 +234,20 @@ def test_write_report_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert report_html.main([str(tmp_path)]) == 1
     assert "lacks decision.json" in capsys.readouterr().err
+
+
+def test_per_task_outcomes_without_a_results_folder(page: str) -> None:
+    """Rendered from the tables alone: every task and worker, the tasks won and lost computed from
+    runs.parquet as the gate computes them (the fixture's decision has no ids), and no links."""
+    from sealbench import summaries
+
+    sec = re.search(r'<section id="outcomes">(.*?)</section>', page, re.S).group(1)
+    _, runs, _ = make_frames()
+    won, lost = summaries.won_lost(summaries.per_task_scores(runs, "cand_agent", "holdout"),
+                                   summaries.per_task_scores(runs, "base_agent", "holdout"))
+    assert won and lost
+    assert f"Tasks won by cand_agent over base_agent ({len(won)}): {', '.join(won)}" in sec
+    assert f"Tasks lost by cand_agent to base_agent ({len(lost)}): {', '.join(lost)}" in sec
+    for solver, _role in SOLVERS:
+        assert f"<th>{solver}</th>" in sec
+    assert "href=" not in sec and "No links" in sec

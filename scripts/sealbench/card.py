@@ -8,6 +8,7 @@ from typing import Mapping
 
 from . import limits as _limits
 from .ledger import preregistration
+from .slices import current_slice, records
 
 def contamination_posture(tasks) -> str:
     """What actually ran on every task: ``ngram_scan`` (public 13-gram check), ``filename_scan``
@@ -31,7 +32,11 @@ def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
             "split_manifest_digest": exp["split_manifest_digest"], "n_tasks": int(len(tasks)),
             "strata": {s: int((tasks.stratum == s).sum()) for s in cfg["strata"]},
             "split": {"seed": manifest["seed"], "holdout_frac": manifest["holdout_frac"],
-                      "tune": len(manifest["tune"]), "holdout": len(manifest["holdout"])},
+                      "tune": len(manifest["tune"]), "holdout": len(manifest["holdout"]),
+                      # the slice of a grown pack (split --extend): numbers compare only within one slice
+                      "slice": current_slice(manifest),
+                      "slices": [{k: r[k] for k in ("slice", "added", "date", "pack_digest")}
+                                 for r in records(manifest)]},
             "score_split": cfg["score_split"],
         },
         "oracle": {

@@ -3,8 +3,9 @@
     sealbench validate [--config config/config.yaml]   check config + pack, no work done
     sealbench hash PACK                                 task digests and the pack digest
     sealbench leak-check PACK                           the denylist check (exit 1 on a suspect)
-    sealbench split PACK --seed N [--holdout-frac F]    freeze the split once (never rewritten)
+    sealbench split PACK --seed N [--holdout-frac F] [--extend]   freeze the split once; --extend adds new tasks
     sealbench show [results/latest]                     the decision and the strata table
+    sealbench list [results]                            every experiment, newest first (results/index.html)
     sealbench check [results/latest]                    exit 0 only if the decision is publishable
     sealbench progress [--config F] [--results DIR]     counts per stage while a run goes on
     sealbench try AGENT TASK [--epochs N] [--holdout]   one sealed attempt on one task, scored
@@ -14,6 +15,7 @@
     sealbench session steer "TEXT"                      record help the person received
     sealbench session submit                            stop the clock; write run.json + patch.diff
     sealbench session status                            elapsed/remaining time and attempts so far
+    sealbench session shell [-c CMD]                    the sealed shell: the workspace in the agents' sandbox
 
     sealbench predictions import FILE --pack PACK [--out DIR] [--solver NAME]
                                                         score a SWE-bench predictions JSONL on a pack
@@ -29,7 +31,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import paths
+from . import paths, project, results_index, session_cli
 from .config_sources import effective_config
 from .configuration import agents_to_run
 from .core import SealbenchError, read_json
@@ -154,7 +156,7 @@ def cmd_split(args: argparse.Namespace) -> int:
     from . import split
 
     argv = ["--pack", str(args.pack), "--seed", str(args.seed), "--holdout-frac", str(args.holdout_frac)]
-    return split.main(argv)
+    return split.main(argv + (["--extend"] if args.extend else []))
 
 
 def _decision(path: Path) -> dict:
@@ -171,6 +173,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     the agents' identities. Text from the decision is printed as text, never as markup."""
     from rich.markup import escape
     from rich.table import Table
+    from .report_outcomes import runs_beside, show_lines
 
     d = _decision(args.results)
     con = _console()
@@ -181,17 +184,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         con.print(f"  [red]{escape(r['code'])}[/red] {escape(r['sentence'])}")
     for r in d.get("notes", []):
         con.print(f"  [yellow]{escape(r['code'])}[/yellow] {escape(r['sentence'])}")
-    # decision.json's dominant_failures, or (a decision written before it existed) the same
-    # computed from tables/runs.parquet beside it
+    # decision.json's dominant_failures, or (an older decision) from tables/runs.parquet beside it
     split, failures = (d.get("comparison") or {}).get("split"), d.get("dominant_failures")
-    res = Path(args.results)
-    runs_file = (res if res.is_dir() else res.parent) / "tables" / "runs.parquet"
-    if failures is None and split is not None and runs_file.is_file():
-        import pandas as pd
-
+    if failures is None and split is not None and (runs := runs_beside(Path(args.results))) is not None:
         from .summaries import dominant_failures
 
-        failures = dominant_failures(pd.read_parquet(runs_file), split)
+        failures = dominant_failures(runs, split)
     if failures:
         con.print(f"Most common failure per solver on the {split} split:", markup=False, highlight=False)
         for f in failures:
@@ -209,6 +207,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if "delta" in c:
         con.print(f"{c['candidate']} - {c['baseline']}: delta {c['delta']:+.3f} "
                   f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}] ({c['method']}, n={c['matched_tasks']}): {c['verdict_label']}")
+    for line in show_lines(d, Path(args.results)):  # the tasks won and lost against the baseline
+        con.print(line, markup=False, highlight=False, soft_wrap=True)
     con.print("May publish:" if d["allowed_sentences"] else "May publish: nothing.")
     for s in d["allowed_sentences"]:
         con.print(f"  - {s}")
@@ -239,47 +239,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 0
     print("not publishable: " + "; ".join(f"{r['code']}: {r['sentence']}" for r in d["reasons"]), file=sys.stderr)
     return 1
-
-
-def cmd_session_start(args: argparse.Namespace) -> int:
-    from . import session
-
-    s = session.start_session(args.task, args.who, args.role, args.config, args.results)
-    print(session.describe_start(s))
-    return 0
-
-
-def cmd_session_check(args: argparse.Namespace) -> int:
-    from . import session
-
-    rc, attempt = session.check(args.session, args.results)
-    s = session.resolve(args.results, args.session)
-    verdict = "GREEN" if rc == 0 else f"failing (exit {rc})"
-    print(f"\nvisible tests: {verdict} — attempt {len(session.read_jsonl(s.attempts_path))} "
-          f"at {session.fmt_s(attempt['end_s'])}; {session.clock_line(s)}")
-    return rc
-
-
-def cmd_session_steer(args: argparse.Namespace) -> int:
-    from . import session
-
-    line = session.steer(args.text, args.session, args.results)
-    print(f"steer recorded at {session.fmt_s(line['t_s'])}")
-    return 0
-
-
-def cmd_session_submit(args: argparse.Namespace) -> int:
-    from . import session
-
-    print(session.describe_submit(session.submit(args.session, args.results)))
-    return 0
-
-
-def cmd_session_status(args: argparse.Namespace) -> int:
-    from . import session
-
-    print(session.describe_status(session.status(args.session, args.results)))
-    return 0
 
 
 def progress_counts(cfg: dict, results: Path) -> list[tuple[str, int, int]]:
@@ -323,28 +282,6 @@ def cmd_progress(args: argparse.Namespace) -> int:
     latest = args.results / "latest" / "decision.json"
     print(f"decision: {'written' if latest.exists() else 'not yet'} ({latest})")
     return 0
-
-
-def _add_session(sub: argparse._SubParsersAction) -> None:
-    sp = sub.add_parser("session", help="a human session: the agent's workspace, visible command and clock")
-    ssub = sp.add_subparsers(dest="session_cmd", required=True)
-    p = ssub.add_parser("start", help="build the workspace and start the clock")
-    p.add_argument("task")
-    p.add_argument("--role", required=True, help="who works the task: only 'human'")
-    p.add_argument("--who", required=True, help="the person's name: ^[A-Za-z][A-Za-z0-9_]*$")
-    p.add_argument("--config", type=Path, default=Path("config/config.yaml"))
-    p.add_argument("--results", type=Path, default=Path("results"))
-    p.set_defaults(func=cmd_session_start)
-    for name, func, helptext in (("check", cmd_session_check, "run the visible tests and record the attempt"),
-                                 ("steer", cmd_session_steer, "record help the person received"),
-                                 ("submit", cmd_session_submit, "stop the clock and write the run record"),
-                                 ("status", cmd_session_status, "the session, its clock and attempts")):
-        p = ssub.add_parser(name, help=helptext)
-        if name == "steer":
-            p.add_argument("text")
-        p.add_argument("--session", default=None, help="session id (default: the one in RESULTS/sessions/current)")
-        p.add_argument("--results", type=Path, default=Path("results"))
-        p.set_defaults(func=func)
 
 
 def cmd_try(args: argparse.Namespace) -> int:
@@ -392,21 +329,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("pack", type=Path)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--holdout-frac", type=float, default=0.4)
+    p.add_argument("--extend", action="store_true", help="add the pack's new tasks as the next slice")
     p.set_defaults(func=cmd_split)
     for name, func, helptext in (("show", cmd_show, "print the decision"),
                                  ("check", cmd_check, "exit 0 only if publishable")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("results", type=Path, nargs="?", default=Path("results/latest"))
         p.set_defaults(func=func)
-    _add_session(sub)
+    session_cli.add_parsers(sub)
+    results_index.add_parser(sub)
     p = sub.add_parser("progress", help="counts per stage of the current run (run it beside snakemake)")
     add_config_args(p)
     p.add_argument("--results", type=Path, default=Path("results"))
     p.set_defaults(func=cmd_progress)
     _add_try(sub)
     _add_predictions(sub)
+    inside = session_cli.forwarded(list(sys.argv[1:] if argv is None else argv))  # in a sealed session shell
+    if inside is not None:
+        return inside
     args = ap.parse_args(argv)
     try:
+        project.enter(args)  # from a folder inside the project or a session's workspace
         return int(args.func(args))
     except SealbenchError as exc:
         print(f"sealbench: {exc}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """gate: the decision — which sentences may be published, or none — with its reasons.
 
 Reads:  experiment.json, tables/{tasks,runs,strata}.parquet, the split manifest, PACK_HASH.txt
-Writes: decision.json, card.json, report.md in the experiment folder; points results/latest at it
+Writes: decision.json, card.json, report.md, report.html in the experiment folder; points results/latest
+        at it and rewrites results/index.html
 
 The gate refuses a headline (``publishable: false``) when any control is missing or broken,
 each refusal a code plus a sentence a reviewer understands (see ``REFUSALS``). It never fills
@@ -11,8 +12,8 @@ This module is the orchestration (:func:`decide`), the paired comparison and the
 headline; the steps it runs live beside it: the scored slice (``scored_slice``), the holdout's
 ledger and server pin (``holdout_memory``), the refusal rules (``refusal_rules``), the
 sensitivity to abstentions (``sensitivity``), the side tables (``summaries``), the sentences,
-card and Markdown report (``sentences``, ``card``, ``report_md``) and the ``results/latest``
-link (``latest_link``).
+card and Markdown report (``sentences``, ``card``, ``report_md``), the ``results/latest``
+link (``latest_link``) and the index of every experiment (``results_index``).
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ from .refusal_rules import RULES, tamper_note
 from .refusals import note_for
 from .report_html import write_report
 from .report_md import render_report
+from .results_index import write_index
 from .scored_slice import Slice, load_slice
 from .sensitivity import sensitivity
 from .sentences import (comparison_summary, exclusion_note, fmt, headline_sentences, human_sentences,
                         public_comparison, roles_table)
 from .summaries import (abstention_counts, cost_per_pass, dominant_failures, dummy_deltas, pass_at_k_table,
-                        per_task_scores, stratum_deltas)
+                        per_task_scores, stratum_deltas, won_lost)
 from .contract import ABSTAINED, TIMEOUT
 
 
@@ -57,6 +59,7 @@ def compare(s: Slice, alpha: float) -> tuple[dict, list[dict]]:
         "matched_tasks": len(common),
         "unmatched_task_ids": sorted(set(cand_scores) ^ set(base_scores)),
     }
+    comparison["won_task_ids"], comparison["lost_task_ids"] = won_lost(cand_scores, base_scores)
     n_req_raw, n_req = power.required_n_miller(cfg["mde"], cfg["planning_discordance"])
     comparison["power"] = {"mde": cfg["mde"], "planning_discordance": cfg["planning_discordance"],
                            "required_n_miller": n_req,
@@ -275,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     write_report(args.experiment_dir)  # the HTML report, from the files just written
     if args.latest:  # last: results/latest only ever points at a complete experiment
         point_latest(args.latest, args.experiment_dir)
+        write_index(args.latest.parent)  # results/index.html: every experiment, this one included
     state = "PUBLISHABLE" if decision["publishable"] else "NOT PUBLISHABLE"
     print(f"gate: headline {state}; headline={decision['headline']}; reasons={[r['code'] for r in decision['reasons']]}; "
           f"comparison: {decision['comparison_summary']}")

@@ -1,6 +1,7 @@
 """The holdout's memory: what its ledger says about this scoring — a damaged or shortened
 ledger, the servers the holdout was first scored on (rows from others become excluded), the
-ledger's refusals, the reuse of the holdout — and the entry to append.
+ledger's refusals (with a card pre-registered on an earlier slice of a grown pack), the reuse
+of the holdout — and the entry to append.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from .ledger import (NO_SERVER, bare_entry, holdout_reuse, ledger_entry, ledger_
                      pinned_servers, read_ledger)
 from .refusals import ALPHA, note_for, refusal
 from .scored_slice import Slice
+from .slices import slice_reasons
 
 
 @dataclass
@@ -90,6 +92,8 @@ def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
     entry = ledger_entry(s.exp, s.manifest, agents, sorted(set(_server_labels(scored))))
     earlier = [e for e in prior if bare_entry(e) != bare_entry(entry)]
     mem.reasons.extend(ledger_reasons(earlier, entry))
+    # a card pre-registered on an earlier slice of a grown pack (split --extend)
+    mem.reasons.extend(slice_reasons(earlier, entry, s.manifest))
     mem.reuse = holdout_reuse(earlier, entry, s.cand)
     if mem.reuse:
         mem.notes.append(note_for("HOLDOUT_REUSED", mem.reuse["sentence"]))

@@ -3,6 +3,9 @@
 Reads:  a sealed task (meta.json, prompt.md, repo/, visible_tests/, hidden_tests/) and the
         pack's denylist.txt
 Writes: results/tasks/<id>/<task_digest>/leak-<denylist_digest>.json; exits 1 on a suspect
+        (``--record``, as the workflow runs it: exits 0, the report says ``suspect``), and
+        ``verdict``: results/leak_check/verdict.json when no task of the pack is suspect; else
+        it exits 1 naming every suspect, its field and what matched (one run shows them all)
 
 Rules (seed "Match the human clock", step 2, plus identifiers):
 - *token overlap*: tokens are lower-case ``[a-z0-9]+`` words longer than 3 characters; a task
@@ -37,6 +40,7 @@ a hidden-test hit: move the text out of the prompt/repo, or the test is not hidd
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from dataclasses import asdict, dataclass, field
@@ -54,6 +58,8 @@ WORD = re.compile(r"[a-z0-9]+")
 IDENT_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MIN_SHARED = 4
 CHECK_DENYLIST = "denylist"
+HIDDEN_WHAT = {"test_name": "hidden test name", "assert_literal": "hidden assertion literal",
+               "line": "hidden test line"}
 
 
 def tokens(text: str) -> set[str]:
@@ -74,6 +80,7 @@ class LeakHit:
     lineno: int        # line of denylist.txt
     line: str
     evidence: str
+    where: str = ""    # the task's field(s) that matched: title, notes, prompt.md, task id, repo/
 
 
 def read_denylist(path: Path) -> list[DenyLine]:
@@ -100,17 +107,26 @@ def leak_hits(task_id: str, title: str, notes: str, prompt: str, identifiers: se
     hay = tokens(text)
     low = text.lower()
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+    fields = {"title": title, "notes": notes, "prompt.md": prompt}
+
+    def where(pred) -> str:
+        return ", ".join(name for name, value in fields.items() if pred(value))
+
     hits: list[LeakHit] = []
     for d in denylist:
         needle = tokens(d.text)
         shared = hay & needle
         if len(shared) >= MIN_SHARED:
-            hits.append(LeakHit("token_overlap", d.lineno, d.text, "shared tokens: " + ", ".join(sorted(shared))))
+            hits.append(LeakHit("token_overlap", d.lineno, d.text, "shared tokens: " + ", ".join(sorted(shared)),
+                                where(lambda v: bool(tokens(v) & shared))))
         if d.text.lower() in low:
-            hits.append(LeakHit("contains_line", d.lineno, d.text, "the task text contains this line"))
+            hits.append(LeakHit("contains_line", d.lineno, d.text, "the task text contains this line",
+                                where(lambda v: d.text.lower() in v.lower())))
         if IDENT_LINE.match(d.text) and (d.text == task_id or d.text in identifiers or d.text in words):
-            where = "task id" if d.text == task_id else ("repo/ definition" if d.text in identifiers else "task text")
-            hits.append(LeakHit("identifier", d.lineno, d.text, f"identifier matches ({where})"))
+            kind = "task id" if d.text == task_id else ("repo/ definition" if d.text in identifiers else "task text")
+            field_ = {"task id": "task id", "repo/ definition": "repo/"}.get(kind) or where(
+                lambda v: d.text in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", v))
+            hits.append(LeakHit("identifier", d.lineno, d.text, f"identifier matches ({kind})", field_))
     return hits
 
 
@@ -146,6 +162,21 @@ class TaskReport:
     @property
     def suspect(self) -> bool:
         return bool(self.hits or self.ngram_hits or self.entry_point_hits or self.hidden_hits)
+
+    @classmethod
+    def from_json(cls, rec: dict) -> "TaskReport":
+        """The report a job wrote (``to_json``), read back (the pack-level verdict reads these)."""
+        return cls(rec["task_id"], [LeakHit(**h) for h in rec.get("hits") or []], list(rec.get("ngram_hits") or []),
+                   list(rec.get("entry_point_hits") or []), list(rec.get("checks") or []), rec.get("corpus"),
+                   rec.get("corpus_missing"), [HiddenHit(**x) for x in rec.get("hidden_test_hits") or []])
+
+    def matches(self, denylist_path: str = "denylist.txt") -> list[str]:
+        """One short phrase per match: the field that matched and what it matched."""
+        out = [f"{h.where or 'task text'}: {denylist_path}:{h.lineno} {h.line!r} ({h.rule})" for h in self.hits]
+        out += [f"{g.split(':', 1)[0]}: HumanEval 13-gram" for g in self.ngram_hits]
+        out += [f"repo/: HumanEval entry point {e!r}" for e in self.entry_point_hits]
+        out += [f"{x.file}: {HIDDEN_WHAT.get(x.kind, x.kind)} {x.text!r} (from {x.source})" for x in self.hidden_hits]
+        return out
 
     def to_json(self, denylist_lines: int) -> dict:
         return {"task_id": self.task_id, "suspect": self.suspect, "denylist_lines": denylist_lines,
@@ -190,15 +221,14 @@ def format_report(rep: TaskReport, denylist_path: str = "denylist.txt") -> str:
                                              ("HumanEval entry points", rep.entry_point_hits),
                                              ("its hidden tests", rep.hidden_hits)) if on) + ":"]
     for h in rep.hits:
-        lines.append(f"  {denylist_path}:{h.lineno}: {h.line!r} ({h.rule}; {h.evidence})")
+        lines.append(f"  {denylist_path}:{h.lineno}: {h.line!r} ({h.rule}; {h.evidence})"
+                     + (f" in {h.where}" if h.where else ""))
     for g in rep.ngram_hits:
         lines.append(f"  HumanEval 13-gram in {g}")
     for e in rep.entry_point_hits:
         lines.append(f"  HumanEval entry point {e!r} is defined in repo/")
     for x in rep.hidden_hits:
-        what = {"test_name": "hidden test name", "assert_literal": "hidden assertion literal",
-                "line": "hidden test line"}.get(x.kind, x.kind)
-        lines.append(f"  {x.file}: {what} {x.text!r} (from {x.source})")
+        lines.append(f"  {x.file}: {HIDDEN_WHAT.get(x.kind, x.kind)} {x.text!r} (from {x.source})")
     if rep.hits or rep.ngram_hits or rep.entry_point_hits:
         lines.append("  Rewrite the task (plant a new bug); do not paraphrase a public issue. Nothing downstream runs.")
     if rep.hidden_hits:
@@ -207,7 +237,49 @@ def format_report(rep: TaskReport, denylist_path: str = "denylist.txt") -> str:
     return "\n".join(lines)
 
 
+def pack_summary(suspects: list[TaskReport], checked: int, denylist_path: str = "denylist.txt") -> str:
+    """Every suspect of the pack in one message: each task, the field and what matched."""
+    ids = ", ".join(r.task_id for r in suspects)
+    lines = [f"leak_check: {len(suspects)} of {checked} tasks are leak suspects ({ids}); nothing downstream "
+             "runs (no control, no agent) until every one is fixed:"]
+    for r in suspects:
+        lines += [f"  {r.task_id}: {m}" for m in r.matches(denylist_path)]
+    return "\n".join(lines)
+
+
+def verdict(reports: list[Path], out: Path, denylist_path: str = "denylist.txt") -> list[TaskReport]:
+    """The pack-level step: read every task's report; with no suspect write ``out``, else
+    print each suspect and the summary and write nothing. Returns the suspects."""
+    recs = [TaskReport.from_json(read_json(p)) for p in reports]
+    suspects = sorted((r for r in recs if r.suspect), key=lambda r: r.task_id)
+    for r in suspects:
+        print(format_report(r, denylist_path), file=sys.stderr)
+    if suspects:
+        print(pack_summary(suspects, len(recs), denylist_path), file=sys.stderr)
+        return suspects
+    write_json(out, {"checked": len(recs), "suspects": [], "tasks": sorted(r.task_id for r in recs)})
+    print(f"leak_check: {len(recs)} tasks checked, no suspect")
+    return suspects
+
+
+def verdict_main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="sealbench.leak_check verdict",
+                                 description="fail listing every suspect among the tasks' leak reports")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("reports", type=Path, nargs="*")
+    args = ap.parse_args(argv)
+    pack = os.environ.get(paths.PACK_ENV)
+    try:
+        return 1 if verdict(args.reports, args.out, str(Path(pack) / "denylist.txt") if pack else "denylist.txt") else 0
+    except (SealbenchError, OSError, TypeError, KeyError) as exc:
+        print(f"leak_check verdict: a task's leak report cannot be read: {exc}", file=sys.stderr)
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["verdict"]:
+        return verdict_main(argv[1:])
     ap = argparse.ArgumentParser(prog="sealbench.leak_check", description=__doc__.splitlines()[0])
     ap.add_argument("--task", type=Path, help="a sealed task folder (one job)")
     ap.add_argument("--pack", type=Path, help="check every task of a pack (CLI use)")
@@ -217,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--expect-denylist-digest", help="refuse if the denylist changed since planning")
     ap.add_argument("--no-public-corpus", action="store_true",
                     help="run the denylist rules only (the card's posture then says filename_scan)")
+    ap.add_argument("--record", action="store_true",
+                    help="a suspect is recorded in --out and the job succeeds: the pack-level verdict stops the run")
     args = ap.parse_args(argv)
     try:
         if args.denylist is None:
@@ -227,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         dirs = [args.task] if args.task else [t.dir for t in load_pack(args.pack)] if args.pack else []
         if not dirs:
             ap.error("give --task or --pack")
-        suspects = 0
+        suspects: list[TaskReport] = []
         checks: set[str] = set()
         missing = None
         for d in dirs:
@@ -237,12 +311,17 @@ def main(argv: list[str] | None = None) -> int:
             if args.out:
                 write_json(args.out, rep.to_json(len(deny)))
             if rep.suspect:
-                suspects += 1
+                suspects.append(rep)
                 print(format_report(rep, str(args.denylist)), file=sys.stderr)
         if missing:
             print(f"leak_check: WARNING {missing}", file=sys.stderr)
-        print(f"leak_check: checked={len(dirs)} suspects={suspects} denylist_lines={len(deny)} "
+        if len(dirs) > 1 and suspects:
+            print(pack_summary(suspects, len(dirs), str(args.denylist)), file=sys.stderr)
+        print(f"leak_check: checked={len(dirs)} suspects={len(suspects)} denylist_lines={len(deny)} "
               f"checks={','.join(sorted(checks)) or 'none'}")
+        if suspects and args.record:
+            print("leak_check: recorded as a suspect; the pack-level verdict (leak_verdict) stops the run")
+            return 0
         return 1 if suspects else 0
     except SealbenchError as exc:
         print(f"leak_check: {exc}", file=sys.stderr)

@@ -18,6 +18,7 @@ from typing import Mapping
 from .configuration import envelope_digest
 from .core import canonical_json, sha256_text
 from .refusals import ALPHA, refusal
+from .slices import current_slice, entry_slice
 
 LEDGER = "ledger.jsonl"
 
@@ -103,7 +104,10 @@ def ledger_entry(exp: Mapping, manifest: Mapping, agents: Mapping[str, str],
     cfg = exp["config_full"]
     identities = exp.get("agent_identity") or {}
     prereg = preregistration(cfg, exp)
+    # the slice of a grown pack (split --extend); slice 1 is left out, as in lines written before slices
+    grown = {"slice": current_slice(manifest)} if current_slice(manifest) > 1 else {}
     return {
+        **grown,
         "card_name": cfg.get("card_name", "default"),
         "pack_digest": exp["pack_digest"],
         "denylist_digest": exp.get("denylist_digest"),
@@ -189,6 +193,24 @@ def _same_holdout(a: Mapping, b: Mapping) -> bool:
     return bool(set(a["holdout"]) & set(b["holdout"]))
 
 
+def _moved(prior: list[dict], entry: Mapping) -> list[str]:
+    """The holdout tasks removed or edited since the first look on each slice up to this one,
+    and, against the first look on this slice, any task added (the tasks a later slice added
+    are not a moved denominator: ``slices.slice_reasons`` speaks for them)."""
+    now, here = entry["holdout"], entry_slice(entry)
+    firsts: dict[int, Mapping] = {}
+    for e in prior:
+        if e.get("kind") != "slice" and entry_slice(e) <= here:
+            firsts.setdefault(entry_slice(e), e)
+    moved: set[str] = set()
+    for k, e in firsts.items():
+        first = e["holdout"]
+        moved |= {t for t in first if t not in now or first[t] != now[t]}
+        if k == here:
+            moved |= set(now) - set(first)
+    return sorted(moved)
+
+
 def ledger_reasons(prior: list[dict], entry: Mapping) -> list[dict]:
     """The holdout's memory: refuse when this scoring contradicts an earlier one."""
     reasons = []
@@ -208,9 +230,8 @@ def ledger_reasons(prior: list[dict], entry: Mapping) -> list[dict]:
                                + "; ".join(tuned) + "): its command, settings or code changed after it saw the "
                                "holdout, under its old name or a new one. Score the new version on a fresh holdout.",
                                tuned))
-    if prior and prior[0]["holdout"] != entry["holdout"]:
-        first, now = prior[0]["holdout"], entry["holdout"]
-        moved = sorted(set(first) ^ set(now)) + sorted(t for t in set(first) & set(now) if first[t] != now[t])
+    moved = _moved(prior, entry)
+    if moved:
         reasons.append(refusal("DENOMINATOR_MOVED", f"The holdout changed since its first scored run "
                                f"(tasks added, removed or edited: {', '.join(moved)}).", moved))
     card = [e for e in prior if e["card_name"] == entry["card_name"]]

@@ -138,6 +138,16 @@ def pack_log(pdigest: str, name: str, results: str = RESULTS) -> str:
     return f"{results}/packs/{pdigest}/{name}.log"
 
 
+def leak_verdict(results: str = RESULTS) -> str:
+    """The pack-level leak verdict (no task suspect). One path, not content-addressed: the
+    controls and agent runs wait for it (``ancient``), so rewriting it never reruns them."""
+    return f"{results}/leak_check/verdict.json"
+
+
+def leak_verdict_log(results: str = RESULTS) -> str:
+    return f"{results}/leak_check/verdict.log"
+
+
 def split_log(key: str, results: str = RESULTS) -> str:
     return f"{results}/split/{key}/split.log"
 

@@ -29,6 +29,8 @@ REFUSALS: dict[str, str] = {
     "HOLDOUT_TUNED": "an agent (by name, declared lineage or code file) reached the holdout with more than one "
                      "fingerprint (tuned on the holdout)",
     "DENOMINATOR_MOVED": "the holdout's task set or task digests changed after a scored run",
+    "CARD_ON_EARLIER_SLICE": "the card was pre-registered (first scored) on an earlier slice of the pack; the pack "
+                             "has grown since (split --extend), and numbers from two slices are not comparable",
     "ENVELOPE_CHANGED": "the envelope changed under the same card name after a scored run",
     "LEDGER_UNREADABLE": "the pack's ledger.jsonl is damaged, so the holdout's history cannot be checked",
     "PREREGISTRATION_CHANGED": "a knob that decides the result (MDE, discordance, min_kept_tasks, interval, strata, "

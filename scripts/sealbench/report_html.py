@@ -7,13 +7,17 @@ One self-contained page: inline CSS and inline SVG, no script, no external resou
 timestamp (the same inputs give the same bytes). Every piece of text from the inputs is
 escaped. Sections: the decision (reasons, notes, allowed and refused sentences), plot 1
 (pass rate per stratum with Wilson 95% intervals for every solver, controls included, one
-panel per split), plot 2 (the paired outcome table of candidate vs baseline per stratum on
-the scored split, with the comparison numbers), plot 3 (time to green of agents and humans),
-the card and the per-task table.
+panel per split, and its table), plot 2 (the paired outcome table of candidate vs baseline
+per stratum on the scored split, with the comparison numbers, the per-stratum deltas and the
+tasks won and lost), plot 3 (time to green of agents and humans), the candidate against the
+do-nothing controls, humans beside agents, tokens and cost per pass and pass@k, the task
+table, the per-task outcomes (each solver's result with links to its patch and logs) and the
+card. Every table and line of report.md is here, built by the same functions.
 
 This module is the page frame (CSS, header, navigation, the order of the sections) and the
-entry points; the plots are in ``plots_svg.py``, the sections in ``report_sections.py`` and
-the shared helpers in ``report_common.py``. ``report.md`` is written by ``report_md.py``.
+entry points; the plots are in ``plots_svg.py``, the sections in ``report_sections.py``,
+``report_tables.py`` (report.md's tables) and ``report_outcomes.py`` (per-task outcomes), the
+shared helpers in ``report_common.py``. ``report.md`` is written by ``report_md.py``.
 
     python -m sealbench.report_html EXP_DIR
 """
@@ -29,7 +33,9 @@ import pandas as pd
 from .core import atomic_write_text, read_json
 from .plots_svg import plot_pass_rates, plot_time_to_green
 from .report_common import esc, split_order, strata_order
+from .report_outcomes import section_outcomes
 from .report_sections import section_card, section_comparison, section_decision, section_tasks
+from .report_tables import section_side_tables, strata_twin
 
 
 # ----------------------------------------------------------------------------- style
@@ -61,14 +67,22 @@ svg{max-width:100%;height:auto;display:block;margin:8px 0}
 figure{margin:12px 0}figcaption{font-size:13px;color:#444}
 nav a{margin-right:12px;font-size:13px}
 details{margin:6px 0}summary{cursor:pointer;color:#1f5fa8}
+#outcomes table,#tasks table{font-size:12px}td.task{width:30%}td.task .mono{font-size:12px}
+.ttl{color:#444;font-size:11px}.st{font-weight:600}.links{font-size:11px}.links a{margin-right:3px;white-space:nowrap}
+.ep-pass{color:#1b5e20;font-weight:600}.ep-fail{color:#8e1c1c;font-weight:600}.ep-warn{color:#8a5a00;font-weight:600}
+#tasks td:first-child{white-space:nowrap}
+details.twin summary h3{display:inline;color:#1d1d1f}
 """
 
 
 # ----------------------------------------------------------------------------- page
 
 
-def render_html(decision: dict, card: dict, tasks: pd.DataFrame, runs: pd.DataFrame, strata: pd.DataFrame) -> str:
-    """The whole report page as one self-contained HTML string (deterministic for the same inputs)."""
+def render_html(decision: dict, card: dict, tasks: pd.DataFrame, runs: pd.DataFrame, strata: pd.DataFrame,
+                exp_dir: Path | None = None) -> str:
+    """The whole report page as one self-contained HTML string (deterministic for the same inputs
+    and the same files under results/). With ``exp_dir`` (``results/experiments/<id>``), the
+    per-task outcomes link to each run's files that exist."""
     tasks = tasks.reset_index(drop=True)
     runs = runs.reset_index(drop=True)
     strata = strata.reset_index(drop=True)
@@ -91,21 +105,27 @@ def render_html(decision: dict, card: dict, tasks: pd.DataFrame, runs: pd.DataFr
         f'<strong>{esc(comp.get("baseline", "?"))}</strong>, scored split <strong>{esc(comp.get("split", "?"))}'
         f"</strong>. Generated from decision.json, card.json and tables/*.parquet.</p>",
         '<nav><a href="#decision">Decision</a><a href="#rates">Pass rates</a><a href="#paired">Paired</a>'
-        '<a href="#ttg">Time to green</a><a href="#card">Card</a><a href="#tasks">Tasks</a></nav></header>',
+        '<a href="#ttg">Time to green</a>' + ('<a href="#controls">Controls</a>' if decision.get("dummy_deltas")
+                                              else "")
+        + '<a href="#humans">Humans</a><a href="#cost">Cost</a><a href="#tasks">Tasks</a>'
+        '<a href="#outcomes">Outcomes</a><a href="#card">Card</a></nav></header>',
         section_decision(decision),
         '<section id="rates"><h2>Plot 1 — pass rate per stratum, every solver</h2><figure>',
         plot_pass_rates(decision, strata, runs, strata_names, splits),
         "<figcaption>From strata.parquet: hidden-test pass rate of every solver — the candidate, the baseline, "
         "other agents, humans and the controls (empty_diff and stub must be 0%, oracle must be 100%) — per stratum "
-        "and split, with the Wilson 95% interval and the number of tasks n.</figcaption></figure></section>",
+        "and split, with the Wilson 95% interval and the number of tasks n.</figcaption></figure>",
+        strata_twin(strata), "</section>",
         section_comparison(decision, runs, strata_names),
         '<section id="ttg"><h2>Plot 3 — time to green, agents and humans</h2><figure>',
         plot_time_to_green(decision, card, runs, splits),
         "<figcaption>time_to_green_s from runs.parquet: seconds from the start of the clock to the first green "
         "visible-test run, for runs whose final state is green. A green visible run is not a hidden pass. Runs "
         "with no value are counted as “no green” (k / rows of that solver and split).</figcaption></figure></section>",
+        section_side_tables(decision),
+        section_tasks(tasks, decision),
+        section_outcomes(decision, tasks, runs, exp_dir),
         section_card(card, decision),
-        section_tasks(tasks, runs, decision),
         "</body></html>",
         "",
     ]
@@ -118,7 +138,7 @@ def write_report(exp_dir: Path) -> Path:
     decision = read_json(exp_dir / "decision.json")
     card = read_json(exp_dir / "card.json")
     tables = {t: pd.read_parquet(exp_dir / "tables" / f"{t}.parquet") for t in ("tasks", "runs", "strata")}
-    page = render_html(decision, card, tables["tasks"], tables["runs"], tables["strata"])
+    page = render_html(decision, card, tables["tasks"], tables["runs"], tables["strata"], exp_dir)
     out = exp_dir / "report.html"
     atomic_write_text(out, page)
     return out

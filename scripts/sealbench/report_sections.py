@@ -2,9 +2,10 @@
 
 ``section_decision`` (the verdict, each solver's most common failure, reasons, notes, allowed
 and refused sentences),
-``section_comparison`` (plot 2 with its table and the comparison numbers), ``section_card`` (the
-card and the digests) and ``section_tasks`` (one row per task). Each returns one
-``<section>`` string; every piece of text from the inputs is escaped.
+``section_comparison`` (plot 2 with its table, the comparison numbers, report.md's comparison
+tables and the tasks won and lost), ``section_card`` (the card and the digests) and
+``section_tasks`` (report.md's task table with the clock and every flag). Each returns
+one ``<section>`` string; every piece of text from the inputs is escaped.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from typing import Any, Mapping
 import pandas as pd
 
 from .plots_svg import plot_paired
-from .report_common import (PAIR_LABELS, _isnull, _num, _pct, esc, paired_counts, solver_order, split_order,
-                            strata_order)
+from .report_common import PAIR_LABELS, _isnull, _num, _pct, esc, paired_counts
+from .report_md import banner_headline, headline_value_line, tasks_table
+from .report_outcomes import task_order, won_lost_of
+from .report_tables import comparison_twins, html_table
 
 
 def _evidence(ev: Any) -> str:
@@ -32,20 +35,18 @@ def _evidence(ev: Any) -> str:
 def section_decision(decision: Mapping) -> str:
     pub = bool(decision.get("publishable"))
     out = [f'<section id="decision"><h2>Decision</h2>'
-           f'<div class="verdict {"ok" if pub else "no"}">Headline: {"PUBLISHABLE" if pub else "NOT PUBLISHABLE"}'
-           '</div>']
+           f'<div class="verdict {"ok" if pub else "no"}">{esc(banner_headline(decision))}</div>']
     if decision.get("comparison_summary"):
         out.append(f'<div class="verdict {"ok" if decision["comparison_summary"].startswith("winner") else "no"}">'
-                   f'Comparison: {esc(decision["comparison_summary"])}</div>')
+                   f'Comparison: {esc(decision["comparison_summary"])}.</div>')
     head = decision.get("headline")
-    metric = decision.get("headline_metric", "")
     if head is None:
         why = ("the gate refused a headline" if not pub else
                "publishable per stratum only: no pooled number (see the notes)")
-        out.append(f"<p><strong>Headline:</strong> none — {why}. <span class=\"sub\">"
-                   f"({esc(metric)})</span></p>")
+        out.append(f"<p>{esc(headline_value_line(decision))} <span class=\"sub\">— {why}.</span></p>")
     else:
-        out.append(f"<p><strong>Headline:</strong> {esc(_pct(head))} ({esc(_num(head, 6))}) — {esc(metric)}</p>")
+        out.append(f"<p>{esc(headline_value_line(decision))} <span class=\"sub\">— {esc(_pct(head))} of the scored "
+                   "tasks.</span></p>")
     facts = []
     for key, lab in (("n", "scored tasks"), ("passes", "passes"), ("timeouts", "timeouts"),
                      ("exclusions", "exclusions")):
@@ -61,7 +62,7 @@ def section_decision(decision: Mapping) -> str:
         out.append('<ul class="failures">' + "".join(f"<li>{esc(f.get('sentence', ''))}</li>" for f in failures)
                    + "</ul>")
     reasons = decision.get("reasons") or []
-    out.append("<h3>Reasons (blocking refusals)</h3>")
+    out.append("<h3>Why not (blocking refusals)</h3>")
     if reasons:
         out.append('<table><tr><th>code</th><th>meaning</th><th>sentence</th><th>evidence</th></tr>')
         for r in reasons:
@@ -154,7 +155,9 @@ def section_comparison(decision: Mapping, runs: pd.DataFrame, strata_names: list
         item("required n", f"{_num(pw.get('required_n_miller'))} tasks for the pre-registered MDE "
                            f"{_num(pw.get('mde'), 3)} at planning discordance {_num(pw.get('planning_discordance'), 3)}"
                            f" (Miller Eq. 9; Connor: {_num(pw.get('required_n_connor'))})")
-    out.append("</dl></section>")
+    out.append("</dl>")
+    out.append(comparison_twins(decision, *won_lost_of(decision, runs)))
+    out.append("</section>")
     return "".join(out)
 
 
@@ -196,57 +199,30 @@ def section_card(card: Mapping, decision: Mapping) -> str:
     return "".join(out)
 
 
-def _outcome_cell(g: pd.DataFrame) -> tuple[str, str]:
-    if g is None or not len(g):
-        return "", ""
-    st = g.status.astype(str).tolist()
-    if len(st) == 1:
-        s = st[0]
-        return s, "pass" if s == "pass" else "fail" if s == "fail" else "warn"
-    k = st.count("pass")
-    others = sorted({s for s in st if s not in ("pass", "fail")})
-    txt = f"{k}/{len(st)} pass" + (f" ({', '.join(others)})" if others else "")
-    return txt, "pass" if k == len(st) else "fail" if k == 0 and not others else "warn"
+def section_tasks(tasks: pd.DataFrame, decision: Mapping) -> str:
+    """report.md's task table (the scored split first, its rows marked with a blue left edge)
+    with the clock, the oracle's passes and the other flags beside it."""
+    scored = (decision.get("comparison") or {}).get("split")
+    records = task_order(tasks, decision)
+    ordered = pd.DataFrame.from_records(records, columns=list(tasks.columns))
+    table = tasks_table(ordered)
+    clocks = [f'<td class="num">{esc(_num(t.get("time_box_sec")))}</td>' for t in records]
+    oracle, other = [], []
+    for t in records:
+        runs = "" if _isnull(t.get("oracle_runs")) else f"{_num(t.get('oracle_passes'))}/{_num(t.get('oracle_runs'))}"
+        oracle.append(f'<td class="num">{esc(runs)}</td>')
+        flags = [lab for col, lab in (("stub_passes", "stub passes"), ("control_infra_fail", "control infra_fail"))
+                 if not _isnull(t.get(col)) and bool(t.get(col))]
+        other.append("<td>" + "".join(f'<span class="flag">{esc(f)}</span>' for f in flags) + "</td>")
 
+    def flag(col: str, c: str) -> str:
+        bad = (col == "oracle_ok" and c == "False") or (col in ("weak_test", "flaky", "leak") and c == "True")
+        return "fail" if bad else ""
 
-def section_tasks(tasks: pd.DataFrame, runs: pd.DataFrame, decision: Mapping) -> str:
-    comp = decision.get("comparison") or {}
-    scored = comp.get("split")
-    workers = [s for s, r in solver_order(decision, runs, pd.DataFrame()) if r != "control"]
-    out = ['<section id="tasks"><h2>Tasks</h2><p class="sub">One row per task, the scored split first (its rows '
-           "marked with a blue left edge). Outcome columns: status of each agent or human run on the task (several epochs: "
-           "passes / runs).</p>"]
-    head = ["task", "stratum", "split", "title", "clock s", "oracle", "flags"] + list(workers) + ["digest"]
-    out.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>")
-    groups = {}
-    if len(runs) and workers:
-        for (sv, tid), g in runs[runs.solver.isin(workers)].groupby(["solver", "task_id"], sort=True):
-            groups[(str(sv), str(tid))] = g
-    sp_rank = {s: i + 1 for i, s in enumerate(split_order(tasks))}
-    st_rank = {s: i for i, s in enumerate(strata_order(decision, {}, tasks))}
-
-    def sort_key(t: Mapping) -> tuple:
-        sp, st = str(t.get("split")), str(t.get("stratum"))
-        return (0 if sp == scored else sp_rank.get(sp, 99), st_rank.get(st, 99), str(t.get("task_id")))
-
-    for t in sorted(tasks.to_dict("records"), key=sort_key):
-        flags = [lab for col, lab in (("leak_suspect", "leak"), ("weak_test", "weak test"),
-                                      ("stub_passes", "stub passes"), ("flaky", "flaky"),
-                                      ("control_infra_fail", "control infra_fail")) if t.get(col) is True
-                 or (not _isnull(t.get(col)) and bool(t.get(col)))]
-        orc = "" if _isnull(t.get("oracle_runs")) else f"{_num(t.get('oracle_passes'))}/{_num(t.get('oracle_runs'))}"
-        if not _isnull(t.get("oracle_ok")) and not bool(t.get("oracle_ok")):
-            orc += " FAILED"
-        cls = ' class="scored"' if scored is not None and t.get("split") == scored else ""
-        cells = [f"<td class=\"mono\">{esc(t.get('task_id'))}</td>", f"<td>{esc(t.get('stratum'))}</td>",
-                 f"<td>{esc(t.get('split'))}</td>", f"<td>{esc(t.get('title', ''))}</td>",
-                 f"<td class=\"num\">{esc(_num(t.get('time_box_sec')))}</td>",
-                 f"<td class=\"{'fail' if 'FAILED' in orc else ''}\">{esc(orc)}</td>",
-                 "<td>" + "".join(f'<span class="flag">{esc(f)}</span>' for f in flags) + "</td>"]
-        for w in workers:
-            txt, c = _outcome_cell(groups.get((w, str(t.get("task_id")))))
-            cells.append(f'<td class="{c}">{esc(txt)}</td>')
-        cells.append(f"<td class=\"mono\">{esc(str(t.get('task_digest') or '')[:12])}</td>")
-        out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
-    out.append("</table></section>")
-    return "".join(out)
+    rows = ["scored" if scored is not None and t.get("split") == scored else "" for t in records]
+    body = html_table(table, [(3, "clock s", clocks), (4, "oracle passes", oracle), (7, "other flags", other)],
+                      flag, rows)
+    return ('<section id="tasks"><h2>Tasks</h2><p class="sub">One row per task, the scored split first (its rows '
+            "marked with a blue left edge): its checks (oracle_ok: the gold patch passed every run; weak_test: "
+            "the empty diff passes; flaky; leak: a leak suspect), clock and the other flags. Each task's title "
+            "and each solver's outcome are under Per-task outcomes.</p>" + body + "</section>")

@@ -201,6 +201,13 @@ class Sandbox:
     #: folders inside a writable one that stay read-only (the sealed test folders of a scoring
     #: workspace: code imported by one test module must not rewrite the modules collected after)
     frozen: tuple[Path, ...] = ()
+    #: a session of its own (``--new-session``: no controlling terminal to push keystrokes into);
+    #: False only for a person's interactive sealed shell (``session_shell``)
+    new_session: bool = True
+
+    def keeping_terminal(self) -> "Sandbox":
+        """The same sandbox without ``--new-session``: an interactive shell keeps its terminal."""
+        return replace(self, new_session=False)
 
     def with_frozen(self, *paths: Path) -> "Sandbox":
         return replace(self, frozen=self.frozen + tuple(Path(p).absolute() for p in paths))
@@ -246,9 +253,9 @@ class Sandbox:
             return list(argv)
         exe, version = bwrap_executable()
         exe = exe or "bwrap"
-        cmd = [exe, "--die-with-parent", "--new-session", "--unshare-user", "--uid", str(SANDBOX_UID),
-               "--gid", str(SANDBOX_GID), "--cap-drop", "ALL", "--disable-userns", "--unshare-pid", "--unshare-ipc",
-               "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sealbench"]
+        cmd = [exe, "--die-with-parent", *(["--new-session"] if self.new_session else []), "--unshare-user",
+               "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--cap-drop", "ALL", "--disable-userns",
+               "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sealbench"]
         if not self.network:
             cmd.append("--unshare-net")
         bound: list[Path] = []

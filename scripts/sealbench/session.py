@@ -9,10 +9,12 @@ Commands (``sealbench session ...``; the functions of the same name are the API)
 
 - ``start TASK --role human --who NAME``: validates the config and the pack, builds the
   workspace (docs/contract.md §1) in a scratch folder outside the project tree, starts the clock.
-- ``check``: runs the task's visible command at the workspace root and records the attempt.
+- ``check``: runs the task's visible command at the workspace root, in the sandbox an agent's
+  visible runs get (the pack and results/ not mounted), and records the attempt.
 - ``steer "TEXT"``: records one human intervention (help the person received).
 - ``submit``: stops the clock, takes the patch, writes the run record, removes the workspace.
 - ``status``: the session, its elapsed/remaining time and attempts so far.
+- ``shell``: the sealed shell the person works in (``session_shell``).
 
 Reads:  the config (``config/config.yaml``), the pack's task folder (``meta.json``,
         ``prompt.md``, ``repo/``, ``visible_tests/``; never the hidden tests or gold patch)
@@ -20,11 +22,13 @@ Writes: <results>/sessions/current                    the id of the last started
         <results>/sessions/<session_id>/session.json  the session (status ``open``/``submitted``)
         <results>/sessions/<session_id>/prompt.md     read-only copy of the task prompt
         <results>/sessions/<session_id>/attempts.jsonl  one line per visible attempt
+        <results>/sessions/<session_id>/visible_logs/  each visible run's output
         <results>/sessions/<session_id>/out/steers.jsonl  one line per steer
         <results>/tasks/<task_id>/<task_digest>/sessions/<who>/<epoch>/
             run.json, patch.diff, attempts.jsonl, prompt.md, out/steers.jsonl
         a scratch folder ``sealbench-session-*`` in ``$SEALBENCH_TMPDIR`` or the system temp
-        dir (the workspace and its shadow git folder), removed at submit.
+        dir (the workspace, its shadow git folder and ``.sealbench-session.json``, which names
+        the project, results/ and the session for commands run in the workspace), removed at submit.
 
 ``session_id`` is ``<task>-<who>-<n>`` (n counts that person's sessions on that task);
 ``epoch`` is 1 + the number of run records already submitted by that person for that task
@@ -36,7 +40,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -55,6 +58,8 @@ from .core import (
 )
 from .configuration import load_config_file
 from .packs import load_pack
+from .processes import run_process
+from .project import SESSION_MARKER
 from .visible import sealed_green
 from .workspace import (
     Workspace,
@@ -267,8 +272,13 @@ def start_session(task_id: str, who: str, role: str = "human", config: Path = Pa
             "base_commit": ws.base_commit, "workspace": str(ws.root), "shadow": str(ws.shadow),
             "scratch": str(scratch), "visible_command": task.meta["visible_command"],
             "prompt": str(prompt), "results": str(Path(results).absolute()), "status": "open",
+            # the sandbox the visible runs and the sealed shell get, as an agent's (config sandbox, limits)
+            "sandbox": cfg["sandbox"], "limits": cfg["limits"],
         }
         write_json(sdir / "session.json", data)
+        # beside the workspace: the commands run in it find the project, results/ and this session
+        write_json(scratch / SESSION_MARKER, {"project": str(Path.cwd()), "results": data["results"],
+                                              "session_id": sdir.name})
     except BaseException:
         _remove_scratch(scratch)
         if (sdir / "prompt.md").exists():
@@ -280,31 +290,47 @@ def start_session(task_id: str, who: str, role: str = "human", config: Path = Pa
 
 
 def check(session_id: str | None = None, results: Path = Path("results")) -> tuple[int, dict]:
-    """Run the visible command at the workspace root (output passes through to the terminal)
-    and append ``{"start_s", "end_s", "exit"}`` to ``attempts.jsonl``. Returns (exit code, attempt)."""
+    """Run the visible command at the workspace root in the session's sandbox (its output then
+    printed; kept in ``visible_logs/``) and append ``{"start_s", "end_s", "exit"}`` to
+    ``attempts.jsonl``. Returns (exit code, attempt)."""
     s = resolve(results, session_id)
     _require_open(s)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    box = session_sandbox(s)
+    n = len(read_jsonl(s.attempts_path)) + 1
+    logs = s.dir / "visible_logs"
     t0 = _now()
-    proc = subprocess.run(["bash", "-c", s.data["visible_command"]], cwd=s.data["workspace"],
-                          env=harness_env(), stdin=subprocess.DEVNULL, check=False)
+    res = run_process(s.data["visible_command"], Path(s.data["workspace"]), harness_env(),
+                      max(5.0, float(s.data["time_box_s"])), logs / f"visible-{n}.stdout", logs / f"visible-{n}.stderr",
+                      sandbox=box)
     t1 = _now()
+    for log, stream in ((logs / f"visible-{n}.stdout", sys.stdout), (logs / f"visible-{n}.stderr", sys.stderr)):
+        stream.write(log.read_bytes().decode("utf-8", "replace"))
+        stream.flush()
+    rc = res.returncode if res.end_reason == "exit" and res.returncode is not None else 124
     started = s.data["started_at"]
-    attempt = {"start_s": round(t0 - started, 3), "end_s": round(t1 - started, 3), "exit": proc.returncode}
-    if proc.returncode == 0:
+    attempt = {"start_s": round(t0 - started, 3), "end_s": round(t1 - started, 3), "exit": rc}
+    if rc == 0:
         # the same rule as for agents: green only if the workspace as it stands passes the
         # visible tests restored from the pack, under the tamper rules (visible.sealed_green)
         task_dir = Path(s.data["pack"]) / "tasks" / s.data["task_id"]
-        n = len(read_jsonl(s.attempts_path)) + 1
         try:
             green, why = sealed_green(task_dir, read_json(task_dir / "meta.json"), s.workspace(),
-                                      s.dir / "visible_logs" / f"sealed-{n}", max(5.0, s.remaining()))
+                                      s.dir / "visible_logs" / f"sealed-{n}", max(5.0, s.remaining()), box)
         except Exception as exc:  # noqa: BLE001 - a check that broke is not a green
             green, why = False, f"the sealed check could not run: {type(exc).__name__}: {exc}"
         attempt.update(sealed_green=green, sealed_reason=why)
     _append_jsonl(s.attempts_path, attempt)
-    return proc.returncode, attempt
+    return rc, attempt
+
+
+def session_sandbox(s: Session):
+    """The sandbox a session's visible runs get, as an agent's (``run_agent``'s tests sandbox): the
+    workspace writable; the pack, results/ and the project not mounted; the config's ``sandbox``
+    level and ``limits`` (recorded at start). The sealed shell is ``session_shell``."""
+    from .sandbox import make_sandbox, resolve_level
+
+    return make_sandbox(resolve_level(s.data.get("sandbox", "auto")), writable=[Path(s.data["workspace"])],
+                        hide=[Path(s.data["pack"]), Path(s.data["results"])], limits=s.data.get("limits"))
 
 
 def steer(text: str, session_id: str | None = None, results: Path = Path("results")) -> dict:

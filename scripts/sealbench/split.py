@@ -1,7 +1,7 @@
 """split: a seeded tune/holdout split, stratified by stratum, frozen once in the pack.
 
 Reads:  the pack's task ids and strata; PACK/split_manifest.json if it exists
-Writes: PACK/split_manifest.json (only when absent; never rewritten)
+Writes: PACK/split_manifest.json (only when absent; grown only by --extend, never reshuffled)
         results/split/<key>/split_manifest.json (the copy the aggregates read)
 
 Rules: at least 12 tasks; per stratum, round(n_h * holdout_frac) tasks go to the holdout
@@ -11,6 +11,12 @@ holdout results is how fitted numbers happen), a manifest whose ids no longer ma
 pack is an error (the denominator moved), and every check recomputes the split from the
 manifest's own seed and fraction and refuses lists that differ (a hand edit that keeps the
 seed), naming the tasks that moved.
+
+Packs grow (``--extend``, :func:`extend`): each task in the pack but not in the manifest goes
+to tune or holdout by a seeded hash of its own id (``slices.hash_side``), every task already
+split keeps its side, and the manifest records the extension as the next slice (its tasks,
+date, pack digest, seed and method) with a line in the pack's ledger. A removed task is
+refused, named. The checks recompute slice 1 from the seed and each later slice from the hash.
 """
 
 from __future__ import annotations
@@ -22,11 +28,14 @@ import os
 import random
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Mapping
 
-from . import paths
-from .core import SealbenchError, canonical_json, read_json, sha256_text, write_json
+from . import paths, slices
+from .core import (SealbenchError, canonical_json, denylist_digest, pack_digest, read_json, sha256_text,
+                   task_digest, write_json)
+from .ledger import LEDGER, append_ledger, read_ledger
 from .packs import load_pack
 
 MIN_TASKS = 12
@@ -81,9 +90,8 @@ def make_split(strata_of: Mapping[str, str], seed: int, holdout_frac: float) -> 
     }
 
 
-def validate_manifest(manifest: object, path: Path, strata_of: Mapping[str, str],
-                      seed: int, holdout_frac: float) -> dict:
-    """Check a frozen manifest against the pack and the config; raise :class:`SplitError`."""
+def _check_fields(manifest: object, path: Path, seed: int, holdout_frac: float) -> dict:
+    """The manifest's own fields: types, no task twice, and the config's seed and fraction."""
     if not isinstance(manifest, dict):
         raise SplitError(f"{path}: must be a JSON object")
     for key, typ in (("seed", int), ("holdout_frac", (int, float)), ("tune", list), ("holdout", list)):
@@ -107,13 +115,29 @@ def validate_manifest(manifest: object, path: Path, strata_of: Mapping[str, str]
             f"holdout_frac={holdout_frac}. A holdout is frozen once; set the config back, or start "
             "a new pack (a new experiment) if you really mean a new split."
         )
+    return manifest
+
+
+def validate_manifest(manifest: object, path: Path, strata_of: Mapping[str, str],
+                      seed: int, holdout_frac: float) -> dict:
+    """Check a frozen manifest against the pack and the config; raise :class:`SplitError`."""
+    manifest = _check_fields(manifest, path, seed, holdout_frac)
+    tune, hold = manifest["tune"], manifest["holdout"]
     pack_ids, man_ids = set(strata_of), set(tune) | set(hold)
     if pack_ids != man_ids:
         missing = sorted(pack_ids - man_ids)
         gone = sorted(man_ids - pack_ids)
+        if gone:
+            hint = (" A pack only grows: a task of the frozen split cannot be removed (restore it from version "
+                    "control); a pack without it is a new pack with its own split.")
+        else:
+            hint = (f" New tasks are added, never resplit: `sealbench split {path.parent} --extend --seed {seed} "
+                    f"--holdout-frac {holdout_frac}` adds them as slice {slices.current_slice(manifest) + 1} "
+                    "(every task already split keeps its side).")
         raise SplitError(
             f"{path}: the frozen split no longer matches the pack (the denominator moved): "
-            f"tasks not in the manifest: {missing or 'none'}; in the manifest but not in the pack: {gone or 'none'}"
+            f"tasks not in the manifest: {missing or 'none'}; in the manifest but not in the pack: {gone or 'none'}."
+            + hint
         )
     if len(hold) < MIN_HOLDOUT:
         raise SplitError(f"{path}: only {len(hold)} holdout tasks; at least {MIN_HOLDOUT} are needed")
@@ -131,13 +155,17 @@ def recompute(manifest: Mapping, path: Path, strata_of: Mapping[str, str]) -> No
     stratum after the split was frozen (the seeded split of this pack is no longer the frozen
     one)."""
     seed, frac = manifest["seed"], manifest["holdout_frac"]
-    try:
-        made = make_split(strata_of, seed, frac)
+    problems = slices.record_problems(manifest, seed, frac)  # each later slice: its records, the hash
+    if problems:
+        raise SplitError(f"{path}: " + "; ".join(problems) + ". Restore the file from version control.")
+    later = slices.slice_of_task(manifest)
+    try:  # slice 1: the seeded, stratified split of the tasks no extension added
+        made = make_split({t: s for t, s in strata_of.items() if t not in later}, seed, frac)
     except SplitError as exc:
         raise SplitError(f"{path}: recomputing the split from seed={seed}, holdout_frac={frac} failed: "
                          f"{SealbenchError.__str__(exc)}") from exc
-    hold, want = set(manifest["holdout"]), set(made["holdout"])
-    if hold == want and set(manifest["tune"]) == set(made["tune"]):
+    hold, want = set(manifest["holdout"]) - set(later), set(made["holdout"])
+    if hold == want and set(manifest["tune"]) - set(later) == set(made["tune"]):
         return
     into_holdout = sorted(hold - want)  # the seed puts these in tune
     into_tune = sorted(want - hold)     # the seed puts these in the holdout
@@ -180,9 +208,92 @@ def ensure(pack: Path, strata_of: Mapping[str, str], seed: int, holdout_frac: fl
     return manifest, True
 
 
+def extend(pack: Path, strata_of: Mapping[str, str], seed: int, holdout_frac: float,
+           today: str | None = None) -> tuple[dict, list[str]]:
+    """Grow the frozen split by the pack's new tasks, as the next slice; returns (manifest, new ids).
+
+    Refuses a pack without a frozen split, another seed or fraction (a resplit), a removed task
+    (named) and a frozen part that fails its checks; with nothing new, changes nothing and
+    returns ``[]``. Otherwise rewrites the manifest with the new tasks on their hashed sides and
+    one more slice record, then appends the slice to the pack's ledger."""
+    pack = Path(pack)
+    path = pack / MANIFEST
+    if not path.exists():
+        raise SplitError(f"{path}: no frozen split to extend; `sealbench split {pack} --seed N` freezes the first "
+                         "one (slice 1)")
+    manifest = _check_fields(read_json(path), path, seed, holdout_frac)
+    old = set(manifest["tune"]) | set(manifest["holdout"])
+    removed = sorted(old - set(strata_of))
+    if removed:
+        raise SplitError(f"{path}: refusing to extend: {len(removed)} task(s) of the frozen split were removed "
+                         f"from the pack: {', '.join(removed)}. A pack only grows: a removed task moves the "
+                         "denominator of every number it was in. Restore it from version control; a pack "
+                         "without it is a new pack (a new experiment) with its own split.")
+    validate_manifest(manifest, path, {t: strata_of[t] for t in old}, seed, holdout_frac)
+    new = sorted(set(strata_of) - old)
+    if not new:
+        return manifest, []
+    ledger = pack / LEDGER
+    try:  # read first: an extension that cannot be recorded is not made
+        prior = read_ledger(ledger)
+    except ValueError as exc:
+        raise SplitError(f"{exc} The extension must be recorded in the ledger, so nothing was changed; restore "
+                         "the ledger from version control.") from exc
+    added = {side: [t for t in new if slices.hash_side(manifest["seed"], manifest["holdout_frac"], t) == side]
+             for side in slices.SIDES}
+    digests = {t: task_digest(pack / "tasks" / t) for t in sorted(strata_of)}
+    record = {"slice": slices.current_slice(manifest) + 1, "added": added, "tasks": len(strata_of),
+              "date": today or time.strftime("%Y-%m-%d", time.gmtime()),
+              "pack_digest": pack_digest(digests, denylist_digest(pack)),
+              "seed": manifest["seed"], "holdout_frac": manifest["holdout_frac"], "method": slices.METHOD}
+    grown = dict(manifest, tune=sorted(set(manifest["tune"]) | set(added["tune"])),
+                 holdout=sorted(set(manifest["holdout"]) | set(added["holdout"])),
+                 slices=[*slices.records(manifest), record],
+                 note="Written once by sealbench split, grown only by sealbench split --extend (slices). "
+                      "Do not edit; commit it with the pack.")
+    validate_manifest(grown, path, strata_of, seed, holdout_frac)  # what every later check does
+    fd, tmp = tempfile.mkstemp(prefix=".split_manifest.", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(grown, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    append_ledger(ledger, {
+        "kind": "slice", "slice": record["slice"], "added": added, "date": record["date"],
+        "pack_digest": record["pack_digest"], "denylist_digest": denylist_digest(pack),
+        "split_manifest_digest": manifest_digest(grown), "seed": record["seed"],
+        "holdout_frac": record["holdout_frac"], "method": slices.METHOD,
+        "holdout": {t: digests[t] for t in grown["holdout"]},
+        # no scoring: no card, envelope, agent or pre-registration (the gate's checks skip this line)
+        "card_name": None, "envelope_digest": None, "agents": {}, "preregistration": None, "servers": [],
+        "experiment": None,
+    }, prior)
+    return grown, new
+
+
+def describe_extension(pack: Path, manifest: Mapping, new: list[str]) -> list[str]:
+    """What ``split --extend`` prints."""
+    path = Path(pack) / MANIFEST
+    k = slices.current_slice(manifest)
+    sizes = f"tune={len(manifest['tune'])} holdout={len(manifest['holdout'])}"
+    if not new:
+        return [f"split: nothing new to extend: every task of {pack} is in the frozen split "
+                f"(slice {k}; {sizes}); nothing was changed."]
+    added = manifest["slices"][-1]["added"]
+    return [f"split: extended {path} to slice {k}: {len(new)} new task(s); holdout +{len(added['holdout'])} "
+            f"({', '.join(added['holdout']) or 'none'}), tune +{len(added['tune'])} "
+            f"({', '.join(added['tune']) or 'none'}); every task already split kept its side; {sizes}.",
+            f"split: slice {k} is recorded in {Path(pack) / LEDGER}; commit it and split_manifest.json with the pack.",
+            f"split: numbers from slice {k - 1} are not comparable with slice {k}: a card pre-registered on an "
+            f"earlier slice is refused here (CARD_ON_EARLIER_SLICE); start a new card_name on slice {k}."]
+
+
 def manifest_digest(manifest: Mapping) -> str:
-    return sha256_text(canonical_json({"tune": sorted(manifest["tune"]), "holdout": sorted(manifest["holdout"]),
-                                       "seed": manifest["seed"], "holdout_frac": manifest["holdout_frac"]}))
+    """The split's digest: its lists, seed and fraction, and its slice records once it has any
+    (a manifest never extended keeps the digest it always had)."""
+    body = {"tune": sorted(manifest["tune"]), "holdout": sorted(manifest["holdout"]),
+            "seed": manifest["seed"], "holdout_frac": manifest["holdout_frac"]}
+    if slices.records(manifest):
+        body["slices"] = slices.records(manifest)
+    return sha256_text(canonical_json(body))
 
 
 def ids_key(strata_of: Mapping[str, str]) -> str:
@@ -197,11 +308,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--holdout-frac", type=float, default=0.4)
     ap.add_argument("--strata", nargs="*", help="allowed stratum labels")
     ap.add_argument("--out", type=Path, help="where to copy the manifest for downstream jobs")
+    ap.add_argument("--extend", action="store_true",
+                    help="add the pack's new tasks to the frozen split as the next slice (old tasks keep their side)")
     args = ap.parse_args(argv)
     try:
         args.pack = args.pack or paths.pack_root()
         tasks = load_pack(args.pack, args.strata or None)
         strata_of = {t.id: t.stratum for t in tasks}
+        if args.extend:
+            manifest, new = extend(args.pack, strata_of, args.seed, args.holdout_frac)
+            if args.out:
+                write_json(args.out, dict(manifest, digest=manifest_digest(manifest)))
+            print("\n".join(describe_extension(args.pack, manifest, new)))
+            return 0
         manifest, created = ensure(args.pack, strata_of, args.seed, args.holdout_frac)
         if args.out:
             write_json(args.out, dict(manifest, digest=manifest_digest(manifest)))

@@ -98,12 +98,15 @@ def hash_pack(c: StepConfig, task: str, tdigest: str) -> Step:
                 None, 500, 10, paths.done_markers(task, tdigest, c.results))
 
 
-def leak_check(c: StepConfig, task: str, tdigest: str, ddigest: str | None = None) -> Step:
-    """The task against the pack's denylist, the public corpus and its own hidden tests."""
+def leak_check(c: StepConfig, task: str, tdigest: str, ddigest: str | None = None, record: bool = False) -> Step:
+    """The task against the pack's denylist, the public corpus and its own hidden tests. With
+    ``record`` (the per-task rule) a suspect is written to the report and the job succeeds: the
+    pack-level ``leak_verdict`` rule then fails naming every suspect; in a batch (no ``record``)
+    a suspect fails the batch before any control or agent runs."""
     d = ddigest or c.denylist_digest
     out = paths.leak_report(task, tdigest, d, c.results)
     return Step("leak_check", _args("--task", paths.sealed_dir(task, tdigest, c.results), "--expect-denylist-digest",
-                                    d, "--out", out),
+                                    d, "--out", out, *(["--record"] if record else [])),
                 (out,), paths.task_log(task, tdigest, f"leak-{d}", c.results),
                 code_digest("leak_check") + ":" + c.corpus_sha, None, 500, 10,
                 paths.done_markers(task, tdigest, c.results))

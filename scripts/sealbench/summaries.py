@@ -179,3 +179,11 @@ def dummy_deltas(runs, cand_scores: Mapping[str, float], split: str, strata_of: 
         row["beats_dummies"] = bool(known) and min(known) > 0
         out.append(row)
     return out
+
+
+def won_lost(cand_scores: Mapping[str, float], base_scores: Mapping[str, float]) -> tuple[list[str], list[str]]:
+    """The matched tasks the candidate won (its per-task pass share above the baseline's) and
+    lost (below): the tasks behind the paired comparison's ``wins`` and ``losses``."""
+    common = sorted(set(cand_scores) & set(base_scores))
+    return ([t for t in common if cand_scores[t] > base_scores[t]],
+            [t for t in common if cand_scores[t] < base_scores[t]])

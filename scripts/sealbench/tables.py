@@ -1,6 +1,8 @@
 """The one definition of every result table (docs/contract.md §4) and of the run statuses.
 
 The column tables of docs/results.md are checked against these schemas by ``tests/test_docs.py``.
+``pd.read_parquet`` reads each table back with the dtypes :func:`pandas_dtypes` names (the
+nullable ``Int64``/``boolean`` where a column may hold a null; ``tests/test_table_dtypes.py``).
 pyarrow is imported lazily so the per-task stages stay light.
 """
 
@@ -104,11 +106,39 @@ STRATA_COLUMNS: list[tuple[str, str, bool, str]] = [
 TABLES = {"tasks": TASKS_COLUMNS, "runs": RUNS_COLUMNS, "strata": STRATA_COLUMNS}
 
 
+#: The pandas dtype of each (declared type, nullable): a column that may hold a null reads back
+#: as pandas' nullable ``Int64``/``boolean``, never as float or object.
+PANDAS_DTYPES: dict[tuple[str, bool], str] = {
+    ("string", False): "object", ("string", True): "object",
+    ("int64", False): "int64", ("int64", True): "Int64",
+    ("float64", False): "float64", ("float64", True): "float64",
+    ("bool", False): "bool", ("bool", True): "boolean",
+}
+
+
+def pandas_dtypes(table: str) -> dict[str, str]:
+    """The dtype of each column of ``table`` as ``pd.read_parquet`` returns it."""
+    return {name: PANDAS_DTYPES[(t, nullable)] for name, t, nullable, _ in TABLES[table]}
+
+
+def _pandas_metadata(table: str) -> bytes:
+    """The ``pandas`` schema metadata pyarrow reads back into :func:`pandas_dtypes` (no library
+    versions in it: the same rows give the same bytes under any pandas)."""
+    import json
+
+    pandas_type = {"string": "unicode", "int64": "int64", "float64": "float64", "bool": "bool"}
+    cols = [{"name": name, "field_name": name, "pandas_type": pandas_type[t],
+             "numpy_type": PANDAS_DTYPES[(t, nullable)], "metadata": None} for name, t, nullable, _ in TABLES[table]]
+    return json.dumps({"index_columns": [], "column_indexes": [], "columns": cols}, sort_keys=True).encode()
+
+
 def arrow_schema(table: str) -> Any:
+    """The table's pyarrow schema: types and nullability as declared, and the pandas dtypes."""
     import pyarrow as pa
 
     types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
-    return pa.schema([pa.field(name, types[t], nullable=nullable) for name, t, nullable, _ in TABLES[table]])
+    return pa.schema([pa.field(name, types[t], nullable=nullable) for name, t, nullable, _ in TABLES[table]],
+                     metadata={b"pandas": _pandas_metadata(table)})
 
 
 def write_table(rows: list[dict], table: str, path: Any) -> None:

@@ -31,6 +31,7 @@ from .hash_pack import plan_pack, seal_task
 from .hidden_score import score_run
 from .identity import agent_identity
 from .ledger import LEDGER, agent_lineage, append_ledger, read_ledger
+from .slices import current_slice
 from .run_agent import RunOptions, run_agent
 from .split import check as check_split
 from .split import manifest_digest
@@ -123,6 +124,8 @@ def _record_look(plan, manifest: dict, cfg: dict, agent: str, fp: str, ident: di
         "preregistration": None,  # a try pins no decision knob: the first scored run does
         "servers": [], "experiment": None,
     }
+    if current_slice(manifest) > 1:  # a grown pack (split --extend): the look is on this slice
+        entry["slice"] = current_slice(manifest)
     try:
         prior = read_ledger(ledger)
     except ValueError as exc:

@@ -26,6 +26,7 @@ from sealbench.configuration import agents_to_run, validate_config  # noqa: E402
 from sealbench.identity import AGENT_CACHE_NAME, agent_identity  # noqa: E402
 from sealbench import hash_pack as _hash_pack  # noqa: E402
 from sealbench import paths  # noqa: E402
+from sealbench import run_console  # noqa: E402
 from sealbench import split as _split  # noqa: E402
 from sealbench import steps  # noqa: E402
 from sealbench.toolchain import ToolchainCache, toolchain, toolchain_digest  # noqa: E402
@@ -66,8 +67,9 @@ def _job_shell_prefix():
     """What every job's shell starts with: where the code, the pack and results/ are (as
     environment variables, never as job parameters: a copied pack reruns nothing), the
     interpreter, and `sealbench_job LOG MODULE ARGS...`, which runs `python -m MODULE ARGS` with
-    its output in LOG and, on failure, shows the log — or, when the log could not be written
-    (a full disk), a sentence saying so."""
+    its output in LOG and, on failure, shows the log (the compact console of the sealbench logger
+    plugin shows an excerpt instead) — or, when the log could not be written (a full disk), a
+    sentence saying so."""
     from snakemake.settings.types import DeploymentMethod
 
     with_conda = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
@@ -75,8 +77,10 @@ def _job_shell_prefix():
            "SEALBENCH_PY": "python" if with_conda else sys.executable}
     exports = f"export PYTHONPATH={shlex.quote(SCRIPTS)}${{PYTHONPATH:+:$PYTHONPATH}}; "
     exports += "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+    # the compact console (the sealbench logger plugin) shows an excerpt of the log itself
+    show = ":" if run_console.compact_console(workflow.output_settings) else 'cat "$log" >&2'
     job = ('sealbench_job() { log="$1"; shift; "$SEALBENCH_PY" -m "$@" > "$log" 2>&1 || { rc=$?; '
-           'if [ -s "$log" ]; then cat "$log" >&2; else echo "sealbench: the job failed (exit $rc) and its log is '
+           f'if [ -s "$log" ]; then {show}; else echo "sealbench: the job failed (exit $rc) and its log is '
            'empty or could not be written: check the free space and permissions of results/ (df -h results)" >&2; '
            'fi; exit 1; }; }; ')
     return (exports + job).replace("{", "{{").replace("}", "}}")  # the prefix is formatted like a command
@@ -242,7 +246,7 @@ def _agent_of(w):
 #: For each per-task rule: its step for the job's wildcards.
 STEP_OF = {
     "hash_pack": lambda w: steps.hash_pack(step_config(), w.task, w.tdigest),
-    "leak_check": lambda w: steps.leak_check(step_config(), w.task, w.tdigest, w.ddigest),
+    "leak_check": lambda w: steps.leak_check(step_config(), w.task, w.tdigest, w.ddigest, record=True),
     "run_dummy": lambda w: steps.run_dummy(step_config(), w.task, w.tdigest),
     "run_agent": lambda w: steps.run_agent(step_config(), w.task, w.tdigest, w.agent, _agent_of(w), w.epoch),
     "hidden_score": lambda w: steps.hidden_score(step_config(), w.task, w.tdigest, w.agent, w.fp, w.epoch),
@@ -392,8 +396,12 @@ onstart:
             pass  # the caches only save time
     if (Path(exp_dir()) / "decision.json").exists():  # results/latest: the current, finished experiment
         from sealbench.latest_link import point_latest
+        from sealbench.results_index import write_index
 
         point_latest(Path(paths.latest()), Path(exp_dir()))
+        write_index(Path(RESULTS))  # results/index.html marks the experiment latest points at
+    # The plan as one log record: its line on the console, its numbers for the sealbench logger plugin.
+    run_console.log_plan(workflow, log)
 
 
 MIN_FREE_MB = int(os.environ.get("SEALBENCH_MIN_FREE_MB", "64"))

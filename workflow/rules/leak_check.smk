@@ -1,6 +1,8 @@
 # leak_check: each task's title, notes, prompt and identifiers against the pack's denylist and public
-# benchmark text, and prompt.md and repo/ against the task's own hidden tests.
-# A suspect fails the job with a message naming the task and the line; nothing downstream runs.
+# benchmark text, and prompt.md and repo/ against the task's own hidden tests. Each task's job
+# records its verdict (a suspect too); leak_verdict then reads them all and fails naming every
+# suspect, its field and what matched, so one run shows them all. Every control and agent run
+# waits for leak_verdict: a suspect anywhere stops the run before any of them.
 
 
 rule leak_check:
@@ -21,3 +23,22 @@ rule leak_check:
         runtime=step_runtime("leak_check"),
     shell:
         "sealbench_job {log:q} sealbench.leak_check {params.argv}"
+
+
+rule leak_verdict:
+    input:
+        leaks=lambda w: all_leak_files(),
+    output:
+        paths.leak_verdict(),
+    params:
+        code=code_digest("leak_check"),
+    log:
+        paths.leak_verdict_log(),
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=10,
+    shell:
+        "sealbench_job {log:q} sealbench.leak_check verdict --out {output:q} {input.leaks:q}"

@@ -7,6 +7,8 @@ rule run_agent:
     input:
         sealed=sealed,
         leak=leak_file,
+        # the whole pack's leak verdict: waited for, but (ancient) never a reason to rerun
+        verdict=ancient(paths.leak_verdict()),
     output:
         run=paths.run_record("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),
         patch=paths.run_patch("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),

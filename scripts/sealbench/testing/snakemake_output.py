@@ -16,3 +16,13 @@ def job_counts(out: str) -> dict[str, int]:
         if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
             counts[parts[0]] = int(parts[1])
     return counts
+
+
+def jobs_to_run(out: str) -> int:
+    """How many jobs a run or a dry run planned: the total of Snakemake's 'Job stats' table, or,
+    on the compact console of a run (the sealbench logger plugin), the number on its first line."""
+    counts = job_counts(out)
+    if counts:
+        return sum(counts.values())
+    m = re.search(r"^sealbench: (\d+) jobs to run", out, re.M)
+    return int(m.group(1)) if m else 0
