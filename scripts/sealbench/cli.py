@@ -107,6 +107,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"split: {'frozen' if frozen else 'not yet written'}; tune={len(manifest['tune'])} holdout={len(manifest['holdout'])}")
     scored = cfg["score_split"]
     print("power: " + power_sentence(len(manifest[scored]), scored, cfg["mde"], cfg["planning_discordance"]))
+    from .preflight import foreseeable_refusals, preflight_lines
+    from .sandbox import bwrap_problem
+
+    problem = bwrap_problem() if cfg["sandbox"] == "auto" else None
+    for line in preflight_lines(foreseeable_refusals(cfg, list(manifest[scored]), strata_of, problem), scored):
+        print(line)
     print("agents (fingerprint and what it covers, seen from this working directory):")
     for name, spec in sorted(cfg["agents"].items()):
         for line in _identity_lines(name, agent_identity(name, spec)):
