@@ -80,7 +80,8 @@ def test_a_config_value_changes_the_arguments_of_exactly_the_steps_that_use_it()
     before = steps.task_steps(config(), "t1", D, AGENTS, [1])
     after = steps.task_steps(config(score_timeout_s=61), "t1", D, AGENTS, [1])
     changed = [a.stage for a, b in zip(before[0] + before[1], after[0] + after[1]) if a.argv != b.argv]
-    assert changed == ["run_dummy", "hidden_score"]
+    # run_agent: the clock of each of the agent's visible runs is capped by score_timeout_s too
+    assert changed == ["run_dummy", "run_agent", "hidden_score"]
 
 
 def test_batch_specs_hold_the_per_task_steps_and_a_runtime_that_sums_them() -> None:

@@ -12,6 +12,8 @@ The agent is a shell command (docs/contract.md §2) run with the workspace as cw
 Its clock is min(task time_box_sec, envelope max_wall_s); at the clock — or at the first green
 visible run under ``stop_on_green`` — its whole process tree is killed. ``SEALBENCH_VISIBLE_CMD``
 asks the harness to run the visible suite (``visible.py``), so the attempt log cannot be forged.
+Each visible run has its own clock (min(the time left, ``score_timeout_s``)); one the agent abandons
+(it asks for a new one, its client goes away, the agent's command ends) is cancelled, logged as such.
 ``usage.json``, ``stamp.json`` and ``steers.jsonl`` are read when present (regular files
 only, capped: ``untrusted.py``); a missing file is recorded as unknown (null). When the agent
 reaches its server through the bridge, the tokens are the ones the server's replies carried
@@ -90,6 +92,8 @@ class RunOptions:
     readonly_paths: tuple[Path, ...] = ()  #: extra read-only paths the agent needs
     limits: Mapping[str, Any] | None = None  #: resource limits (config ``limits``; None: limits.DEFAULT_LIMITS)
     base: Path | None = None            #: the project folder relative command words name (None: the cwd)
+    #: each visible run's own cap (config ``score_timeout_s``; None: the time left on the clock only)
+    visible_timeout_s: float | None = None
 
 
 def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list[str]:
@@ -172,7 +176,8 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
                            run_dir / "attempts.jsonl", run_dir / "visible_logs", sandbox=tests_box,
                            cap_bytes=options.cap_bytes, on_green=stop.set if options.stop_on_green else None,
                            seal_check=lambda n: sealed_green(sealed, meta, ws, run_dir / "visible_logs" / f"sealed-{n}",
-                                                             max(5.0, started + clock - time.time()), tests_box))
+                                                             max(5.0, started + clock - time.time()), tests_box),
+                           run_timeout_s=options.visible_timeout_s)
     (run_dir / "visible_logs").mkdir(exist_ok=True)
     visible = write_client_script(ctl / "visible", ctl / "visible.sock")
     env = worker_env(level, agent_env,
@@ -275,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log-cap-bytes", type=int, default=1 << 20)
     ap.add_argument("--hide", type=Path, action="append", default=[], help="a folder the worker must not see")
     ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
+    ap.add_argument("--visible-timeout", type=float, default=None,
+                    help="each visible run's own cap in seconds (the config's score_timeout_s)")
     args = ap.parse_args(argv)
     try:
         spec = json.loads(args.spec)
@@ -282,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
                              cap_bytes=args.log_cap_bytes, hide=(*paths.locations_to_hide(), *(p.absolute() for p in args.hide)),
                              endpoint=spec.get("endpoint"),
                              readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []),
-                             limits=json.loads(args.limits) if args.limits else None, base=Path.cwd())
+                             limits=json.loads(args.limits) if args.limits else None, base=Path.cwd(),
+                             visible_timeout_s=args.visible_timeout)
         rec = run_agent(args.sealed, args.run_dir, args.agent, args.fingerprint, spec["command"],
                         spec.get("env") or {}, args.epoch, json.loads(args.envelope), options)
     except SandboxUnavailable as exc:

@@ -7,6 +7,8 @@ Controls:
 - ``empty_diff``: no change. It must fail; a task it passes is a ``weak_test`` (its tests do
   not test the bug).
 - ``stub``: touches a source file without changing behaviour (appends a comment). It must fail.
+  The file is a source file of the task's language the tamper rules accept (never a test, a
+  test-config file or ``conftest.py``: :func:`stub_target`), so the stub scores a source edit.
 - ``oracle``: the gold patch, scored ``oracle_runs`` times. It must pass every time; results
   that differ between runs mark the task ``flaky``.
 If any of this does not hold, the grader is broken and the gate publishes nothing.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import traceback
@@ -24,6 +27,7 @@ from pathlib import Path
 from .core import SealbenchError, control_fingerprint, read_json, write_json
 from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .scoring import score_patch
+from .tamper_rules import path_rule, protected_reason
 from .workspace import make_workspace, scratch_dir, workspace_patch
 from .contract import INFRA_FAIL, PASS
 
@@ -31,20 +35,53 @@ from .contract import INFRA_FAIL, PASS
 COMMENT = {"python": "#", "ruby": "#", "shell": "#", "bash": "#", "r": "#", "perl": "#",
            "javascript": "//", "typescript": "//", "go": "//", "rust": "//", "java": "//",
            "c": "//", "cpp": "//", "c++": "//", "csharp": "//", "kotlin": "//", "swift": "//"}
-SOURCE_SUFFIX = {"python": ".py", "javascript": ".js", "typescript": ".ts", "go": ".go", "rust": ".rs",
-                 "java": ".java", "ruby": ".rb", "c": ".c", "cpp": ".cpp", "c++": ".cpp"}
+SOURCE_SUFFIX = {"python": (".py",), "javascript": (".js", ".mjs", ".cjs"), "typescript": (".ts",), "go": (".go",),
+                 "rust": (".rs",), "java": (".java",), "ruby": (".rb",), "c": (".c", ".h"),
+                 "cpp": (".cpp", ".cc", ".cxx", ".hpp", ".h"), "c++": (".cpp", ".cc", ".cxx", ".hpp", ".h"),
+                 "shell": (".sh",), "bash": (".sh",), "r": (".r",), "perl": (".pl", ".pm"), "csharp": (".cs",),
+                 "kotlin": (".kt",), "swift": (".swift",)}
+#: Folders of tests and fixtures (any depth) and files that are tests, test helpers or build
+#: scripts rather than the code under test: the stub never edits them.
+TEST_FOLDERS = {"test", "tests", "testing", "__tests__", "spec", "specs", "fixtures"}
+NOT_SOURCE = re.compile(r"^(test_.*|.*_test|.*_tests|.*\.test|.*\.spec|setup|noxfile|fabfile|conftest)\.[^.]+$",
+                        re.IGNORECASE)
+
+
+def stub_target(repo: Path, language: str) -> Path | None:
+    """The file the stub edits: the first (by path) source file of ``language`` in ``repo``
+    that the tamper rules accept unchanged (:func:`tamper_rules.protected_reason`,
+    :func:`tamper_rules.path_rule`) and that is not a test, a test helper, a build script or
+    under a test folder. For a language without known suffixes, any such file. None: no
+    such file."""
+    suffixes = SOURCE_SUFFIX.get(language)
+    for p in sorted(q for q in repo.rglob("*") if q.is_file() and not q.is_symlink()):
+        rel = p.relative_to(repo).as_posix()
+        parts = rel.split("/")
+        if suffixes is not None and p.suffix.lower() not in suffixes:
+            continue
+        if any(d.lower() in TEST_FOLDERS or d.startswith(".") for d in parts[:-1]) or parts[-1].startswith("."):
+            continue
+        if NOT_SOURCE.match(parts[-1]):
+            continue
+        original = p.read_bytes() if parts[-1].lower() in ("setup.cfg", "pyproject.toml") else None
+        if protected_reason(rel, original) or path_rule(rel, repo):
+            continue
+        return p  # the first by path, as before: the same file wherever that one was allowed
+    return None
 
 
 def stub_patch(sealed: Path, meta: dict, workdir: Path) -> tuple[bytes, str]:
-    """Append a comment line to the first source file of ``repo/``; return (patch, path)."""
-    ws = make_workspace(sealed, workdir / "ws", workdir / "shadow.git")
+    """Append a comment line to the file :func:`stub_target` picks; return (patch, path).
+    A repo with no such file is an error naming the task (the stub would test no source edit)."""
     lang = meta["language"].lower()
-    suffix = SOURCE_SUFFIX.get(lang)
-    files = sorted(p for p in (Path(sealed) / "repo").rglob("*") if p.is_file())
-    candidates = [p for p in files if suffix and p.suffix == suffix] or files
-    if not candidates:
-        raise SealbenchError(f"{sealed / 'repo'}: no file to stub")
-    rel = candidates[0].relative_to(Path(sealed) / "repo")
+    source = stub_target(Path(sealed) / "repo", lang)
+    if source is None:
+        kind = f"{lang} source file" if lang in SOURCE_SUFFIX else "source file"
+        raise SealbenchError(f"task {meta['id']}: the stub control found no {kind} in repo/ that is not a test, "
+                             "a test-config file or otherwise protected by the tamper rules (conftest.py, pytest "
+                             "configuration, tests/, visible_tests/, hidden_tests/ …): it cannot test a source edit")
+    ws = make_workspace(sealed, workdir / "ws", workdir / "shadow.git")
+    rel = source.relative_to(Path(sealed) / "repo")
     target = ws.root / rel
     marker = COMMENT.get(lang)
     data = target.read_bytes()

@@ -99,7 +99,8 @@ def try_task(agent: str, task: str, cfg: dict, results: Path = Path("results"), 
     options = RunOptions(sandbox_mode=cfg["sandbox"], stop_on_green=cfg["stop_on_green"],
                          cap_bytes=cfg["log_cap_bytes"], hide=(plan.pack.absolute(), Path(results).absolute()),
                          endpoint=spec.get("endpoint"),
-                         readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []), limits=cfg["limits"])
+                         readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []), limits=cfg["limits"],
+                         visible_timeout_s=cfg["score_timeout_s"])
     if side == "holdout":
         _record_look(plan, manifest, cfg, agent, fp, ident)
     tries = []

@@ -65,20 +65,51 @@ def client(sock_path: str) -> int:
     return rc
 
 
+class _Run:
+    """One visible run asked for: what may cancel it, and why it was."""
+
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self.reason: str | None = None
+
+    def cancel_with(self, reason: str) -> None:
+        if not self.cancel.is_set():
+            self.reason = reason
+            self.cancel.set()
+
+
+#: Why an abandoned visible run is cancelled (``cancel_reason`` in ``attempts.jsonl``).
+CANCEL_NEW_RUN = "a new visible run started"
+CANCEL_CLIENT_GONE = "its client went away (the worker stopped waiting for it)"
+CANCEL_SESSION_END = "the session ended"
+
+
 class VisibleServer:
-    """Serve visible-suite runs for one worker session (see module docstring)."""
+    """Serve visible-suite runs for one worker session (see module docstring).
+
+    One run at a time, each under its own clock: ``min(time left on the session's clock,
+    run_timeout_s)`` (``timeout_s`` in its attempt line; past it the run is killed and logged
+    with exit 124, ``end_reason`` ``time_box``). A run the worker abandons is cancelled — its
+    whole process group killed — when the worker asks for a new run (which then starts at
+    once), when its client goes away, or when the session ends (:meth:`close`). A cancelled run
+    is logged ``cancelled: true`` with ``exit`` null and its ``cancel_reason``; it is never
+    sealed, never green."""
 
     def __init__(self, sock_path: Path, command: str, workspace: Path, clock_start: float, deadline: float,
                  log_path: Path, logdir: Path, sandbox=None, cap_bytes: int | None = None,
-                 on_green=None, seal_check=None) -> None:
+                 on_green=None, seal_check=None, run_timeout_s: float | None = None) -> None:
         self.sock_path, self.command, self.workspace = Path(sock_path), command, Path(workspace)
         self.clock_start, self.deadline = clock_start, deadline
         self.log_path, self.logdir = Path(log_path), Path(logdir)
         self.sandbox, self.cap_bytes, self.on_green = sandbox, cap_bytes, on_green
         #: callable(n) -> (green: bool, reason: str | None): the sealed re-check of a green run
         self.seal_check = seal_check
+        #: each run's own cap in seconds (None: the time left on the session's clock only)
+        self.run_timeout_s = run_timeout_s
         self.stop = threading.Event()
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()        # one run at a time
+        self.pending_lock = threading.Lock()
+        self.pending: list[_Run] = []       # runs asked for and not yet logged
         self.count = 0
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(str(self.sock_path))
@@ -98,13 +129,30 @@ class VisibleServer:
                 return
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
+    def _cancel_all(self, reason: str, keep: _Run | None = None) -> None:
+        with self.pending_lock:
+            for run in self.pending:
+                if run is not keep:
+                    run.cancel_with(reason)
+
+    def run_timeout(self) -> float:
+        """The clock of a run starting now (see class docstring)."""
+        left = max(1.0, self.deadline - time.time())
+        return left if self.run_timeout_s is None else max(0.1, min(left, float(self.run_timeout_s)))
+
     def _handle(self, conn: socket.socket) -> None:
         from .core import harness_env
         from .processes import run_process
 
+        run = _Run()
         try:
             conn.settimeout(10)
             conn.recv(64)
+            with self.pending_lock:
+                self.pending.append(run)
+            self._cancel_all(CANCEL_NEW_RUN, keep=run)  # an abandoned run gives way at once
+            watcher = threading.Thread(target=_watch_client, args=(conn, run), daemon=True)
+            watcher.start()
             with self.lock:
                 if self.stop.is_set():
                     conn.sendall(_frame(b"o", b"sealbench: the session has ended\n") + _frame(b"x", b"125"))
@@ -112,13 +160,24 @@ class VisibleServer:
                 self.count += 1
                 n = self.count
                 out, err = self.logdir / f"visible-{n}.stdout", self.logdir / f"visible-{n}.stderr"
-                t0 = time.time()
-                res = run_process(self.command, self.workspace, harness_env(), max(1.0, self.deadline - time.time()),
-                                  out, err, sandbox=self.sandbox, cap_bytes=self.cap_bytes, stop_event=self.stop)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                t0, timeout = time.time(), self.run_timeout()
+                if run.cancel.is_set():  # superseded while it waited for the run before it
+                    out.write_bytes(b"")
+                    err.write_bytes(b"")
+                    end = None
+                else:
+                    res = run_process(self.command, self.workspace, harness_env(), timeout, out, err,
+                                      sandbox=self.sandbox, cap_bytes=self.cap_bytes, stop_event=run.cancel)
+                    end = res.end_reason
                 t1 = time.time()
-                rc = res.returncode if res.end_reason == "exit" and res.returncode is not None else 124
+                cancelled = run.cancel.is_set()  # abandoned before its result was logged: never green
+                rc = None if cancelled else (res.returncode if end == "exit" and res.returncode is not None else 124)
                 entry = {"start_s": round(t0 - self.clock_start, 3), "end_s": round(t1 - self.clock_start, 3),
-                         "exit": rc}
+                         "exit": rc, "end_reason": "cancelled" if cancelled else end,
+                         "timeout_s": round(timeout, 3), "cancelled": cancelled}
+                if cancelled:
+                    entry["cancel_reason"] = run.reason
                 sealed = None
                 if rc == 0 and self.seal_check is not None and not self.stop.is_set():
                     try:
@@ -128,7 +187,13 @@ class VisibleServer:
                     entry.update(sealed_green=bool(sealed), sealed_reason=why)
                 with open(self.log_path, "a") as fh:
                     fh.write(json.dumps(entry) + "\n")
+                with self.pending_lock:
+                    self.pending.remove(run)
             conn.settimeout(60)
+            if cancelled:
+                note = f"sealbench: visible run {n} cancelled: {run.reason}\n".encode()
+                conn.sendall(_frame(b"o", note) + _frame(b"x", b"124"))
+                return
             for path in (out, err):
                 conn.sendall(_frame(b"o", path.read_bytes()))
             conn.sendall(_frame(b"x", str(rc).encode()))
@@ -137,10 +202,15 @@ class VisibleServer:
         except OSError:
             pass
         finally:
+            run.cancel_with("done")  # ends the watcher (a no-op for a run already logged)
+            with self.pending_lock:
+                if run in self.pending:
+                    self.pending.remove(run)
             conn.close()
 
     def close(self) -> None:
         self.stop.set()
+        self._cancel_all(CANCEL_SESSION_END)
         with self.lock:  # wait for a run in progress to be stopped and logged
             pass
         try:  # wake the accept() at once (closing alone leaves it waiting out its 0.2 s timeout)
@@ -153,6 +223,22 @@ class VisibleServer:
             self.sock_path.unlink()
         except FileNotFoundError:
             pass
+
+
+def _watch_client(conn: socket.socket, run: _Run) -> None:
+    """Cancel ``run`` when its client goes away (end of stream or a broken socket): nobody is
+    waiting for its result. Bytes a client sends after its request are ignored."""
+    import select
+
+    while not run.cancel.is_set():
+        try:
+            ready, _, _ = select.select([conn], [], [], 0.1)
+            if ready and not conn.recv(64, socket.MSG_DONTWAIT):
+                run.cancel_with(CANCEL_CLIENT_GONE)
+        except BlockingIOError:
+            continue
+        except (OSError, ValueError):
+            run.cancel_with(CANCEL_CLIENT_GONE)
 
 
 def sealed_green(sealed_task: Path, meta: dict, ws, logdir: Path, timeout_s: float,
