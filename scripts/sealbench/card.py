@@ -40,8 +40,14 @@ def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
             "score_split": cfg["score_split"],
         },
         "oracle": {
-            "scoring": "patch applied to a pristine repo/; visible_tests/ and hidden_tests/ restored from the sealed "
-                       "pack; pass = visible_command and hidden_command both exit 0",
+            "scoring": "patch applied to a pristine repo/ without its changes to protected paths (the test files, "
+                       "the support files the tests import, pytest configuration, conftest.py, interpreter start-up "
+                       "hooks, .pth files; a patch touching one is scored tamper); the test files restored from the "
+                       "sealed pack, read-only; each command run under pytest's sealed report (canaries, a report "
+                       "stream the tested code cannot rewrite; a forged or cut-short report is tamper); pass = "
+                       "visible_command and hidden_command both exit 0 with no failed or errored test, no collection "
+                       "error, at least one real test run and not every test skipped, and at least as many hidden "
+                       "tests passed as the task's failing_tests and as the gold patch ran",
             "commands": exp["oracle_commands"],
             "gold_patch_runs": cfg["oracle_runs"],
             "oracle_sanity": float(tasks.oracle_ok.mean()) if len(tasks) else None,
