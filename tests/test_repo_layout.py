@@ -115,6 +115,20 @@ def test_patch_neutering_a_support_file_is_tamper(task, tmp_path: Path) -> None:
     assert res.hidden_pass is False        # the sealed helper ran: the bug is still caught
 
 
+def test_support_file_is_protected_with_the_folders_layout_too(tmp_path: Path) -> None:
+    """Today's layout (tests in hidden_tests/), the helper in repo/tests/: the exact attack of the
+    issue, a no-op helper with the bug in place, must not pass."""
+    t = write_task(tmp_path, tests_layout="folders",
+                   visible_command=f"{PYTEST} visible_tests/tests/test_visible.py",
+                   hidden_command=f"{PYTEST} hidden_tests/tests/test_hidden.py")
+    (t / "repo" / "src").rename(t / "repo" / "lib")
+    (t / "repo" / "lib" / "numlib").rename(t / "repo" / "numlib")      # importable from the root
+    sealed, meta = seal(t, tmp_path)
+    noop = "def check_eq(got, want):\n    return None\n"
+    res = score(tmp_path, sealed, meta, diff("tests/helpers.py", HELPERS, noop), "neuter")
+    assert res.status == "tamper" and res.tamper_paths == ["tests/helpers.py"], res.reason
+
+
 # --- (b) a patch writing at a test's repository path ---------------------------------------------
 
 @pytest.mark.parametrize("path", ["tests/test_hidden.py", "tests/test_visible.py"])
