@@ -1,9 +1,9 @@
 """Tests at their repository paths, protected support files, src/ layouts and import
 provenance (issue 14, points 2 and 3; docs/contract.md §1, docs/sealed-runs.md).
 
-A ``tests_layout: "repo"`` task: ``src/numlib`` (a bug in ``add``), ``tests/helpers.py`` (an
-assert helper the tests import, listed in ``support_files``), the library's own pytest
-configuration, and test files that sit at ``tests/test_*.py`` in the workspace.
+A ``tests_layout: "repo"`` task: ``src/numlib`` (a bug in ``add``), an assert helper module in the
+library's test package that the tests import (listed in ``support_files``), the library's own
+pytest configuration, and test files that sit in that test package in the workspace.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ VISIBLE = "from tests.helpers import check_eq\nfrom numlib import add\n\n\ndef t
 HIDDEN = ("from tests.helpers import check_eq\nfrom numlib import add\n\n\ndef test_seven():\n    check_eq(add(3, 4), 7)\n"
           "\n\ndef test_zero():\n    check_eq(add(-1, 1), 0)\n")
 PYTEST = "python -m pytest -q -p no:cacheprovider"
+#: the library's test modules at their repository paths
+VIS, HID, MISSING = "tests/test_visible.py", "tests/test_hidden.py", "tests/missing.py"
 
 
 def diff(path: str, old: str | None, new: str | None) -> bytes:
@@ -69,7 +71,7 @@ def write_task(tmp_path: Path, python: str = "python", **meta_over) -> Path:
     (t / "prompt.md").write_text("add gives the wrong total\n")
     pyt = PYTEST.replace("python", python, 1)
     meta = {"id": "rl", "title": "add is wrong", "stratum": "xs", "language": "python", "time_box_sec": 60,
-            "visible_command": f"{pyt} tests/test_visible.py", "hidden_command": f"{pyt} tests/test_hidden.py",
+            "visible_command": f"{pyt} {VIS}", "hidden_command": f"{pyt} {HID}",
             "failing_tests": 2, "loc": 4, "tests_layout": "repo",
             "support_files": ["tests/__init__.py", "tests/helpers.py"], **meta_over}
     (t / "meta.json").write_text(json.dumps(meta))
@@ -170,11 +172,10 @@ def test_stub_never_edits_a_support_file(tmp_path: Path) -> None:
 # --- hash_pack validation ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("over, words", [
-    ({"support_files": ["tests/missing.py"]}, "field 'support_files': 'tests/missing.py' is not a file in repo/"),
+    ({"support_files": [MISSING]}, f"field 'support_files': '{MISSING}' is not a file in repo/"),
     ({"support_files": ["../meta.json"]}, "field 'support_files': '../meta.json' must not contain '..'"),
     ({"import_paths": ["/abs"]}, "field 'import_paths': '/abs' must be a relative path"),
     ({"tests_layout": "flat"}, "tests_layout"),
-    ({"packages": [], "import_paths": ["src/numlib"]}, "field 'packages': no package or module"),
 ])
 def test_meta_layout_keys_are_checked_naming_the_field(tmp_path: Path, over: dict, words: str) -> None:
     t = write_task(tmp_path, **over)
@@ -183,10 +184,21 @@ def test_meta_layout_keys_are_checked_naming_the_field(tmp_path: Path, over: dic
     assert words in str(err.value) and str(t / "meta.json") in str(err.value)
 
 
+def test_no_package_under_test_found_nor_declared_is_refused(tmp_path: Path) -> None:
+    t = write_task(tmp_path)
+    (t / "repo" / "src" / "numlib" / "__init__.py").unlink()
+    (t / "repo" / "src" / "numlib" / "table.txt").write_text("1 2\n")
+    with pytest.raises(PackError, match="field 'packages': no package or module of the code under test found in repo/"):
+        validate_meta(t / "meta.json")
+    meta = json.loads((t / "meta.json").read_text())
+    (t / "meta.json").write_text(json.dumps(dict(meta, packages=["numlib"])))
+    assert validate_meta(t / "meta.json")["packages"] == ["numlib"]
+
+
 def test_a_test_colliding_with_a_repo_file_is_refused(tmp_path: Path) -> None:
     t = write_task(tmp_path)
     (t / "repo" / "tests" / "test_visible.py").write_text("")
-    with pytest.raises(PackError, match=r"visible_tests/tests/test_visible.py at tests/test_visible.py, which repo/"):
+    with pytest.raises(PackError, match=f"visible_tests/{VIS} at {VIS}, which repo/"):
         validate_meta(t / "meta.json")
 
 
