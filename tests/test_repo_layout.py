@@ -246,3 +246,23 @@ def test_patch_deleting_the_package_so_an_installed_copy_loads_is_tamper(tmp_pat
     res = score(tmp_path, sealed, meta, diff("src/numlib/__init__.py", BUGGY, None), "delete")
     assert res.status == "tamper", res.reason
     assert "imported numlib from" in res.reason and str(tmp_path / "installed") in res.reason
+
+
+# --- the agent's visible runs get the task's import paths ----------------------------------------
+
+def test_agent_visible_runs_import_the_src_package_of_the_workspace(task, tmp_path: Path) -> None:
+    import time
+    from sealbench import visible
+    from sealbench.task_layout import import_paths, pythonpath_env
+    sealed, meta = task
+    ws = make_workspace(sealed, tmp_path / "ws", tmp_path / "shadow.git")
+    (ws.root / "src" / "numlib" / "__init__.py").write_text(FIXED)
+    now = time.time()
+    server = visible.VisibleServer(tmp_path / "v.sock", meta["visible_command"], ws.root, now, now + 60,
+                                   tmp_path / "attempts.jsonl", tmp_path / "vlogs",
+                                   task_env=pythonpath_env(ws.root, import_paths(sealed / "repo", meta)))
+    try:
+        rc = visible.client(str(tmp_path / "v.sock"))
+    finally:
+        server.close()
+    assert rc == 0, (tmp_path / "vlogs" / "visible-1.stdout").read_text()
