@@ -266,3 +266,13 @@ def test_agent_visible_runs_import_the_src_package_of_the_workspace(task, tmp_pa
     finally:
         server.close()
     assert rc == 0, (tmp_path / "vlogs" / "visible-1.stdout").read_text()
+
+
+def test_import_outside_reads_every_imports_record_of_the_stream() -> None:
+    from sealbench.sealed_report import import_outside
+    inside = {"kind": "imports", "when": "collected", "modules": {"numlib": ["/w/ws/src/numlib/__init__.py"]}}
+    assert import_outside([inside], "/w/ws") is None
+    sibling = {"kind": "imports", "when": "finish", "modules": {"numlib": ["/w/ws2/numlib/__init__.py"]}}
+    assert import_outside([inside, sibling], "/w/ws") == {"package": "numlib", "path": "/w/ws2/numlib/__init__.py"}
+    made = {"kind": "imports", "when": "finish", "modules": {"numlib": ["(no file: built in, or made at run time)"]}}
+    assert import_outside([inside, made], "/w/ws")["package"] == "numlib"

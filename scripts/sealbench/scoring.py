@@ -14,7 +14,10 @@ Its parts, one concern each:
   (``apply_patch_details``);
 - ``similarity.py``: how close a patch is to the gold patch (``gold_similarity``);
 - ``sealed_command.py``: one command run under the sealed report, and its verdict (``judge``);
-- ``sealed_report.py``: the report stream, its canaries, JUnit reports (``judge_stream``).
+- ``sealed_report.py``: the report stream, its canaries, JUnit reports (``judge_stream``),
+  where the packages under test were imported from (``import_outside``);
+- ``task_layout.py``: where the task's tests go, its own protected paths, its import paths
+  and packages.
 """
 
 from __future__ import annotations
