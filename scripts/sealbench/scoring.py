@@ -154,8 +154,8 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
             if sandbox is None or not hasattr(sandbox, "with_writable"):
                 return sandbox
             box = sandbox.with_writable(ws, junit_dir)
-            frozen = [ws / d for d in test_dirs] if "repo" != meta.get("tests_layout") else \
-                [ws / p for p in sorted(own) if (ws / p).exists()]
+            frozen = [ws / dst for _src, dst in test_trees(meta, test_dirs) if dst != "."]
+            frozen += [ws / p for p in sorted(own) if (ws / p).exists()]   # support files, tests at repo paths
             return box.with_frozen(*frozen) if hasattr(box, "with_frozen") else box
 
         visible = hidden = None
