@@ -120,9 +120,7 @@ def test_patch_neutering_a_support_file_is_tamper(task, tmp_path: Path) -> None:
 def test_support_file_is_protected_with_the_folders_layout_too(tmp_path: Path) -> None:
     """Today's layout (tests in hidden_tests/), the helper in repo/tests/: the exact attack of the
     issue, a no-op helper with the bug in place, must not pass."""
-    t = write_task(tmp_path, tests_layout="folders",
-                   visible_command=f"{PYTEST} visible_tests/tests/test_visible.py",
-                   hidden_command=f"{PYTEST} hidden_tests/tests/test_hidden.py")
+    t = write_task(tmp_path, **folders())
     (t / "repo" / "src").rename(t / "repo" / "lib")
     (t / "repo" / "lib" / "numlib").rename(t / "repo" / "numlib")      # importable from the root
     sealed, meta = seal(t, tmp_path)
@@ -222,8 +220,18 @@ def outside_env(tmp_path: Path) -> str:
     return str(venv / "bin" / "python")
 
 
-def test_controls_importing_an_installed_copy_are_refused_naming_the_path(tmp_path: Path, outside_env: str) -> None:
-    t = write_task(tmp_path, python=outside_env, import_paths=[])
+def folders(python: str = "python") -> dict:
+    """meta.json keys of today's layout: the tests in visible_tests/ and hidden_tests/."""
+    pyt = PYTEST.replace("python", python, 1)
+    return {"tests_layout": "folders", "visible_command": f"{pyt} visible_tests/{VIS}",
+            "hidden_command": f"{pyt} hidden_tests/{HID}"}
+
+
+@pytest.mark.parametrize("layout", ["folders", "repo"])
+def test_controls_importing_an_installed_copy_are_refused_naming_the_path(tmp_path: Path, outside_env: str,
+                                                                          layout: str) -> None:
+    over = folders(outside_env) if layout == "folders" else {}
+    t = write_task(tmp_path, python=outside_env, import_paths=[], **over)
     sealed, _ = seal(t, tmp_path)
     rec = run_dummy.run_controls(sealed, tmp_path / "controls", oracle_runs=1, timeout_s=60, sandbox_mode="off")
     empty = next(r for r in rec["results"] if r["solver"] == "empty_diff")
@@ -239,8 +247,11 @@ def test_controls_importing_an_installed_copy_are_refused_naming_the_path(tmp_pa
     assert r["code"] == "TASK_IMPORTS_OUTSIDE" and r["evidence"] == ["rl"] and f"rl: numlib from {where}" in r["sentence"]
 
 
-def test_patch_deleting_the_package_so_an_installed_copy_loads_is_tamper(tmp_path: Path, outside_env: str) -> None:
-    sealed, meta = seal(write_task(tmp_path, python=outside_env), tmp_path)
+@pytest.mark.parametrize("layout", ["folders", "repo"])
+def test_patch_deleting_the_package_so_an_installed_copy_loads_is_tamper(tmp_path: Path, outside_env: str,
+                                                                         layout: str) -> None:
+    over = folders(outside_env) if layout == "folders" else {}
+    sealed, meta = seal(write_task(tmp_path, python=outside_env, **over), tmp_path)
     ok = score(tmp_path, sealed, meta, b"", "empty")
     assert ok.status == "fail" and ok.import_outside is None, ok.reason     # src/ first: the workspace copy
     res = score(tmp_path, sealed, meta, diff("src/numlib/__init__.py", BUGGY, None), "delete")
