@@ -68,7 +68,8 @@ class ScoreResult:
 def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout_s: float, *,
                 oracle: bytes | None = None, sandbox: object | None = None,
                 expected_hidden: int | None = None,
-                commands: tuple[str, ...] = ("visible", "hidden")) -> ScoreResult:
+                commands: tuple[str, ...] = ("visible", "hidden"),
+                task_env: Mapping[str, str] | None = None) -> ScoreResult:
     """Score ``patch`` on a sealed task (docs/contract.md §1 scoring workspace).
 
     The patch's protected sections (:func:`protected_reason`) are not applied; the rest is,
@@ -86,7 +87,8 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     the report folder are writable. ``expected_hidden`` (hidden tests the gold patch ran)
     raises the number of hidden tests that must run, so a patch cannot skip its way to a pass.
     ``commands`` limits the run to some of ``visible``/``hidden`` (the other is None and does
-    not count; a visible-only run is how an agent's session asks "am I green?").
+    not count; a visible-only run is how an agent's session asks "am I green?"). ``task_env``
+    (:meth:`sealbench.environments.BuiltEnv.command_env`) runs both in the task's environment.
 
     Both commands run under the sealed report (``pytest_seal``: canaries plus a report stream
     the tested code cannot rewrite); see :func:`judge` and :func:`judge_stream`. A forged or
@@ -139,10 +141,12 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
         visible = hidden = None
         if "visible" in commands:
             box = fresh(("visible_tests",))
-            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, junit_dir)
+            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, junit_dir,
+                                 task_env=task_env)
         if "hidden" in commands:
             box = fresh(TEST_DIRS)
-            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir)
+            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir,
+                                task_env=task_env)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     v_status, v_why = judge("visible", visible) if visible is not None else (PASS, None)

@@ -18,6 +18,7 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from .core import harness_env
 from .sealed_report import JUnitSummary, judge_stream, make_canary_secret, parse_stream
@@ -108,7 +109,8 @@ def _read_stream(fd: int, sink: dict) -> None:
 
 
 def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float,
-               sandbox: object | None = None, junit_dir: Path | None = None) -> CommandOutcome:
+               sandbox: object | None = None, junit_dir: Path | None = None,
+               task_env: Mapping[str, str] | None = None) -> CommandOutcome:
     logdir.mkdir(parents=True, exist_ok=True)
     junit_dir = junit_dir or logdir
     junit_dir.mkdir(parents=True, exist_ok=True)
@@ -124,7 +126,9 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
         os.write(sec_w, json.dumps(secret).encode())
         os.close(sec_w)
         reader.start()
-        res = run_process(command, ws, harness_env(_seal_env(junit_path, f"{sec_r}:{out_w}")), timeout_s,
+        # task_env: the task's test environment (environments.BuiltEnv.command_env), or none
+        env = harness_env({**(task_env or {}), **_seal_env(junit_path, f"{sec_r}:{out_w}")})
+        res = run_process(command, ws, env, timeout_s,
                           logdir / f"{name}.stdout", logdir / f"{name}.stderr", pass_fds=(sec_r, out_w), **kwargs)
     finally:
         for fd in (sec_r, out_w):
