@@ -36,14 +36,12 @@ def seal(t: Path, tmp_path: Path) -> Path:
     return out
 
 
-def test_controls_that_cannot_import_a_test_dependency_are_infra_fail_naming_it(tmp_path: Path) -> None:
-    sealed = seal(tiny_task(tmp_path), tmp_path)
-    rec = run_dummy.run_controls(sealed, tmp_path / "controls", oracle_runs=1, timeout_s=60)
-    statuses = {r["solver"]: r["status"] for r in rec["results"]}
-    assert statuses == {"empty_diff": INFRA_FAIL, "stub": INFRA_FAIL, "oracle": INFRA_FAIL}, rec["results"]
-    assert rec["control_infra_fail"] is True
-    for r in rec["results"]:
-        assert "tinypkg" in r["reason"] and "PACK/environment/requirements.txt" in r["reason"], r["reason"]
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory) -> tuple[Path, Path, dict]:
+    """A task whose tests import tinypkg, without an environment: sealed, controls run."""
+    tmp = tmp_path_factory.mktemp("broken")
+    sealed = seal(tiny_task(tmp), tmp)
+    return tmp, sealed, run_dummy.run_controls(sealed, tmp / "controls", oracle_runs=1, timeout_s=60)
 
 
 @pytest.fixture(scope="module")
@@ -53,29 +51,43 @@ def wheels(tmp_path_factory) -> Path:
     return offline_index(tmp_path_factory.mktemp("wheels"), {"tinypkg==1.0": {"tinypkg/__init__.py": "VALUE = 42\n"}})
 
 
-def built_env(tmp_path: Path, wheels: Path, monkeypatch, pack: Path):
+@pytest.fixture(scope="module")
+def sound(tmp_path_factory, wheels: Path):
+    """The same task with PACK/environment/requirements.txt naming tinypkg: built offline, controls run."""
     from envgen import offline_env_vars
     from sealbench.environments import build_env, declared_env
 
-    for k, v in offline_env_vars(wheels).items():
-        monkeypatch.setenv(k, v)
+    tmp = tmp_path_factory.mktemp("sound")
+    t = tiny_task(tmp)
+    pack = t.parent.parent
     (pack / "environment").mkdir()
     (pack / "environment" / "requirements.txt").write_text("tinypkg==1.0\n")
-    spec = declared_env(pack, json.loads((pack / "tasks" / "t00" / "meta.json").read_text()))
-    return build_env(spec, tmp_path / "results" / "envs")
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in offline_env_vars(wheels).items():
+            mp.setenv(k, v)
+        env = build_env(declared_env(pack, json.loads((t / "meta.json").read_text())), tmp / "results" / "envs")
+    sealed = seal(t, tmp)
+    return tmp, sealed, env, run_dummy.run_controls(sealed, tmp / "controls", oracle_runs=1, timeout_s=60, env=env)
 
 
-def test_with_the_pack_environment_declaring_it_the_controls_behave(tmp_path: Path, wheels: Path, monkeypatch) -> None:
-    t = tiny_task(tmp_path)
-    env = built_env(tmp_path, wheels, monkeypatch, t.parent.parent)
-    sealed = seal(t, tmp_path)
-    rec = run_dummy.run_controls(sealed, tmp_path / "controls", oracle_runs=1, timeout_s=60, env=env)
+def test_controls_that_cannot_import_a_test_dependency_are_infra_fail_naming_it(broken) -> None:
+    _tmp, _sealed, rec = broken
+    statuses = {r["solver"]: r["status"] for r in rec["results"]}
+    assert statuses == {"empty_diff": INFRA_FAIL, "stub": INFRA_FAIL, "oracle": INFRA_FAIL}, rec["results"]
+    assert rec["control_infra_fail"] is True and rec["missing_modules"] == ["tinypkg"]
+    for r in rec["results"]:
+        assert "tinypkg" in r["reason"] and "PACK/environment/requirements.txt" in r["reason"], r["reason"]
+
+
+def test_with_the_pack_environment_declaring_it_the_controls_behave(sound) -> None:
+    _tmp, _sealed, env, rec = sound
     statuses = {r["solver"]: r["status"] for r in rec["results"]}
     assert statuses == {"empty_diff": FAIL, "stub": FAIL, "oracle": PASS}, rec["results"]
     assert rec["control_infra_fail"] is False and rec["environment"]["digest"] == env.digest
+    assert "missing_modules" not in rec
 
 
-def _agent_run(tmp_path: Path, sealed: Path, patch: bytes) -> Path:
+def _agent_run(tmp_path: Path, patch: bytes) -> Path:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "patch.diff").write_bytes(patch)
@@ -84,28 +96,23 @@ def _agent_run(tmp_path: Path, sealed: Path, patch: bytes) -> Path:
     return run_dir
 
 
-def test_an_agent_patch_on_a_task_whose_tests_cannot_be_collected_is_infra_fail(tmp_path: Path) -> None:
+def test_an_agent_patch_on_a_task_whose_tests_cannot_be_collected_is_infra_fail(broken, tmp_path: Path) -> None:
     from sealbench import hidden_score
 
-    sealed = seal(tiny_task(tmp_path), tmp_path)
-    run_dummy.run_controls(sealed, tmp_path / "controls", oracle_runs=1, timeout_s=60)
-    run_dir = _agent_run(tmp_path, sealed, (sealed / "oracle.patch").read_bytes())
-    rec = hidden_score.score_run(sealed, run_dir, tmp_path / "score.json", 60,
-                                 controls=tmp_path / "controls" / "controls.json")
+    tmp, sealed, _rec = broken
+    run_dir = _agent_run(tmp_path, (sealed / "oracle.patch").read_bytes())
+    rec = hidden_score.score_run(sealed, run_dir, tmp_path / "score.json", 60, controls=tmp / "controls" / "controls.json")
     assert rec["status"] == INFRA_FAIL and "tinypkg" in rec["reason"], rec["reason"]
 
 
-def test_a_patch_that_breaks_collection_on_a_sound_task_stays_fail(tmp_path: Path, wheels: Path, monkeypatch) -> None:
+def test_a_patch_that_breaks_collection_on_a_sound_task_stays_fail(sound, tmp_path: Path) -> None:
     from sealbench import hidden_score
 
-    t = tiny_task(tmp_path)
-    env = built_env(tmp_path, wheels, monkeypatch, t.parent.parent)
-    sealed = seal(t, tmp_path)
-    rec = run_dummy.run_controls(sealed, tmp_path / "controls", oracle_runs=1, timeout_s=60, env=env)
-    assert rec["oracle_ok"], rec["results"]
+    tmp, sealed, env, _rec = sound
     breaking = ("diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,3 @@\n+import nosuchmodule\n"
                 " def add(a, b):\n-    return a - b\n+    return a + b\n")
-    run_dir = _agent_run(tmp_path, sealed, breaking.encode())
+    run_dir = _agent_run(tmp_path, breaking.encode())
     rec = hidden_score.score_run(sealed, run_dir, tmp_path / "score.json", 60,
-                                 controls=tmp_path / "controls" / "controls.json", env=env)
+                                 controls=tmp / "controls" / "controls.json", env=env)
     assert rec["status"] == FAIL and "nosuchmodule" in json.dumps(rec["score"]), rec["reason"]
+    assert rec["environment"]["digest"] == env.digest
