@@ -116,3 +116,19 @@ def test_a_patch_that_breaks_collection_on_a_sound_task_stays_fail(sound, tmp_pa
                                  controls=tmp / "controls" / "controls.json", env=env)
     assert rec["status"] == FAIL and "nosuchmodule" in json.dumps(rec["score"]), rec["reason"]
     assert rec["environment"]["digest"] == env.digest
+
+
+def test_an_agent_keeps_its_python_and_its_visible_runs_use_the_task_environment(sound, tmp_path: Path) -> None:
+    from sealbench.run_agent import RunOptions, run_agent
+
+    _tmp, sealed, env, _rec = sound
+    command = ('"$SEALBENCH_TASK_PYTHON" -c "import tinypkg; print(tinypkg.VALUE)" > "$SEALBENCH_OUT/task.txt"; '
+               'python -c "import tinypkg" 2> "$SEALBENCH_OUT/own.txt"; '
+               "sed -i 's/a - b/a + b/' calc.py; \"$SEALBENCH_VISIBLE_CMD\"")
+    rec = run_agent(sealed, tmp_path / "run", "a", "0" * 16, command, {}, 1,
+                    {"max_wall_s": 60, "max_steps": 5, "max_output_tokens": 100}, RunOptions(env=env.path))
+    out = tmp_path / "run" / "out"
+    assert (out / "task.txt").read_text().strip() == "42"                # SEALBENCH_TASK_PYTHON: the task's
+    assert "No module named 'tinypkg'" in (out / "own.txt").read_text()  # the agent's python: unchanged
+    assert [a["exit"] for a in rec["attempts"]] == [0] and rec["attempts"][0]["sealed_green"] is True, rec["attempts"]
+    assert rec["environment"]["digest"] == env.digest
