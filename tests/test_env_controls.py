@@ -132,3 +132,16 @@ def test_an_agent_keeps_its_python_and_its_visible_runs_use_the_task_environment
     assert "No module named 'tinypkg'" in (out / "own.txt").read_text()  # the agent's python: unchanged
     assert [a["exit"] for a in rec["attempts"]] == [0] and rec["attempts"][0]["sealed_green"] is True, rec["attempts"]
     assert rec["environment"]["digest"] == env.digest
+
+
+def test_a_batched_step_of_a_task_with_an_environment_is_keyed_by_its_lock_too(sound) -> None:
+    from sealbench.steps import step_key
+    from sealbench.task_batch import _with_env_identity
+
+    _tmp, _sealed, env, _rec = sound
+    step = {"module": "run_dummy", "argv": ["--sealed", "s", "--env", str(env.path)], "outputs": ["o"], "code": "c",
+            "toolchain": "t"}
+    keyed = _with_env_identity(step)
+    assert keyed["toolchain"] == f"t:{env.digest}" and step_key(keyed) != step_key(step)
+    plain = dict(step, argv=["--sealed", "s"])
+    assert _with_env_identity(plain) is plain  # no environment: the key as before
