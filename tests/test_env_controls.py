@@ -145,3 +145,31 @@ def test_a_batched_step_of_a_task_with_an_environment_is_keyed_by_its_lock_too(s
     assert keyed["toolchain"] == f"t:{env.digest}" and step_key(keyed) != step_key(step)
     plain = dict(step, argv=["--sealed", "s"])
     assert _with_env_identity(plain) is plain  # no environment: the key as before
+
+
+def test_sealbench_try_builds_the_task_environment_and_runs_in_it(tmp_path: Path, wheels: Path, monkeypatch,
+                                                                  capsys) -> None:
+    from envgen import offline_env_vars
+    from packgen import write_config
+    from sealbench import cli, split
+    from sealbench.packs import load_pack
+
+    monkeypatch.chdir(tmp_path)
+    for k, v in offline_env_vars(wheels).items():
+        monkeypatch.setenv(k, v)
+    pack = make_pack(tmp_path / "pack")
+    (pack / "environments" / "tiny").mkdir(parents=True)
+    (pack / "environments" / "tiny" / "requirements.txt").write_text("tinypkg==1.0\n")
+    strata_of = {t.id: t.stratum for t in load_pack(pack)}
+    task = sorted(split.check(pack, strata_of, 7, 0.5)["tune"])[0]
+    t = pack / "tasks" / task
+    (t / "hidden_tests" / "check_hidden.py").write_text(HIDDEN_NEEDS_TINYPKG)
+    meta = json.loads((t / "meta.json").read_text())
+    (t / "meta.json").write_text(json.dumps(dict(meta, environment="tiny")))
+    write_config(tmp_path / "cfg.yaml", pack)
+    rc = cli.main(["try", "fixer", task, "--config", str(tmp_path / "cfg.yaml")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "→ PASS" in out, out
+    run_dir = tmp_path / out.split("run folder: ")[1].splitlines()[0]
+    score = json.loads((run_dir / "score.json").read_text())
+    assert score["status"] == "pass" and score["environment"]["name"] == "tiny"
