@@ -107,7 +107,8 @@ class VisibleServer:
         self.seal_check = seal_check
         #: each run's own cap in seconds (None: the time left on the session's clock only)
         self.run_timeout_s = run_timeout_s
-        #: the task's own environment for its command (``task_layout.pythonpath_env``)
+        #: the task's environment for its command: its test environment (environments.BuiltEnv.command_env)
+        #: and its import paths (``task_layout.pythonpath_env``); empty: sealbench's interpreter
         self.task_env = dict(task_env or {})
         self.stop = threading.Event()
         self.lock = threading.Lock()        # one run at a time
@@ -245,7 +246,7 @@ def _watch_client(conn: socket.socket, run: _Run) -> None:
 
 
 def sealed_green(sealed_task: Path, meta: dict, ws, logdir: Path, timeout_s: float,
-                 sandbox=None) -> tuple[bool, str | None]:
+                 sandbox=None, task_env: dict[str, str] | None = None) -> tuple[bool, str | None]:
     """Whether the workspace ``ws`` (a :class:`~sealbench.workspace.Workspace`) *as it stands
     now* passes the visible suite when scored like a final patch: its diff applied to a pristine
     snapshot under the tamper rules, ``visible_tests/`` restored from the sealed pack, canaries
@@ -254,7 +255,8 @@ def sealed_green(sealed_task: Path, meta: dict, ws, logdir: Path, timeout_s: flo
     from .workspace import workspace_patch
 
     patch = workspace_patch(ws)
-    res = score_patch(sealed_task, meta, patch, logdir, timeout_s, sandbox=sandbox, commands=("visible",))
+    res = score_patch(sealed_task, meta, patch, logdir, timeout_s, sandbox=sandbox, commands=("visible",),
+                      task_env=task_env)
     return res.status == "pass", res.reason
 
 
