@@ -33,7 +33,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
