@@ -20,13 +20,18 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import socket
 import subprocess
 import sys
 import threading
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    from .unix_rpc import UnixServer
+except ImportError:  # run as a script inside the sandbox (the TCP side): no package
+    from unix_rpc import UnixServer  # type: ignore[no-redef]
 
 
 def _pipe(a: socket.socket, b: socket.socket, tap=None) -> None:
@@ -258,44 +263,26 @@ class UnixToTcp:
 
     def __init__(self, sock_path: str, host: str, port: int) -> None:
         self.sock_path, self.host, self.port = sock_path, host, port
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(sock_path)
-        os.chmod(sock_path, 0o777)
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.stop = threading.Event()
         self.usage = MeteredUsage()
         self._lock = threading.Lock()
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.server = UnixServer(Path(sock_path), self._connect, backlog=16)
 
     def metered(self) -> MeteredUsage:
         """A copy of the usage the server's replies carried so far."""
         with self._lock:
             return MeteredUsage(**vars(self.usage))
 
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            try:
-                up = socket.create_connection((self.host, self.port), timeout=10)
-                up.settimeout(None)
-            except OSError:
-                conn.close()
-                continue
-            _splice(conn, up, ResponseMeter(self.usage, self._lock))
+    def _connect(self, conn: socket.socket) -> None:
+        try:
+            up = socket.create_connection((self.host, self.port), timeout=10)
+            up.settimeout(None)
+        except OSError:
+            conn.close()
+            return
+        _splice(conn, up, ResponseMeter(self.usage, self._lock))
 
     def close(self) -> None:
-        self.stop.set()
-        self.sock.close()
-        try:
-            os.unlink(self.sock_path)
-        except FileNotFoundError:
-            pass
+        self.server.close()
 
 
 def inside(host: str, port: int, sock_path: str, argv: list[str]) -> int:

@@ -29,13 +29,17 @@ import shlex
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+try:
+    from .unix_rpc import NO_ANSWER, UnixServer, frame, relay
+except ImportError:  # run as a script inside the sandbox (write_client): no package
+    from unix_rpc import NO_ANSWER, UnixServer, frame, relay  # type: ignore[no-redef]
 
 #: Set inside the sealed shell: the control socket ``sealbench session …`` talks to.
 SOCKET_ENV = "SEALBENCH_SESSION_SOCKET"
@@ -44,10 +48,6 @@ FORWARDED = {"check": 0, "steer": 1, "status": 0, "submit": 0}
 ONLY = ("inside the sealed session shell `sealbench` runs only `sealbench session check`, "
         '`sealbench session steer "TEXT"`, `sealbench session status` and `sealbench session submit` '
         "(the project, the pack and results/ are not here)")
-
-
-def _frame(kind: bytes, payload: bytes) -> bytes:
-    return kind + struct.pack(">I", len(payload)) + payload
 
 
 def client(sock_path: str, argv: list[str]) -> int:
@@ -61,26 +61,9 @@ def client(sock_path: str, argv: list[str]) -> int:
     except OSError as exc:
         print(f"sealbench: the session's control socket is not reachable ({exc}); the shell that served it "
               "has ended", file=sys.stderr)
-        return 125
+        return NO_ANSWER
     s.sendall(json.dumps(argv[1:]).encode() + b"\n")
-    buf, rc, out = b"", 125, sys.stdout.buffer
-    while True:
-        chunk = s.recv(1 << 16)
-        if not chunk:
-            break
-        buf += chunk
-        while len(buf) >= 5:
-            kind, n = buf[:1], struct.unpack(">I", buf[1:5])[0]
-            if len(buf) < 5 + n:
-                break
-            payload, buf = buf[5:5 + n], buf[5 + n:]
-            if kind == b"o":
-                out.write(payload)
-                out.flush()
-            elif kind == b"x":
-                rc = int(payload.decode())
-    s.close()
-    return rc
+    return relay(s, sys.stdout.buffer)
 
 
 def request_argv(line: bytes, session_id: str, results: Path) -> list[str] | str:
@@ -107,25 +90,8 @@ class ControlServer:
     def __init__(self, sock_path: Path, session_id: str, results: Path, on_submit) -> None:
         self.sock_path, self.session_id, self.results = Path(sock_path), session_id, Path(results).absolute()
         self.on_submit = on_submit
-        self.stop = threading.Event()
         self.lock = threading.Lock()  # one command at a time, as in a terminal
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(str(self.sock_path))
-        os.chmod(self.sock_path, 0o777)
-        self.sock.listen(4)
-        self.sock.settimeout(0.2)
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+        self.server = UnixServer(self.sock_path, self._handle, backlog=4)
 
     def _handle(self, conn: socket.socket) -> None:
         submitted = False
@@ -140,14 +106,14 @@ class ControlServer:
             conn.settimeout(None)
             argv = request_argv(line, self.session_id, self.results)
             if isinstance(argv, str):
-                conn.sendall(_frame(b"o", f"sealbench: {argv}\n".encode()) + _frame(b"x", b"2"))
+                conn.sendall(frame(b"o", f"sealbench: {argv}\n".encode()) + frame(b"x", b"2"))
                 return
             with self.lock:
                 rc = self._run(conn, argv)
             submitted = argv[1] == "submit" and rc == 0
             if submitted:
-                conn.sendall(_frame(b"o", b"the session is submitted: this shell closes\n"))
-            conn.sendall(_frame(b"x", str(rc).encode()))
+                conn.sendall(frame(b"o", b"the session is submitted: this shell closes\n"))
+            conn.sendall(frame(b"x", str(rc).encode()))
         except OSError:
             pass
         finally:
@@ -165,18 +131,11 @@ class ControlServer:
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
         assert proc.stdout is not None
         for chunk in iter(lambda: proc.stdout.read1(1 << 16), b""):
-            conn.sendall(_frame(b"o", chunk))
+            conn.sendall(frame(b"o", chunk))
         return proc.wait()
 
     def close(self) -> None:
-        self.stop.set()
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
-        self.thread.join(timeout=5)
-        self.sock_path.unlink(missing_ok=True)
+        self.server.close()
 
 
 def write_client(bin_dir: Path, sock_path: Path) -> Path:

@@ -21,17 +21,16 @@ length + payload.
 from __future__ import annotations
 
 import json
-import os
 import socket
-import struct
 import sys
 import threading
 import time
 from pathlib import Path
 
-
-def _frame(kind: bytes, payload: bytes) -> bytes:
-    return kind + struct.pack(">I", len(payload)) + payload
+try:
+    from .unix_rpc import NO_ANSWER, UnixServer, frame, relay
+except ImportError:  # run as a script inside the sandbox (write_client_script): no package
+    from unix_rpc import NO_ANSWER, UnixServer, frame, relay  # type: ignore[no-redef]
 
 
 def client(sock_path: str) -> int:
@@ -41,28 +40,9 @@ def client(sock_path: str) -> int:
         s.connect(sock_path)
     except OSError as exc:
         print(f"sealbench: the visible-test service is not reachable ({exc})", file=sys.stderr)
-        return 125
+        return NO_ANSWER
     s.sendall(b"run\n")
-    buf = b""
-    rc = 125
-    out = sys.stdout.buffer
-    while True:
-        chunk = s.recv(1 << 16)
-        if not chunk:
-            break
-        buf += chunk
-        while len(buf) >= 5:
-            kind, n = buf[:1], struct.unpack(">I", buf[1:5])[0]
-            if len(buf) < 5 + n:
-                break
-            payload, buf = buf[5:5 + n], buf[5 + n:]
-            if kind == b"o":
-                out.write(payload)
-                out.flush()
-            elif kind == b"x":
-                rc = int(payload.decode())
-    s.close()
-    return rc
+    return relay(s, sys.stdout.buffer)
 
 
 class _Run:
@@ -110,28 +90,12 @@ class VisibleServer:
         #: the task's environment for its command: its test environment (environments.BuiltEnv.command_env)
         #: and its import paths (``task_layout.pythonpath_env``); empty: sealbench's interpreter
         self.task_env = dict(task_env or {})
-        self.stop = threading.Event()
         self.lock = threading.Lock()        # one run at a time
         self.pending_lock = threading.Lock()
         self.pending: list[_Run] = []       # runs asked for and not yet logged
         self.count = 0
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(str(self.sock_path))
-        os.chmod(self.sock_path, 0o777)
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+        self.server = UnixServer(self.sock_path, self._handle, backlog=8)
+        self.stop = self.server.stop
 
     def _cancel_all(self, reason: str, keep: _Run | None = None) -> None:
         with self.pending_lock:
@@ -159,7 +123,7 @@ class VisibleServer:
             watcher.start()
             with self.lock:
                 if self.stop.is_set():
-                    conn.sendall(_frame(b"o", b"sealbench: the session has ended\n") + _frame(b"x", b"125"))
+                    conn.sendall(frame(b"o", b"sealbench: the session has ended\n") + frame(b"x", b"125"))
                     return
                 self.count += 1
                 n = self.count
@@ -196,11 +160,11 @@ class VisibleServer:
             conn.settimeout(60)
             if cancelled:
                 note = f"sealbench: visible run {n} cancelled: {run.reason}\n".encode()
-                conn.sendall(_frame(b"o", note) + _frame(b"x", b"124"))
+                conn.sendall(frame(b"o", note) + frame(b"x", b"124"))
                 return
             for path in (out, err):
-                conn.sendall(_frame(b"o", path.read_bytes()))
-            conn.sendall(_frame(b"x", str(rc).encode()))
+                conn.sendall(frame(b"o", path.read_bytes()))
+            conn.sendall(frame(b"x", str(rc).encode()))
             if rc == 0 and self.on_green is not None and (self.seal_check is None or sealed):
                 self.on_green()
         except OSError:
@@ -217,16 +181,7 @@ class VisibleServer:
         self._cancel_all(CANCEL_SESSION_END)
         with self.lock:  # wait for a run in progress to be stopped and logged
             pass
-        try:  # wake the accept() at once (closing alone leaves it waiting out its 0.2 s timeout)
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
-        self.thread.join(timeout=5)
-        try:
-            self.sock_path.unlink()
-        except FileNotFoundError:
-            pass
+        self.server.close()
 
 
 def _watch_client(conn: socket.socket, run: _Run) -> None:
