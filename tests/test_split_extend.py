@@ -259,3 +259,23 @@ def test_an_extension_does_not_hide_an_edited_or_dropped_holdout_task(tmp_path: 
     _task_of(spec, "xs01")["task_digest"] = "e" * 64  # an old holdout task edited on the way
     d, _ = _decide(tmp_path / "b", spec, ledger)
     assert "DENOMINATOR_MOVED" in codes(d) and "xs01" in json.dumps(d["reasons"])
+
+
+def test_extend_takes_the_frozen_seed_and_fraction_when_not_given(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    """`split --extend` needs nothing but the pack: the seed and fraction are the frozen
+    manifest's (giving others is still a refused resplit); a plain split still needs --seed."""
+    pack = _frozen_pack(tmp_path / "p")
+    _add(pack, "n01", "n02")
+    assert cli.main(["split", str(pack), "--extend"]) == 0
+    out = capsys.readouterr().out
+    assert "slice 2" in out and "n01" in out, out
+    (rec,) = json.loads((pack / split.MANIFEST).read_text())["slices"]
+    assert rec["seed"] == SEED and rec["holdout_frac"] == FRAC
+    _add(pack, "n03")
+    assert cli.main(["split", str(pack), "--extend", "--seed", str(SEED + 1)]) == 1
+    assert "seed" in capsys.readouterr().err
+    fresh = make_pack(tmp_path / "q", n=12)
+    assert cli.main(["split", str(fresh)]) == 1
+    err = capsys.readouterr().err
+    assert "--seed" in err and not (fresh / split.MANIFEST).exists(), err

@@ -3,7 +3,7 @@
     sealbench validate [--config config/config.yaml]   check config + pack, no work done
     sealbench hash PACK                                 task digests and the pack digest
     sealbench leak-check PACK                           the denylist check (exit 1 on a suspect)
-    sealbench split PACK --seed N [--holdout-frac F] [--extend]   freeze the split once; --extend adds new tasks
+    sealbench split PACK --seed N [--holdout-frac F] | --extend   freeze the split once; --extend adds new tasks
     sealbench show [results/latest]                     the decision and the strata table
     sealbench list [results]                            every experiment, newest first (results/index.html)
     sealbench check [results/latest]                    exit 0 only if the decision is publishable
@@ -161,7 +161,8 @@ def cmd_leak(args: argparse.Namespace) -> int:
 def cmd_split(args: argparse.Namespace) -> int:
     from . import split
 
-    argv = ["--pack", str(args.pack), "--seed", str(args.seed), "--holdout-frac", str(args.holdout_frac)]
+    argv = ["--pack", str(args.pack)] + (["--seed", str(args.seed)] if args.seed is not None else []) \
+        + (["--holdout-frac", str(args.holdout_frac)] if args.holdout_frac is not None else [])
     return split.main(argv + (["--extend"] if args.extend else []))
 
 
@@ -333,8 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_leak)
     p = sub.add_parser("split", help="freeze the tune/holdout split once")
     p.add_argument("pack", type=Path)
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--holdout-frac", type=float, default=0.4)
+    p.add_argument("--seed", type=int, help="required to freeze; --extend uses the frozen split's")
+    p.add_argument("--holdout-frac", type=float, help="default 0.4 to freeze; --extend uses the frozen split's")
     p.add_argument("--extend", action="store_true", help="add the pack's new tasks as the next slice")
     p.set_defaults(func=cmd_split)
     for name, func, helptext in (("show", cmd_show, "print the decision"),

@@ -301,11 +301,28 @@ def ids_key(strata_of: Mapping[str, str]) -> str:
     return hashlib.sha256(canonical_json(sorted(strata_of.items())).encode()).hexdigest()[:16]
 
 
+#: The holdout share when a split is first frozen without --holdout-frac.
+DEFAULT_FRAC = 0.4
+
+
+def _frozen_choice(pack: Path, seed: int | None, frac: float | None) -> tuple[int, float]:
+    """``--extend``'s seed and fraction: the frozen manifest's where not given (a different one
+    given is refused later as a resplit, naming both)."""
+    path = Path(pack) / MANIFEST
+    if not path.exists():
+        raise SplitError(f"split --extend: {path} does not exist: there is no frozen split to extend; "
+                         "freeze one first with `sealbench split PACK --seed N`")
+    frozen = read_json(path)
+    return (frozen["seed"] if seed is None else seed,
+            frozen["holdout_frac"] if frac is None else frac)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.split", description=__doc__.splitlines()[0])
     ap.add_argument("--pack", type=Path, help=f"the pack (default: ${paths.PACK_ENV}, as the workflow runs it)")
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--holdout-frac", type=float, default=0.4)
+    ap.add_argument("--seed", type=int, help="the split's seed (with --extend: default the frozen split's)")
+    ap.add_argument("--holdout-frac", type=float,
+                    help=f"share of each stratum in the holdout (default {DEFAULT_FRAC}; with --extend: the frozen split's)")
     ap.add_argument("--strata", nargs="*", help="allowed stratum labels")
     ap.add_argument("--out", type=Path, help="where to copy the manifest for downstream jobs")
     ap.add_argument("--extend", action="store_true",
@@ -316,12 +333,17 @@ def main(argv: list[str] | None = None) -> int:
         tasks = load_pack(args.pack, args.strata or None)
         strata_of = {t.id: t.stratum for t in tasks}
         if args.extend:
+            args.seed, args.holdout_frac = _frozen_choice(args.pack, args.seed, args.holdout_frac)
             manifest, new = extend(args.pack, strata_of, args.seed, args.holdout_frac)
             if args.out:
                 write_json(args.out, dict(manifest, digest=manifest_digest(manifest)))
             print("\n".join(describe_extension(args.pack, manifest, new)))
             return 0
-        manifest, created = ensure(args.pack, strata_of, args.seed, args.holdout_frac)
+        if args.seed is None:
+            raise SplitError(f"split: {args.pack}: give --seed N (and --holdout-frac F, default {DEFAULT_FRAC}) to "
+                             "freeze the split; with --extend, the frozen split's seed and fraction are used")
+        manifest, created = ensure(args.pack, strata_of, args.seed,
+                                   DEFAULT_FRAC if args.holdout_frac is None else args.holdout_frac)
         if args.out:
             write_json(args.out, dict(manifest, digest=manifest_digest(manifest)))
         verb = "wrote" if created else "kept frozen"
