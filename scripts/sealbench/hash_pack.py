@@ -153,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--out-txt", required=True, type=Path)
     a.add_argument("--out-tsv", required=True, type=Path)
     a.add_argument("records", nargs="*", type=Path)
+    a.add_argument("--task-list", type=Path, help="the plan's task list (paths.task_list): read each task's sealed record")
     a.add_argument("--batches", nargs="*", type=Path, default=[], help="task_batch done.json files (their sealed records)")
     args = ap.parse_args(argv)
     try:
@@ -162,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"sealed {rec['task_id']} {rec['task_digest'][:12]} ({rec['files']} files)")
         else:
             records = list(args.records) + [Path(r) for b in args.batches for r in read_json(b)["sealed"]]
+            if args.task_list and not args.batches:
+                records += [Path(paths.sealed_record(t, d)) for t, d in paths.read_task_list(args.task_list)]
             if not records:
                 raise SealbenchError("aggregate: no sealed records given")
             pdig = write_pack_hash([read_json(p) for p in records], args.denylist_digest, args.out_txt, args.out_tsv)

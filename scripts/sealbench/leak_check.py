@@ -262,15 +262,28 @@ def verdict(reports: list[Path], out: Path, denylist_path: str = "denylist.txt")
     return suspects
 
 
+def reports_of(task_list: Path, denylist_digest: str) -> list[Path]:
+    """The leak report of every task a task list names (``paths.task_list``, ``paths.leak_report``)."""
+    return [Path(paths.leak_report(t, d, denylist_digest)) for t, d in paths.read_task_list(task_list)]
+
+
 def verdict_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.leak_check verdict",
                                  description="fail listing every suspect among the tasks' leak reports")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--task-list", type=Path,
+                    help="the plan's task list (paths.task_list): read the report of each task it lists (with --denylist-digest)")
+    ap.add_argument("--denylist-digest", help="the denylist digest the reports were made with")
     ap.add_argument("reports", type=Path, nargs="*")
     args = ap.parse_args(argv)
     pack = os.environ.get(paths.PACK_ENV)
     try:
-        return 1 if verdict(args.reports, args.out, str(Path(pack) / "denylist.txt") if pack else "denylist.txt") else 0
+        reports = list(args.reports)
+        if args.task_list:
+            if not args.denylist_digest:
+                ap.error("--task-list needs --denylist-digest")
+            reports += reports_of(args.task_list, args.denylist_digest)
+        return 1 if verdict(reports, args.out, str(Path(pack) / "denylist.txt") if pack else "denylist.txt") else 0
     except (SealbenchError, OSError, TypeError, KeyError) as exc:
         print(f"leak_check verdict: a task's leak report cannot be read: {exc}", file=sys.stderr)
         return 1

@@ -138,6 +138,23 @@ def pack_log(pdigest: str, name: str, results: str = RESULTS) -> str:
     return f"{results}/packs/{pdigest}/{name}.log"
 
 
+def task_list(key: str, results: str = RESULTS) -> str:
+    """The plan's tasks and their digests (``task_id``, ``task_digest`` per line, a header first),
+    written by the local rule ``task_list``, content-addressed by ``key``: the pack-level jobs read
+    it instead of thousands of paths on their command line (one shell argument is at most 128 KiB)."""
+    return f"{results}/plans/{key}.tsv"
+
+
+def task_list_log(key: str, results: str = RESULTS) -> str:
+    return f"{results}/plans/{key}.log"
+
+
+def read_task_list(path: str | Path) -> list[tuple[str, str]]:
+    """``(task_id, task_digest)`` per row of a :func:`task_list` (or a ``task_digests.tsv``)."""
+    rows = Path(path).read_text().splitlines()[1:]
+    return [(r.split("\t")[0], r.split("\t")[1]) for r in rows if r.strip()]
+
+
 def leak_verdict(results: str = RESULTS) -> str:
     """The pack-level leak verdict (no task suspect). One path, not content-addressed: the
     controls and agent runs wait for it (``ancient``), so rewriting it never reruns them."""

@@ -17,6 +17,7 @@ if SCRIPTS not in sys.path:
 from sealbench.core import (  # noqa: E402
     HashCache,
     SealbenchError,
+    atomic_write_text,
     canonical_json,
     sha256_text,
     write_json,
@@ -183,6 +184,23 @@ def exp_dir():
 
 def _tasks():
     return sorted(plan()[0].task_digests.items())
+
+
+@functools.cache
+def _task_list_text():
+    return "task_id\ttask_digest\n" + "".join(f"{t}\t{d}\n" for t, d in _tasks())
+
+
+def task_list_file():
+    """The plan's (task, digest) list as a file (paths.task_list, rule task_list), content-addressed."""
+    return paths.task_list(sha256_text(_task_list_text())[:16])
+
+
+def write_task_list(key, out, log):
+    if paths.task_list(key) != task_list_file():
+        raise ValueError(f"task list {key} is not the current plan's ({task_list_file()})")
+    atomic_write_text(Path(out), _task_list_text())
+    Path(log).write_text(f"task list {key}: {len(_tasks())} tasks\n")
 
 
 def all_sealed_records():

@@ -26,6 +26,8 @@ rule pack_digests:
     input:
         records=lambda w: [] if BATCHED else all_sealed_records(),
         batches=lambda w: all_batches(),
+        # the records are read from the plan's task list (a command line cannot hold thousands)
+        tasks=lambda w: task_list_file(),
     output:
         txt=paths.pack_hash("{pdigest}"),
         tsv=paths.task_digests_tsv("{pdigest}"),
@@ -42,4 +44,16 @@ rule pack_digests:
         runtime=10,
     shell:
         "sealbench_job {log:q} sealbench.hash_pack aggregate --denylist-digest {params.denylist}"
-        " --out-txt {output.txt:q} --out-tsv {output.tsv:q} --batches {input.batches:q} -- {input.records:q}"
+        " --out-txt {output.txt:q} --out-tsv {output.tsv:q} --task-list {input.tasks:q}"
+
+
+# The plan's tasks and digests as one file: the pack-level jobs (pack_digests, leak_verdict) read
+# it instead of thousands of paths on their command line.
+rule task_list:
+    output:
+        paths.task_list("{key}"),
+    log:
+        paths.task_list_log("{key}"),
+    localrule: True
+    run:
+        write_task_list(wildcards.key, output[0], log[0])

@@ -28,10 +28,13 @@ rule leak_check:
 rule leak_verdict:
     input:
         leaks=lambda w: all_leak_files(),
+        # the reports are found from the pack's task list (a command line cannot hold thousands)
+        tasks=lambda w: task_list_file(),
     output:
         paths.leak_verdict(),
     params:
         code=code_digest("leak_check"),
+        ddigest=lambda w: plan()[0].denylist_digest,
     log:
         paths.leak_verdict_log(),
     conda:
@@ -41,4 +44,5 @@ rule leak_verdict:
         mem_mb=500,
         runtime=10,
     shell:
-        "sealbench_job {log:q} sealbench.leak_check verdict --out {output:q} {input.leaks:q}"
+        "sealbench_job {log:q} sealbench.leak_check verdict --out {output:q} --task-list {input.tasks:q}"
+        " --denylist-digest {params.ddigest}"
