@@ -1,0 +1,190 @@
+"""``sealbench pack import-swebench INSTANCES.jsonl --repos DIR``: a pack from SWE-bench-style
+instances and local clones, every task verified by sealbench's own scoring (docs/packs.md,
+"From SWE-bench-style instances").
+
+Per instance (``swebench_instances.read_instances``, every line checked before any work), a task
+``tasks/<instance_id>/`` with ``"tests_layout": "repo"``:
+
+- ``repo/``: the files of ``base_commit`` in the local clone (``swebench_git.snapshot``; no
+  ``.git``, never the network) without the test files the ``test_patch`` touches;
+- ``hidden_tests/``: those files after the ``test_patch``, at their repository paths; the hidden
+  command runs every ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` id (``failing_tests``: the
+  ``FAIL_TO_PASS`` count);
+- ``visible_tests/``: the ones that exist at the base, as they are there; the visible command
+  runs the ``PASS_TO_PASS`` ids defined in them (none: the files whole);
+- ``support_files``: the other ``.py`` files of the test folders touched and every
+  ``conftest.py`` from there up to the root (protected: the tests import them);
+- ``oracle.patch``: ``patch`` (it must apply at the base); ``prompt.md``: ``problem_statement``
+  only; the stratum from the fix's size (:data:`STRATUM_MAX_LINES`);
+- ``"environment"``: ``environments/<owner>__<name>-<version|base>/`` per repository and version,
+  its requirements detected at the base commit of its first instance (or ``--requirements``).
+
+An instance that cannot be a task (a patch that does not apply, no test that exists at the base,
+an id pytest cannot run, a test_patch that deletes files) is refused, named, with why; a task
+that does not verify (``pack_common.verify_task``: the empty diff must fail, the oracle pass)
+is removed and reported. A missing clone or base commit stops the import before any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from .core import SealbenchError
+from .swebench_git import (GitError, apply_patch, changed_lines, find_clone, has_commit, patch_paths,
+                           snapshot)
+from .swebench_instances import Instance, read_instances, test_defined, test_file, test_id_problem
+
+#: The largest fix (lines added + removed by ``patch``) of each stratum, smallest first; the
+#: last stratum of the config takes every larger fix. With strata [xs, s, m]: ≤ 3, ≤ 10, more.
+STRATUM_MAX_LINES = (3, 10, 30, 100)
+DEFAULT_TIME_BOX_S = 3600
+PYTEST = "python -m pytest -q -p no:cacheprovider"
+DENYLIST_NOTE = ("# Imported from public SWE-bench-style instances: a model may have seen these issues and "
+                 "their fixes;\n# the leak check cannot catch a memorised public fix. A headline on this pack "
+                 "is a public-benchmark number.\n")
+
+
+class Refused(SealbenchError):
+    """An instance that cannot become a task; the message says why."""
+
+
+def stratum_for(lines: int, strata: list[str]) -> str:
+    """The stratum of a fix of ``lines`` changed lines (:data:`STRATUM_MAX_LINES`)."""
+    if not strata:
+        raise SealbenchError("the config's 'strata' is empty; name at least one stratum")
+    if len(strata) > len(STRATUM_MAX_LINES) + 1:
+        raise SealbenchError(f"the config names {len(strata)} strata; import-swebench sizes fixes into at most "
+                             f"{len(STRATUM_MAX_LINES) + 1} (≤ {', ≤ '.join(map(str, STRATUM_MAX_LINES))}, more)")
+    for name, most in zip(strata, STRATUM_MAX_LINES):
+        if lines <= most and name != strata[-1]:
+            return name
+    return strata[-1]
+
+
+def locate_sources(instances: list[Instance], clones: Path) -> dict[str, Path]:
+    """The clone of every repository, every base commit in it; else one error naming them all."""
+    found, problems = {}, []
+    for inst in instances:
+        if inst.repo not in found:
+            try:
+                found[inst.repo] = find_clone(clones, inst.repo)
+            except GitError as exc:
+                found[inst.repo] = None
+                problems.append(f"instance {inst.instance_id} (line {inst.line}): {exc}")
+        clone = found[inst.repo]
+        if clone is not None and not has_commit(clone, inst.base_commit):
+            problems.append(f"instance {inst.instance_id} (line {inst.line}): base_commit {inst.base_commit} is not in "
+                            f"the clone {clone}; update the clone (git fetch) — sealbench never fetches")
+    if problems:
+        raise SealbenchError("the instances cannot be imported; nothing was written:\n  " + "\n  ".join(problems))
+    return found
+
+
+@dataclass
+class TaskPlan:
+    """One task's folder contents, before it is written."""
+
+    id: str
+    meta: dict
+    prompt: str
+    repo: Path
+    visible: dict[str, str]
+    hidden: dict[str, str]
+    oracle: str
+    left_out: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+
+def _text(path: Path, inst: Instance, what: str) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Refused(f"{what} {path.name} is not UTF-8 text ({exc.reason}); test trees hold text files") from exc
+
+
+def support_files(repo: Path, test_files: list[str], oracle_paths: set[str]) -> list[str]:
+    """The files the tests import that stay in ``repo/``: the non-test ``.py`` files of each test
+    folder touched, and every ``conftest.py`` from those folders up to the root; never a file the
+    fix changes."""
+    out: set[str] = set()
+    folders = {PurePosixPath(f).parent for f in test_files}
+    for folder in folders:
+        for p in sorted((repo / folder).glob("*.py")) if (repo / folder).is_dir() else []:
+            if not (p.name.startswith("test_") or p.stem.endswith("_test")):
+                out.add((folder / p.name).as_posix())
+        for up in [folder, *folder.parents]:
+            if (repo / up / "conftest.py").is_file():
+                out.add((up / "conftest.py").as_posix())
+    return sorted(p.removeprefix("./") for p in out if p.removeprefix("./") not in oracle_paths)
+
+
+def _loc(repo: Path) -> int:
+    return sum(len(p.read_bytes().splitlines()) for p in repo.rglob("*.py") if p.is_file())
+
+
+def plan_task(inst: Instance, clone: Path, work: Path, strata: list[str], time_box_s: int) -> TaskPlan:
+    """The task of one instance, built in ``work`` (a fresh folder); :class:`Refused` with why."""
+    base, post, repo = work / "base", work / "post", work / "repo"
+    snap = snapshot(clone, inst.base_commit, base)
+    try:
+        touched, fix = patch_paths(inst.test_patch), patch_paths(inst.patch)
+    except ValueError as exc:
+        raise Refused(f"patch or test_patch is not a unified diff ({exc})") from exc
+    if touched.deleted:
+        raise Refused(f"the test_patch deletes or renames {', '.join(touched.deleted)}; tests at repository paths "
+                      "can add and change files, not remove them")
+    tests = sorted(set(touched.changed) | set(touched.added))
+    if not tests:
+        raise Refused("the test_patch changes no file")
+    why = apply_patch(base, inst.patch, check_only=True)
+    if why:
+        raise Refused(f"the patch does not apply with git apply at base_commit {inst.base_commit[:12]}: {why}")
+    shutil.copytree(base, post)
+    why = apply_patch(post, inst.test_patch)
+    if why:
+        raise Refused(f"the test_patch does not apply with git apply at base_commit {inst.base_commit[:12]}: {why}")
+    fix_paths = set(fix.changed) | set(fix.added) | set(fix.deleted)
+    if fix_paths & set(tests):
+        raise Refused(f"the patch changes test files the test_patch also changes ({', '.join(sorted(fix_paths & set(tests)))})")
+    ids = inst.fail_to_pass + inst.pass_to_pass
+    post_files = {p.relative_to(post).as_posix() for p in post.rglob("*") if p.is_file()}
+    for tid in ids:
+        why = test_id_problem(tid, post_files)
+        if why:
+            raise Refused(why)
+    at_base = [f for f in tests if (base / f).is_file()]
+    if not at_base:
+        raise Refused(f"no test can be visible: the test_patch only adds files ({', '.join(tests)}), "
+                      "none of which exists at the base commit")
+    visible = {f: _text(base / f, inst, "visible test file") for f in at_base}
+    hidden = {f: _text(post / f, inst, "hidden test file") for f in tests}
+    shutil.copytree(base, repo)
+    for f in at_base:
+        (repo / f).unlink()
+    seen = [t for t in inst.pass_to_pass if test_file(t) in visible and test_defined(t, visible[test_file(t)])]
+    visible_cmd = " ".join([PYTEST, *map(shlex.quote, seen or at_base)])
+    hidden_cmd = " ".join([PYTEST, *map(shlex.quote, ids)])
+    size = changed_lines(inst.patch)
+    created = f", created_at {inst.created_at}" if inst.created_at else ""
+    title = next((ln.strip() for ln in inst.problem_statement.splitlines() if ln.strip()), inst.instance_id)
+    meta = {
+        "id": inst.instance_id, "title": title, "stratum": stratum_for(size, strata), "language": "python",
+        "time_box_sec": int(time_box_s), "visible_command": visible_cmd, "hidden_command": hidden_cmd,
+        "failing_tests": len(inst.fail_to_pass), "loc": _loc(repo),
+        "notes": (f"imported from SWE-bench-style instance {inst.instance_id} of {inst.repo}@{inst.base_commit[:12]}"
+                  f"{created}; fix: {size} changed lines"),
+        "tests_layout": "repo", "support_files": support_files(repo, tests, fix_paths),
+        "environment": inst.env_name,
+    }
+    if not meta["support_files"]:
+        del meta["support_files"]
+    if snap.left_out:
+        meta["notes"] += f"; not in repo/ (symlinks, submodules): {', '.join(snap.left_out)}"
+    prompt = inst.problem_statement if inst.problem_statement.endswith("\n") else inst.problem_statement + "\n"
+    return TaskPlan(inst.instance_id, meta, prompt, repo, visible, hidden, inst.patch, snap.left_out)
