@@ -188,6 +188,20 @@ def latest(results: str = RESULTS) -> str:
     return f"{results}/latest"
 
 
+def env_dir(sdigest: str, results: str = RESULTS) -> str:
+    """A task test environment, by its spec digest (``environments.build_env``)."""
+    return f"{results}/envs/{sdigest}"
+
+
+def env_record(sdigest: str, results: str = RESULTS) -> str:
+    """The built environment's ``env.json`` (name, digest, installer, python, lock)."""
+    return f"{env_dir(sdigest, results)}/env.json"
+
+
+def env_log(sdigest: str, results: str = RESULTS) -> str:
+    return f"{results}/envs/logs/{sdigest}.log"
+
+
 def state_dir(results: str = RESULTS) -> str:
     """sealbench's own state: stat caches, the run lock."""
     return f"{results}/.sealbench"

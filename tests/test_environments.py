@@ -1,0 +1,140 @@
+"""Task test environments (issue 14, point 1): declaration, build, lock (sealbench.environments)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from sealbench import environments as E
+from sealbench.core import PackError
+
+from envgen import offline_env_vars, offline_index
+
+TINY = {"tinypkg==1.0": {"tinypkg/__init__.py": "VALUE = 42\n"}}
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory) -> Path:
+    return offline_index(tmp_path_factory.mktemp("wheels"), TINY)
+
+
+@pytest.fixture
+def offline(wheels, monkeypatch) -> Path:
+    for k, v in offline_env_vars(wheels).items():
+        monkeypatch.setenv(k, v)
+    return wheels
+
+
+# ---------------------------------------------------------------------------------------------
+# declaration
+
+
+def test_requirement_lines_that_need_more_than_their_text_are_refused(tmp_path: Path) -> None:
+    src = tmp_path / "requirements.txt"
+    for line, says in [("-e ./pkg", "editable"), ("--index-url https://example.org/simple", "option lines"),
+                       ("-r other.txt", "option lines"), ("./pkg", "local paths"), ("/abs/pkg.whl", "local paths"),
+                       ("tinypkg @ file:///tmp/tinypkg-1.0-py3-none-any.whl", "local paths"),
+                       ("tinypkg==${VERSION}", "environment variables"), ("tinypkg==1.0 --no-deps", "option --no-deps"),
+                       ("not a requirement !!", "not a requirement")]:
+        with pytest.raises(PackError) as e:
+            E.env_from_requirements(f"# comment\nattrs\n{line}\n", src)
+        assert f"{src}: line 3" in str(e.value) and says in str(e.value), (line, str(e.value))
+    ok = E.env_from_requirements("attrs==23.1 --hash=sha256:abc  # pinned\nrequests[socks]>=2 ; python_version>'3'\n"
+                                 "pkg @ https://example.org/pkg-1.0.tar.gz\n", src)
+    assert ok.name == "default" and ok.source == src
+
+
+def test_declared_env_default_named_unknown_and_none(tmp_path: Path) -> None:
+    pack = tmp_path / "pack"
+    (pack / "tasks" / "t1").mkdir(parents=True)
+    assert E.declared_env(pack, {"id": "t1"}) is None  # no environment: sealbench's interpreter
+    (pack / "environment").mkdir()
+    with pytest.raises(PackError, match="environment.*requirements.txt"):
+        E.declared_env(pack, {"id": "t1"})
+    (pack / "environment" / "requirements.txt").write_text("tinypkg==1.0\n")
+    spec = E.declared_env(pack, {"id": "t1"})
+    assert spec and spec.name == "default" and spec.requirements == "tinypkg==1.0\n"
+    (pack / "environments" / "np").mkdir(parents=True)
+    (pack / "environments" / "np" / "requirements.txt").write_text("tinypkg==2.0\n")
+    named = E.declared_env(pack, {"id": "t1", "environment": "np"})
+    assert named and named.name == "np" and named.digest != spec.digest
+    with pytest.raises(PackError) as e:
+        E.declared_env(pack, {"id": "t1", "environment": "nope"})
+    assert str(pack / "tasks" / "t1" / "meta.json") in str(e.value) and "'environment'" in str(e.value)
+    assert "declared: np" in str(e.value)
+
+
+def test_spec_digest_follows_the_text_and_pytest_is_pinned_unless_named(tmp_path: Path) -> None:
+    a = E.env_from_requirements("tinypkg==1.0\n", tmp_path / "r.txt")
+    b = E.env_from_requirements("tinypkg==2.0\n", tmp_path / "r.txt")
+    assert a.digest != b.digest and a.digest == E.env_from_requirements("tinypkg==1.0\n", tmp_path / "x").digest
+    assert E.pytest_pin() in a.install_lines
+    own = E.env_from_requirements("pytest>=8\n", tmp_path / "r.txt")
+    assert E.pytest_pin() not in own.install_lines
+
+
+# ---------------------------------------------------------------------------------------------
+# build
+
+
+def test_build_env_offline_installs_the_requirements_apart_from_the_harness(tmp_path: Path, offline: Path) -> None:
+    spec = E.env_from_requirements("tinypkg==1.0\n", tmp_path / "requirements.txt")
+    root = tmp_path / "envs"
+    env = E.build_env(spec, root)
+    assert env.path == root / spec.digest and env.python == env.path / "bin" / "python"
+    run = subprocess.run([str(env.python), "-c", "import tinypkg, pytest; print(tinypkg.VALUE, pytest.__version__)"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["42", E.pytest_pin().split("==")[1]]
+    own = subprocess.run([sys.executable, "-c", "import tinypkg"], capture_output=True, text=True)
+    assert own.returncode != 0 and "tinypkg" in own.stderr  # sealbench's interpreter is untouched
+    record = json.loads((env.path / "env.json").read_text())
+    assert record["spec_digest"] == spec.digest and record["digest"] == env.digest
+    assert "tinypkg==1.0" in record["lock"] and any(x.startswith("pytest==") for x in record["lock"])
+    assert (env.path / "lock.txt").read_text() == env.lock and env.installer.split()[0] in ("uv", "pip")
+    assert env.lock.splitlines() == sorted(env.lock.splitlines(), key=str.lower)
+    ce = env.command_env()
+    assert ce["PATH"].split(os.pathsep)[0] == str(env.path / "bin") and ce["VIRTUAL_ENV"] == str(env.path)
+    assert E.load_env(env.path) == env
+    # a second build is a no-op (same folder, same record, nothing reinstalled)
+    stamp = (env.path / "env.json").stat().st_mtime_ns
+    assert E.build_env(spec, root) == env and (env.path / "env.json").stat().st_mtime_ns == stamp
+    # another requirements text is another environment
+    other = E.env_from_requirements("tinypkg==1.0\n# another comment\n", tmp_path / "requirements.txt")
+    assert other.digest != spec.digest
+
+
+def test_a_crashed_build_is_never_reused_and_a_failed_install_names_the_file(tmp_path: Path, offline: Path) -> None:
+    spec = E.env_from_requirements("tinypkg==1.0\n", tmp_path / "requirements.txt")
+    root = tmp_path / "envs"
+    half = root / spec.digest / "bin"
+    half.mkdir(parents=True)
+    (half / "python").write_text("not an interpreter")
+    with pytest.raises(E.SealbenchError, match="env.json"):
+        E.load_env(root / spec.digest)
+    env = E.build_env(spec, root)
+    assert subprocess.run([str(env.python), "-c", "import tinypkg"]).returncode == 0
+    bad = E.env_from_requirements("nosuchpkg==9.9\n", tmp_path / "bad" / "requirements.txt")
+    with pytest.raises(E.EnvironmentBuildError) as e:
+        E.build_env(bad, root)
+    assert str(tmp_path / "bad" / "requirements.txt") in str(e.value) and "nosuchpkg" in str(e.value)
+    assert not (root / bad.digest).exists()  # never a half environment
+
+
+def test_concurrent_builders_of_one_digest_build_it_once(tmp_path: Path, offline: Path) -> None:
+    spec = E.env_from_requirements("tinypkg==1.0\n", tmp_path / "requirements.txt")
+    root = tmp_path / "envs"
+    out: list = []
+    threads = [threading.Thread(target=lambda: out.append(E.build_env(spec, root))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(out) == 2 and out[0] == out[1]
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == [spec.digest]
