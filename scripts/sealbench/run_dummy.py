@@ -22,12 +22,14 @@ import re
 import shutil
 import sys
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 
 from .core import SealbenchError, control_fingerprint, read_json, write_json
 from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .scoring import score_patch
 from .tamper_rules import path_rule, protected_reason
+from .task_layout import protected_paths
 from .workspace import make_workspace, scratch_dir, workspace_patch
 from .contract import INFRA_FAIL, PASS
 
@@ -47,11 +49,12 @@ NOT_SOURCE = re.compile(r"^(test_.*|.*_test|.*_tests|.*\.test|.*\.spec|setup|nox
                         re.IGNORECASE)
 
 
-def stub_target(repo: Path, language: str) -> Path | None:
+def stub_target(repo: Path, language: str, task_paths: Mapping[str, str] | None = None) -> Path | None:
     """The file the stub edits: the first (by path) source file of ``language`` in ``repo``
     that the tamper rules accept unchanged (:func:`tamper_rules.protected_reason`,
-    :func:`tamper_rules.path_rule`) and that is not a test, a test helper, a build script or
-    under a test folder. For a language without known suffixes, any such file. None: no
+    :func:`tamper_rules.path_rule`) — with the task's own protected paths ``task_paths`` (its
+    support files, its tests at repository paths: ``task_layout.protected_paths``) — and that
+    is not a test, a test helper, a build script or under a test folder. For a language without known suffixes, any such file. None: no
     such file."""
     suffixes = SOURCE_SUFFIX.get(language)
     for p in sorted(q for q in repo.rglob("*") if q.is_file() and not q.is_symlink()):
@@ -64,7 +67,7 @@ def stub_target(repo: Path, language: str) -> Path | None:
         if NOT_SOURCE.match(parts[-1]):
             continue
         original = p.read_bytes() if parts[-1].lower() in ("setup.cfg", "pyproject.toml") else None
-        if protected_reason(rel, original) or path_rule(rel, repo):
+        if protected_reason(rel, original, None, task_paths) or path_rule(rel, repo):
             continue
         return p  # the first by path, as before: the same file wherever that one was allowed
     return None
@@ -74,7 +77,7 @@ def stub_patch(sealed: Path, meta: dict, workdir: Path) -> tuple[bytes, str]:
     """Append a comment line to the file :func:`stub_target` picks; return (patch, path).
     A repo with no such file is an error naming the task (the stub would test no source edit)."""
     lang = meta["language"].lower()
-    source = stub_target(Path(sealed) / "repo", lang)
+    source = stub_target(Path(sealed) / "repo", lang, protected_paths(Path(sealed), meta))
     if source is None:
         kind = f"{lang} source file" if lang in SOURCE_SUFFIX else "source file"
         raise SealbenchError(f"task {meta['id']}: the stub control found no {kind} in repo/ that is not a test, "
