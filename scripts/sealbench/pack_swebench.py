@@ -188,3 +188,145 @@ def plan_task(inst: Instance, clone: Path, work: Path, strata: list[str], time_b
         meta["notes"] += f"; not in repo/ (symlinks, submodules): {', '.join(snap.left_out)}"
     prompt = inst.problem_statement if inst.problem_statement.endswith("\n") else inst.problem_statement + "\n"
     return TaskPlan(inst.instance_id, meta, prompt, repo, visible, hidden, inst.patch, snap.left_out)
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole import
+
+
+@dataclass
+class Outcome:
+    """What became of one instance."""
+
+    id: str
+    status: str                  # imported | refused | not verified
+    stratum: str | None = None
+    fix_lines: int | None = None
+    why: str | None = None
+
+
+def requirement_overrides(pairs: list[str], instances: list[Instance]) -> dict[str, Path]:
+    """``--requirements REPO=FILE`` pairs, each naming a repository of the instances and a file."""
+    out, repos = {}, {i.repo for i in instances}
+    for pair in pairs:
+        repo, sep, file = pair.partition("=")
+        if not sep or not file:
+            raise SealbenchError(f"--requirements {pair!r}: write it REPO=FILE, e.g. acme/mathlib=reqs.txt")
+        if repo not in repos:
+            raise SealbenchError(f"--requirements {pair!r}: no instance is of {repo} (they are of "
+                                 f"{', '.join(sorted(repos))})")
+        if not Path(file).is_file():
+            raise SealbenchError(f"--requirements {pair!r}: {file} is not a file")
+        out[repo] = Path(file)
+    return out
+
+
+def _declare_env(pack: Path, inst: Instance, plan: TaskPlan, base: Path, override: Path | None) -> list[str]:
+    """Write ``environments/<env_name>/requirements.txt`` (detected at this base, or the
+    override) unless declared already; returns the pytest plugins it names."""
+    from . import environments, pack_common
+
+    test_text = "\n".join([*plan.visible.values(), *plan.hidden.values()]
+                          + [(plan.repo / f).read_text(errors="replace") for f in plan.meta.get("support_files", [])])
+    req = (pack_common.read_requirements_file(override, base, test_text) if override is not None
+           else pack_common.detect_requirements(base, test_text))
+    folder = pack / environments.NAMED_DIR / inst.env_name
+    target = folder / environments.REQUIREMENTS
+    if not target.is_file():
+        text = req.text()
+        environments.env_from_requirements(text, override or target, inst.env_name)  # refused lines: named
+        folder.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return list(req.plugins)
+
+
+def import_swebench(instances_file: Path, clones: Path, pack: Path, strata: list[str],
+                    requirement_pairs: list[str] = (), time_box_s: int = DEFAULT_TIME_BOX_S,
+                    log=print) -> list[Outcome]:
+    """Import every instance of ``instances_file`` into ``pack`` (docstring of this module)."""
+    from . import pack_common
+
+    instances = read_instances(instances_file)
+    overrides = requirement_overrides(list(requirement_pairs), instances)
+    there = [i.instance_id for i in instances if (Path(pack) / "tasks" / i.instance_id).exists()]
+    if there:
+        raise SealbenchError(f"{pack}/tasks/ already holds {', '.join(there)}; nothing was written. Import into "
+                             "another pack, or remove those folders first")
+    clones_of = locate_sources(instances, clones)
+    pack = Path(pack)
+    (pack / "tasks").mkdir(parents=True, exist_ok=True)
+    deny = pack / "denylist.txt"
+    old = deny.read_text(encoding="utf-8") if deny.is_file() else ""
+    if DENYLIST_NOTE not in old:
+        deny.write_text(old + ("\n" if old and not old.endswith("\n") else "") + DENYLIST_NOTE, encoding="utf-8")
+    outcomes: list[Outcome] = []
+    for inst in instances:
+        size = changed_lines(inst.patch)
+        with tempfile.TemporaryDirectory(prefix="sealbench-swe-") as tmp:
+            try:
+                plan = plan_task(inst, clones_of[inst.repo], Path(tmp), strata, time_box_s)
+                _declare_env(pack, inst, plan, Path(tmp) / "base", overrides.get(inst.repo))
+                pack_common.write_task(pack, pack_common.TaskFiles(plan.id, plan.meta, plan.prompt, plan.repo,
+                                                                   plan.visible, plan.hidden, plan.oracle), strata)
+            except Refused as exc:
+                outcomes.append(Outcome(inst.instance_id, "refused", None, size, str(exc)))
+                log(f"{inst.instance_id}: refused: {exc}")
+                continue
+        why = pack_common.verify_task(pack, inst.instance_id)
+        if why:
+            shutil.rmtree(pack / "tasks" / inst.instance_id)
+            outcomes.append(Outcome(inst.instance_id, "not verified", plan.meta["stratum"], size, why))
+            log(f"{inst.instance_id}: removed, it does not verify: {why}")
+        else:
+            outcomes.append(Outcome(inst.instance_id, "imported", plan.meta["stratum"], size))
+            log(f"{inst.instance_id}: imported ({plan.meta['stratum']}, {size} changed lines), verified")
+    return outcomes
+
+
+def summary_table(outcomes: list[Outcome], pack: Path):
+    """The import in one rich table."""
+    from rich.table import Table
+
+    kept = sum(o.status == "imported" for o in outcomes)
+    table = Table(title=f"{pack}: {kept} of {len(outcomes)} instances imported and verified")
+    for col in ("instance", "status", "stratum", "fix lines", "why not"):
+        table.add_column(col, overflow="fold")
+    for o in outcomes:
+        color = {"imported": "green", "refused": "red"}.get(o.status, "yellow")
+        table.add_row(o.id, f"[{color}]{o.status}[/{color}]", o.stratum or "—",
+                      "—" if o.fix_lines is None else str(o.fix_lines), o.why or "")
+    return table
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """``sealbench pack import-swebench``: exit 0 when every instance became a verified task, 1
+    when some were refused or removed (the pack holds the others)."""
+    from rich.console import Console
+
+    from .cli import config_of
+
+    strata = list(config_of(args)["strata"])
+    out = args.out or Path(f"pack-{Path(args.instances).stem}")
+    outcomes = import_swebench(args.instances, args.repos, out, strata, args.requirements or [], args.time_box,
+                               log=lambda line: print(line, file=sys.stderr))
+    Console().print(summary_table(outcomes, out))
+    print(f"{out}/denylist.txt: these instances are public; see docs/packs.md before quoting a headline")
+    return 0 if all(o.status == "imported" for o in outcomes) else 1
+
+
+def add_parser(pack_sub: argparse._SubParsersAction) -> None:
+    """``import-swebench`` under ``sealbench pack``."""
+    from .cli import add_config_args
+
+    p = pack_sub.add_parser("import-swebench", help="a verified pack from SWE-bench-style instances and local clones")
+    p.add_argument("instances", type=Path, metavar="INSTANCES.jsonl")
+    p.add_argument("--repos", type=Path, required=True, metavar="DIR",
+                   help="local clones: DIR/<owner>__<name>, DIR/<name> or DIR/<owner>/<name> (never the network)")
+    p.add_argument("--out", type=Path, default=None, metavar="PACK",
+                   help="the pack to write into (default: pack-<INSTANCES stem> in this folder)")
+    p.add_argument("--requirements", action="append", metavar="REPO=FILE",
+                   help="the requirements of REPO's tasks from FILE instead of detecting them (repeatable)")
+    p.add_argument("--time-box", type=int, default=DEFAULT_TIME_BOX_S, metavar="S",
+                   help=f"time_box_sec of every task (default {DEFAULT_TIME_BOX_S})")
+    add_config_args(p)
+    p.set_defaults(func=cmd_import)
