@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from .task_layout import layout_errors
 from .core import TASK_DIRS, TASK_FILES, PackError, _parsed_schema, _schema_text, schema_errors, sha256_text
 
 
@@ -71,6 +72,8 @@ def validate_meta(meta_path: Path, strata: Iterable[str] | None = None, schema_o
             errors.append(f"{p}: missing (required by the pack contract)")
         elif name in TASK_DIRS and not p.is_dir():
             errors.append(f"{p}/: missing folder (required by the pack contract)")
+    if not errors:
+        errors += layout_errors(meta_path, meta)
     prompt = task_dir / "prompt.md"
     if prompt.is_file():
         try:

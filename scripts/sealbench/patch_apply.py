@@ -10,6 +10,7 @@ same as (applied, message, protected paths).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,9 +46,11 @@ def _git_paths(ws: Path, body: bytes) -> list[str] | None:
     return out
 
 
-def apply_patch_details(ws: Path, patch: bytes, allow_binary: bool = False) -> PatchApplication:
+def apply_patch_details(ws: Path, patch: bytes, allow_binary: bool = False,
+                        task_paths: Mapping[str, str] | None = None) -> PatchApplication:
     """Apply ``patch`` to ``ws`` (not a git repository) except its protected sections and the
-    sections refused by :func:`section_rule` / :func:`path_rule` (listed the same way)."""
+    sections refused by :func:`section_rule` / :func:`path_rule` (listed the same way).
+    ``task_paths``: the task's own protected paths and why (``task_layout.protected_paths``)."""
     try:
         sections = split_patch(patch)
     except ValueError as exc:
@@ -59,7 +62,7 @@ def apply_patch_details(ws: Path, patch: bytes, allow_binary: bool = False) -> P
     protected: dict[str, str] = {}
     keep: list[FilePatch] = []
     for s in sections:
-        why = {p: protected_reason(p, _as_text(_read_original(ws, p)), s.text) for p in s.paths}
+        why = {p: protected_reason(p, _as_text(_read_original(ws, p)), s.text, task_paths) for p in s.paths}
         if s.new_path != "/dev/null":
             why[s.new_path] = why.get(s.new_path) or path_rule(s.new_path, ws) or section_rule(s, ws, allow_binary)
         why = {p: w for p, w in why.items() if w}
@@ -80,7 +83,7 @@ def apply_patch_details(ws: Path, patch: bytes, allow_binary: bool = False) -> P
             return PatchApplication(False, f"patch touches a path outside the workspace: {p!r}",
                                     dict(sorted(protected.items())))
     sneaked = {p: w for p in unnamed
-               if (w := protected_reason(p, _as_text(_read_original(ws, p)), None) or path_rule(p, ws))}
+               if (w := protected_reason(p, _as_text(_read_original(ws, p)), None, task_paths) or path_rule(p, ws))}
     if sneaked:
         protected.update(sneaked)
         return PatchApplication(True, "nothing applied: git reads protected paths the patch headers hide",
@@ -112,11 +115,12 @@ def apply_patch_details(ws: Path, patch: bytes, allow_binary: bool = False) -> P
     return PatchApplication(True, "applied", dict(sorted(protected.items())))
 
 
-def apply_patch(ws: Path, patch: bytes, allow_binary: bool = False) -> tuple[bool, str, list[str]]:
+def apply_patch(ws: Path, patch: bytes, allow_binary: bool = False,
+                task_paths: Mapping[str, str] | None = None) -> tuple[bool, str, list[str]]:
     """Apply ``patch`` to ``ws`` (not a git repository) except its protected sections.
 
     Returns (applied, message, protected paths the patch touched). See
     :func:`apply_patch_details` for the reason per path.
     """
-    res = apply_patch_details(ws, patch, allow_binary)
+    res = apply_patch_details(ws, patch, allow_binary, task_paths)
     return res.applied, res.message, sorted(res.protected)

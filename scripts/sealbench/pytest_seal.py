@@ -17,7 +17,8 @@ raised (read from the call before any report object exists) is streamed as it ha
 ``finish`` record closes the stream. Each plain test function is wrapped so that the stream
 also says it really ran and returned (``ran``): a pass reported for a test that was never
 called is caught. The failing canary does not count towards ``-x``/
-``--maxfail`` or the exit code. The harness judges from the stream (``sealed_report.judge_stream``).
+``--maxfail`` or the exit code. After collection and at the session's end, an ``imports`` record
+says where each of the task's packages (named in the secret) was imported from. The harness judges from the stream (``sealed_report.judge_stream``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import inspect
 import json
 import os
 import random
+import sys
 
 import pytest
 
@@ -87,6 +89,20 @@ def _make_plugin():
     message = secret["message"]
     rng = random.Random(secret["seed"])
     canary_ids: dict[str, str] = {}             # nodeid -> "pass" | "fail"
+    watched = [str(n) for n in secret.get("packages") or ()]    # the code under test
+
+    def send_imports(when: str) -> None:
+        # where each package under test was imported from (its file, or a namespace
+        # package's folders), resolved now: the harness checks it lies in the workspace
+        mods = {}
+        for name in watched:
+            mod = sys.modules.get(name)
+            if mod is None:
+                continue
+            f = getattr(mod, "__file__", None)
+            where = [f] if isinstance(f, str) and f else [str(p) for p in (getattr(mod, "__path__", None) or [])]
+            mods[name] = [os.path.realpath(p) for p in where] or [""]
+        send(kind="imports", when=when, modules=mods)
     sessions: list = []
 
     def canary_function(module, name: str, role: str):
@@ -127,6 +143,7 @@ def _make_plugin():
 
         @pytest.hookimpl(trylast=True)
         def pytest_collection_modifyitems(self, session, config, items) -> None:
+            send_imports("collected")
             modules = [(i, it.getparent(pytest.Module)) for i, it in enumerate(items)]
             if not any(m is not None for _, m in modules):
                 return
@@ -192,6 +209,7 @@ def _make_plugin():
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_sessionfinish(self, session, exitstatus) -> None:
+            send_imports("finish")
             send(kind="finish", exitstatus=int(session.exitstatus), collected=int(session.testscollected),
                  canaries=len(canary_ids))
 

@@ -11,7 +11,9 @@ Controls:
   test-config file or ``conftest.py``: :func:`stub_target`), so the stub scores a source edit.
 - ``oracle``: the gold patch, scored ``oracle_runs`` times. It must pass every time; results
   that differ between runs mark the task ``flaky``.
-If any of this does not hold, the grader is broken and the gate publishes nothing.
+If any of this does not hold, the grader is broken and the gate publishes nothing. A control
+whose tests imported the package under test from outside the workspace is ``infra_fail`` and
+``import_outside`` names it (the task is refused: ``TASK_IMPORTS_OUTSIDE``).
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ import re
 import shutil
 import sys
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 
 from .core import SealbenchError, control_fingerprint, read_json, write_json
 from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .scoring import score_patch
 from .tamper_rules import path_rule, protected_reason
+from .task_layout import protected_paths
 from .workspace import make_workspace, scratch_dir, workspace_patch
 from .contract import INFRA_FAIL, PASS
 
@@ -47,11 +51,12 @@ NOT_SOURCE = re.compile(r"^(test_.*|.*_test|.*_tests|.*\.test|.*\.spec|setup|nox
                         re.IGNORECASE)
 
 
-def stub_target(repo: Path, language: str) -> Path | None:
+def stub_target(repo: Path, language: str, task_paths: Mapping[str, str] | None = None) -> Path | None:
     """The file the stub edits: the first (by path) source file of ``language`` in ``repo``
     that the tamper rules accept unchanged (:func:`tamper_rules.protected_reason`,
-    :func:`tamper_rules.path_rule`) and that is not a test, a test helper, a build script or
-    under a test folder. For a language without known suffixes, any such file. None: no
+    :func:`tamper_rules.path_rule`) — with the task's own protected paths ``task_paths`` (its
+    support files, its tests at repository paths: ``task_layout.protected_paths``) — and that
+    is not a test, a test helper, a build script or under a test folder. For a language without known suffixes, any such file. None: no
     such file."""
     suffixes = SOURCE_SUFFIX.get(language)
     for p in sorted(q for q in repo.rglob("*") if q.is_file() and not q.is_symlink()):
@@ -64,7 +69,7 @@ def stub_target(repo: Path, language: str) -> Path | None:
         if NOT_SOURCE.match(parts[-1]):
             continue
         original = p.read_bytes() if parts[-1].lower() in ("setup.cfg", "pyproject.toml") else None
-        if protected_reason(rel, original) or path_rule(rel, repo):
+        if protected_reason(rel, original, None, task_paths) or path_rule(rel, repo):
             continue
         return p  # the first by path, as before: the same file wherever that one was allowed
     return None
@@ -74,7 +79,7 @@ def stub_patch(sealed: Path, meta: dict, workdir: Path) -> tuple[bytes, str]:
     """Append a comment line to the file :func:`stub_target` picks; return (patch, path).
     A repo with no such file is an error naming the task (the stub would test no source edit)."""
     lang = meta["language"].lower()
-    source = stub_target(Path(sealed) / "repo", lang)
+    source = stub_target(Path(sealed) / "repo", lang, protected_paths(Path(sealed), meta))
     if source is None:
         kind = f"{lang} source file" if lang in SOURCE_SUFFIX else "source file"
         raise SealbenchError(f"task {meta['id']}: the stub control found no {kind} in repo/ that is not a test, "
@@ -111,7 +116,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
     results = []
     for solver, epoch in plan:
         res = score_patch(sealed, meta, patches[solver], out_dir / "logs" / f"{solver}-{epoch}", timeout_s,
-                          sandbox=box)
+                          sandbox=box, task_check=True)
         results.append({
             "solver": solver, "epoch": epoch, "fingerprint": control_fingerprint(solver),
             "status": res.status, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
@@ -120,6 +125,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
             "hidden_wall_s": res.hidden.wall_s if res.hidden else None,
             "log_tail": (res.hidden.log_tail if res.hidden else "")[-1500:],
             "hidden_ran": res.hidden.junit.ran if res.hidden and res.hidden.junit else None,
+            "import_outside": res.import_outside,
         })
     oracle = [r for r in results if r["solver"] == "oracle"]
     oracle_passes = sum(r["status"] == PASS for r in oracle)
@@ -134,6 +140,9 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         "weak_test": any(r["status"] == PASS for r in results if r["solver"] == "empty_diff"),
         "stub_passes": any(r["status"] == PASS for r in results if r["solver"] == "stub"),
         "control_infra_fail": any(r["status"] == INFRA_FAIL for r in results),
+        # the package under test imported from outside the workspace ("pkg from path"): the
+        # task's environment or import_paths is wrong (refused: TASK_IMPORTS_OUTSIDE)
+        "import_outside": next((r["import_outside"] for r in results if r["import_outside"]), None),
         # hidden tests the gold patch ran (JUnit): a scored patch must run at least as many
         "oracle_hidden_ran": min((r["hidden_ran"] for r in oracle if r["hidden_ran"] is not None), default=None),
         "isolation": level,
@@ -152,7 +161,7 @@ def harness_failure(sealed: Path, out_dir: Path, exc: BaseException) -> dict:
     record = {
         "task_id": task_id, "stub_file": None, "results": [], "oracle_runs": 0, "oracle_passes": 0,
         "oracle_ok": False, "flaky": False, "weak_test": False, "stub_passes": False, "control_infra_fail": True,
-        "oracle_hidden_ran": None, "isolation": None,
+        "oracle_hidden_ran": None, "isolation": None, "import_outside": None,
         "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
     }
     write_json(Path(out_dir) / "controls.json", record)

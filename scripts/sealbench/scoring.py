@@ -27,6 +27,7 @@ from pathlib import Path
 from .patch_apply import apply_patch_details
 from .sealed_command import CommandOutcome, _run_check, judge
 from .similarity import GOLD_LIKE_THRESHOLD, gold_similarity
+from .task_layout import import_paths, packages, protected_paths, test_trees
 from .workspace import TEST_DIRS, copy_tree, scratch_dir
 from .contract import FAIL, INFRA_FAIL, PASS, TAMPER
 
@@ -47,6 +48,9 @@ class ScoreResult:
     hidden: CommandOutcome | None = None
     gold_similarity: float | None = None     # None: no gold patch given
     gold_like: bool | None = None
+    #: where a package under test was imported from outside the scoring workspace ("pkg from
+    #: path"); None: every one came from inside (or none was imported)
+    import_outside: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -68,7 +72,7 @@ class ScoreResult:
 def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout_s: float, *,
                 oracle: bytes | None = None, sandbox: object | None = None,
                 expected_hidden: int | None = None,
-                commands: tuple[str, ...] = ("visible", "hidden")) -> ScoreResult:
+                commands: tuple[str, ...] = ("visible", "hidden"), task_check: bool = False) -> ScoreResult:
     """Score ``patch`` on a sealed task (docs/contract.md §1 scoring workspace).
 
     The patch's protected sections (:func:`protected_reason`) are not applied; the rest is,
@@ -88,6 +92,14 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     ``commands`` limits the run to some of ``visible``/``hidden`` (the other is None and does
     not count; a visible-only run is how an agent's session asks "am I green?").
 
+    The task's layout (``task_layout``): its test trees go where ``tests_layout`` says, its
+    support files and tests at repository paths are protected (the sealed copy always wins),
+    its ``import_paths`` go first on ``PYTHONPATH``, and the sealed report records where each
+    of its ``packages`` was imported from. A package imported from outside the scoring
+    workspace is ``tamper`` (the patch redirected what is tested), or with ``task_check`` (the
+    controls, or a task whose controls already did so) ``infra_fail`` naming the package and
+    path: the task's environment or ``import_paths`` is wrong.
+
     Both commands run under the sealed report (``pytest_seal``: canaries plus a report stream
     the tested code cannot rewrite); see :func:`judge` and :func:`judge_stream`. A forged or
     cut-short report is ``tamper`` whatever else happened; a runner that never started is
@@ -103,7 +115,8 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
         base = scratch / "base"
         base.mkdir()
         copy_tree(sealed_task / "repo", base)
-        app = apply_patch_details(base, patch, bool(meta.get("allow_binary")))
+        own = protected_paths(sealed_task, meta)
+        app = apply_patch_details(base, patch, bool(meta.get("allow_binary")), own)
         tamper = sorted(app.protected)
         tamper_text = "; ".join(f"{p} ({w})" for p, w in sorted(app.protected.items()))
         if not app.applied:
@@ -117,6 +130,10 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
                     shutil.rmtree(base / d)
                 else:
                     (base / d).unlink()
+        for rel in meta.get("support_files") or ():   # the sealed copy, whatever happened
+            shutil.copyfile(sealed_task / "repo" / rel, base / rel)
+        imports = {"import_paths": tuple(import_paths(sealed_task / "repo", meta)),
+                   "packages": tuple(packages(sealed_task / "repo", meta))}
         junit_dir = scratch / "reports"
         junit_dir.mkdir()
         ws = scratch / "ws"
@@ -129,20 +146,22 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
             if ws.exists():
                 shutil.rmtree(ws)
             copy_tree(base, ws)
-            for d in test_dirs:
-                copy_tree(sealed_task / d, ws / d)
+            for src, dst in test_trees(meta, test_dirs):
+                copy_tree(sealed_task / src, ws / dst)
             if sandbox is None or not hasattr(sandbox, "with_writable"):
                 return sandbox
             box = sandbox.with_writable(ws, junit_dir)
-            return box.with_frozen(*(ws / d for d in test_dirs)) if hasattr(box, "with_frozen") else box
+            frozen = [ws / d for d in test_dirs] if "repo" != meta.get("tests_layout") else \
+                [ws / p for p in sorted(own) if (ws / p).exists()]
+            return box.with_frozen(*frozen) if hasattr(box, "with_frozen") else box
 
         visible = hidden = None
         if "visible" in commands:
             box = fresh(("visible_tests",))
-            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, junit_dir)
+            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, junit_dir, **imports)
         if "hidden" in commands:
             box = fresh(TEST_DIRS)
-            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir)
+            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir, **imports)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     v_status, v_why = judge("visible", visible) if visible is not None else (PASS, None)
@@ -154,6 +173,20 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
         # a forged or cut-short sealed report: tamper, whatever else happened
         extra = f"; the patch also touched protected paths, not applied: {tamper_text}" if tamper else ""
         return ScoreResult(TAMPER, vis_ok, hid_ok, "; ".join(forged) + extra, True, tamper, visible, hidden, **gold)
+    outside = next((o.report["import_outside"] for o in (visible, hidden)
+                    if o is not None and o.report.get("import_outside")), None)
+    if outside:
+        pkg, where = outside["package"], outside["path"]
+        if task_check:
+            why = (f"the tests import {pkg} from {where}, outside the workspace: the environment has the package "
+                   "installed, or import_paths is wrong; fix the task's environment or its meta.json "
+                   "import_paths/packages")
+            return ScoreResult(INFRA_FAIL, None, None, why, True, tamper, visible, hidden, **gold,
+                               import_outside=f"{pkg} from {where}")
+        why = (f"the tests imported {pkg} from {where}, outside the workspace, while the task's controls import "
+               "it from inside: the patch redirected what is tested")
+        return ScoreResult(TAMPER, vis_ok, hid_ok, why, True, tamper, visible, hidden, **gold,
+                           import_outside=f"{pkg} from {where}")
     for st, why in ((v_status, v_why), (h_status, h_why)):
         if st == INFRA_FAIL:
             return ScoreResult(INFRA_FAIL, None, None, why, True, tamper, visible, hidden, **gold)

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .core import harness_env
-from .sealed_report import JUnitSummary, judge_stream, make_canary_secret, parse_stream
+from .sealed_report import (JUnitSummary, import_outside, imported_from, judge_stream, make_canary_secret,
+                            parse_stream)
 from .processes import run_process, tail_text
 from .contract import FAIL, INFRA_FAIL, PASS, TAMPER
 
@@ -82,10 +83,16 @@ SCRIPTS_DIR = Path(__file__).resolve().parents[1]
 STREAM_CAP = 32 << 20
 
 
-def _seal_env(junit_path: Path, fds: str) -> dict[str, str]:
+def task_pythonpath(ws: Path, import_paths: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """The task's import folders (``task_layout.import_paths``) under ``ws``, in order."""
+    return [str(Path(ws) / p) if p != "." else str(ws) for p in import_paths]
+
+
+def _seal_env(junit_path: Path, fds: str, first: list[str] | None = None) -> dict[str, str]:
     base = os.environ.get("PYTEST_ADDOPTS", "").strip()
     ours = f"--junitxml={shlex.quote(str(junit_path))} -o junit_family=xunit2 -p {SEAL_PLUGIN}"
-    return {"PYTEST_ADDOPTS": f"{base} {ours}".strip(), "PYTHONPATH": str(SCRIPTS_DIR), "SEALBENCH_SEAL": fds}
+    path = os.pathsep.join([*(first or []), str(SCRIPTS_DIR)])
+    return {"PYTEST_ADDOPTS": f"{base} {ours}".strip(), "PYTHONPATH": path, "SEALBENCH_SEAL": fds}
 
 
 def _junit_env(junit_path: Path) -> dict[str, str]:
@@ -108,7 +115,11 @@ def _read_stream(fd: int, sink: dict) -> None:
 
 
 def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float,
-               sandbox: object | None = None, junit_dir: Path | None = None) -> CommandOutcome:
+               sandbox: object | None = None, junit_dir: Path | None = None, *,
+               import_paths: tuple[str, ...] = (), packages: tuple[str, ...] = ()) -> CommandOutcome:
+    """Run one task command under the sealed report. ``import_paths`` (workspace-relative) go
+    first on ``PYTHONPATH``; ``packages`` (the code under test) and the workspace root reach the
+    plugin with the canary secret, and the stream says where each package was imported from."""
     logdir.mkdir(parents=True, exist_ok=True)
     junit_dir = junit_dir or logdir
     junit_dir.mkdir(parents=True, exist_ok=True)
@@ -116,6 +127,7 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
     junit_path.unlink(missing_ok=True)          # a stale report must never count
     kwargs = {} if sandbox is None else {"sandbox": sandbox}
     secret = make_canary_secret(ws)
+    secret.update(packages=list(packages), root=str(Path(ws).resolve()))
     sec_r, sec_w = os.pipe()
     out_r, out_w = os.pipe()
     sink: dict = {}
@@ -124,7 +136,7 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
         os.write(sec_w, json.dumps(secret).encode())
         os.close(sec_w)
         reader.start()
-        res = run_process(command, ws, harness_env(_seal_env(junit_path, f"{sec_r}:{out_w}")), timeout_s,
+        res = run_process(command, ws, harness_env(_seal_env(junit_path, f"{sec_r}:{out_w}", task_pythonpath(ws, import_paths))), timeout_s,
                           logdir / f"{name}.stdout", logdir / f"{name}.stderr", pass_fds=(sec_r, out_w), **kwargs)
     finally:
         for fd in (sec_r, out_w):
@@ -147,7 +159,8 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
     sv = judge_stream(recs, secret["names"], secret["message"], res.returncode, expected=0)
     report = {"records": len(recs), "started": sv.started, "finished": sv.finished, "canaries": sv.canaries,
               "canary_names": sorted(secret["names"].values()), "problem": sv.problem, "kind": sv.kind,
-              "passed": sv.passed, "unreadable": unreadable}
+              "passed": sv.passed, "unreadable": unreadable,
+              "imports": imported_from(recs), "import_outside": import_outside(recs, secret["root"])}
     return CommandOutcome(command, res.returncode, res.wall_s, res.timed_out, infra, tail, sv.summary,
                           unreadable, getattr(res, "limit_hit", None), runner_started=sv.started,
                           report=report, stream=recs, secret=secret)

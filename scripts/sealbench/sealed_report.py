@@ -5,6 +5,8 @@
   to the ``pytest_seal`` plugin.
 - :func:`parse_stream` / :func:`judge_stream`: the records of the plugin's report stream and
   the verdict they show (:class:`StreamVerdict`), canaries included.
+- :func:`imported_from` / :func:`import_outside`: where the stream says the task's packages
+  were imported from, and the first one from outside the workspace.
 - :class:`JUnitSummary` / :func:`parse_junit`: test counts, and a JUnit XML report read.
 
 Running a command under the seal is ``sealed_command.py``.
@@ -114,6 +116,31 @@ def parse_stream(data: bytes) -> tuple[list[dict], str | None]:
             return recs, f"record {i + 1} is not a sealbench record"
         recs.append(rec)
     return recs, None
+
+
+def imported_from(recs: list[dict]) -> dict[str, list[str]]:
+    """Package -> the files or folders it was imported from, over the stream's ``imports``
+    records (after collection, at the session's end)."""
+    out: dict[str, list[str]] = {}
+    for r in recs:
+        if r.get("kind") == "imports" and isinstance(r.get("modules"), dict):
+            for name, where in r["modules"].items():
+                for p in where if isinstance(where, list) else [where]:
+                    if isinstance(p, str) and p not in out.setdefault(str(name), []):
+                        out[str(name)].append(p)
+    return out
+
+
+def import_outside(recs: list[dict], root: str | Path) -> dict | None:
+    """The first package the stream shows imported from outside ``root`` (the workspace), as
+    ``{"package", "path"}``; None: every one came from inside (or none was imported)."""
+    base = str(Path(root).resolve())
+    for name, where in imported_from(recs).items():
+        for p in where:
+            rp = str(Path(p).resolve()) if p else p
+            if not rp or not (rp == base or rp.startswith(base.rstrip("/") + "/")):
+                return {"package": name, "path": p}
+    return None
 
 
 def _plural(n: int, word: str) -> str:

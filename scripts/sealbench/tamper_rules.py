@@ -1,6 +1,7 @@
 """Tamper rules: the changes of a patch the scoring workspace never takes (docs/contract.md §1).
 
-- Protected paths (:func:`protected_reason`): the test folders (:func:`touches_tests`), pytest
+- Protected paths (:func:`protected_reason`): the test folders (:func:`touches_tests`), the
+  task's own (support files, tests at their repository paths: ``task_layout.protected_paths``), pytest
   configuration (its own files at any depth; ``setup.cfg``/``pyproject.toml`` holding or gaining a
   pytest section), ``conftest.py``, interpreter start-up hooks, ``*.pth`` files; and
   :func:`_post_apply_reason`, the second look at ``setup.cfg``/``pyproject.toml`` once applied.
@@ -17,6 +18,7 @@ import functools
 import re
 import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 from .patches import FilePatch
@@ -66,12 +68,15 @@ def _has_pytest_section(name: str, text: str) -> bool:
 
 
 def protected_reason(relpath: str, original_text: str | bytes | None = None,
-                     patch_section: str | bytes | None = None) -> str | None:
+                     patch_section: str | bytes | None = None,
+                     task_paths: Mapping[str, str] | None = None) -> str | None:
     """Why the scoring workspace must not take a patch's change to ``relpath`` (None: it may).
 
     Protected: the test folders; ``conftest.py`` at any depth; pytest's own configuration
     files (``pytest.ini``, ``.pytest.ini``, ``pytest.toml``, ``.pytest.toml``, ``tox.ini``) at
-    any depth; ``setup.cfg`` when the original file or the patch's added/removed lines hold a
+    any depth; the task's own paths ``task_paths`` (path -> why:
+    ``task_layout.protected_paths``, its support files and tests at repository paths);
+    ``setup.cfg`` when the original file or the patch's added/removed lines hold a
     ``[tool:pytest]`` (or the rejected ``[pytest]``) section; ``pyproject.toml`` when they hold
     a ``[tool.pytest…]`` table; ``sitecustomize.py``/``usercustomize.py`` anywhere; any
     ``*.pth`` file. Names are compared case-insensitively (case-insensitive file systems).
@@ -81,6 +86,10 @@ def protected_reason(relpath: str, original_text: str | bytes | None = None,
         return None
     if touches_tests(p):
         return "test folder"
+    if task_paths:
+        mine = {k.lower(): v for k, v in task_paths.items()}.get(p.lower())
+        if mine:
+            return mine
     name = p.rsplit("/", 1)[-1].lower()
     if name == "conftest.py":
         return "pytest conftest.py"

@@ -1,7 +1,8 @@
 """Workspaces and their patches: the worker's copy of a task and the diff taken from it.
 
 - :func:`make_workspace` builds the worker's workspace (docs/contract.md §1): a copy of ``repo/`` with
-  ``visible_tests/`` inside, a git repository with exactly one commit. The same commit is
+  ``visible_tests/`` inside (with ``tests_layout: "repo"``, its files at their repository
+  paths), a git repository with exactly one commit. The same commit is
   also kept in a *shadow* git folder outside the workspace, so the patch is computed against
   the recorded base even if the worker rewrites ``.git``.
 - :func:`workspace_patch` is the diff of the workspace against its base (build artefacts
@@ -11,6 +12,7 @@ Commands run in them through :mod:`sealbench.processes`; scoring a patch is :mod
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -106,7 +108,10 @@ def make_workspace(sealed_task: Path, root: Path, shadow: Path) -> Workspace:
     copy_tree(sealed_task / "repo", root)
     if (root / ".git").exists():
         raise WorkspaceError(f"{sealed_task / 'repo'}: contains .git; a snapshot carries no history")
-    copy_tree(sealed_task / "visible_tests", root / "visible_tests")
+    from .task_layout import test_trees  # (task_layout imports this module)
+    meta = json.loads((sealed_task / "meta.json").read_text("utf-8"))
+    for src, dst in test_trees(meta, ("visible_tests",)):
+        copy_tree(sealed_task / src, root / dst)
     shadow.parent.mkdir(parents=True, exist_ok=True)
     senv = {"GIT_DIR": str(shadow), "GIT_WORK_TREE": str(root)}
     run_git(["init", "-q", "--bare", str(shadow)], cwd=shadow.parent)
