@@ -210,7 +210,7 @@ def test_controls_importing_an_installed_copy_are_refused_naming_the_path(tmp_pa
     import pandas as pd
     r = import_outside_refusal(pd.DataFrame([{"task_id": "rl", "import_outside": rec["import_outside"]},
                                              {"task_id": "ok", "import_outside": None}]))
-    assert r["code"] == "TASK_IMPORTS_OUTSIDE" and "rl" in r["message"] and where in r["message"]
+    assert r["code"] == "TASK_IMPORTS_OUTSIDE" and r["evidence"] == ["rl"] and f"rl: numlib from {where}" in r["sentence"]
 
 
 def test_patch_deleting_the_package_so_an_installed_copy_loads_is_tamper(tmp_path: Path, outside_env: str) -> None:

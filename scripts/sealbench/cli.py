@@ -21,6 +21,8 @@
                                                         score a SWE-bench predictions JSONL on a pack
     sealbench predictions export --results results --solver NAME --out FILE
                                                         a solver's epoch-1 patches as predictions JSONL
+    sealbench pack mutate SOURCE [--out PACK] [--max-tasks N] [--seed S]
+                                                        a private pack of mutants of a project (docs/packs.md)
     sealbench pack import-swebench INSTANCES.jsonl --repos DIR [--out PACK] [--requirements REPO=FILE]
                                                         a verified pack from SWE-bench-style instances
 
@@ -321,10 +323,11 @@ def _add_predictions(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_pack(sub: argparse._SubParsersAction) -> None:
-    from . import pack_swebench
+    from . import pack_mutate, pack_swebench
 
-    p = sub.add_parser("pack", help="build task packs (docs/packs.md)")
+    p = sub.add_parser("pack", help="build a pack from real code (docs/packs.md)")
     pack_sub = p.add_subparsers(dest="pack_cmd", required=True)
+    pack_mutate.add_parser(pack_sub)
     pack_swebench.add_parser(pack_sub)
 
 

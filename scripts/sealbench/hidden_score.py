@@ -67,14 +67,16 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
         if run.get("stopped"):  # an agent version stopped after its first runs all failed at start
             return _infra_record(out, meta["id"], run, str(run.get("error")))
         return _infra_record(out, meta["id"], run, f"the harness could not run the attempt: {run.get('error')}")
-    expected = read_json(controls).get("oracle_hidden_ran") if controls else None
+    ctl = read_json(controls) if controls else None
+    expected = ctl.get("oracle_hidden_ran") if ctl else None
     level = resolve_level(sandbox_mode)
     box = make_sandbox(level, hide=[sealed.parent.parent.parent], limits=limits)
     patch = (run_dir / "patch.diff").read_bytes()
     oracle_file = sealed / "oracle.patch"
     oracle = oracle_file.read_bytes() if oracle_file.exists() else None
     res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle,
-                      sandbox=box, expected_hidden=expected)
+                      sandbox=box, expected_hidden=expected,
+                      task_check=bool(ctl and ctl.get("import_outside")))
     status, reason = res.status, res.reason
     if status == INFRA_FAIL:
         status, reason = _scoring_infra(res.reason, read_json(controls) if controls else None)

@@ -53,6 +53,25 @@ def _dummy_passed(s: Slice) -> dict | None:
     return None
 
 
+def import_outside_refusal(tasks) -> dict | None:
+    """TASK_IMPORTS_OUTSIDE for the tasks (a tasks table) whose controls imported the package
+    under test from outside the workspace, each named with where it came from."""
+    if "import_outside" not in tasks:
+        return None
+    bad = tasks[tasks.import_outside.notna() & (tasks.import_outside.astype("string") != "")]
+    if len(bad):
+        ev = [f"{r.task_id}: {r.import_outside}" for r in bad.itertuples()]
+        return refusal("TASK_IMPORTS_OUTSIDE",
+                       f"The tests of {len(bad)} task(s) import the package under test from outside the workspace "
+                       f"({'; '.join(ev)}): the environment has it installed, or meta.json import_paths is wrong; "
+                       "fix the task's environment or its import_paths/packages.", sorted(bad.task_id))
+    return None
+
+
+def _task_imports_outside(s: Slice) -> dict | None:
+    return import_outside_refusal(s.tasks)
+
+
 def _control_infra_fail(s: Slice) -> dict | None:
     bad = s.tasks[s.tasks.control_infra_fail]
     if len(bad):
@@ -153,6 +172,7 @@ RULES: list[tuple[str, Callable[[Slice], dict | None]]] = [
     ("LEAK_SUSPECT", _leak_suspect),
     ("ORACLE_FAILED", _oracle_failed),
     ("DUMMY_PASSED", _dummy_passed),
+    ("TASK_IMPORTS_OUTSIDE", _task_imports_outside),
     ("CONTROL_INFRA_FAIL", _control_infra_fail),
     ("WEAK_TEST_IN_SLICE", _slice_flag("WEAK_TEST_IN_SLICE", "weak_test", "pass with the empty diff")),
     ("FLAKY_IN_SLICE", _slice_flag("FLAKY_IN_SLICE", "flaky", "gave different gold-patch results on reruns")),

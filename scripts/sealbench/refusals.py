@@ -16,6 +16,8 @@ REFUSALS: dict[str, str] = {
                     "tests; the pack is not private",
     "ORACLE_FAILED": "the gold patch did not pass every run on some task: the grader is broken",
     "DUMMY_PASSED": "a control (empty diff or stub) passed some task: the grader rewards doing nothing",
+    "TASK_IMPORTS_OUTSIDE": "a task's tests import the package under test from outside the workspace (an installed "
+                            "copy, or wrong import_paths): they do not test the code a patch changes",
     "CONTROL_INFRA_FAIL": "a control could not be scored: the grader's health is unknown",
     "WEAK_TEST_IN_SLICE": "a scored task passes without any change",
     "FLAKY_IN_SLICE": "a scored task's gold patch gave different results on reruns",

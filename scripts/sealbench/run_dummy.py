@@ -11,7 +11,9 @@ Controls:
   test-config file or ``conftest.py``: :func:`stub_target`), so the stub scores a source edit.
 - ``oracle``: the gold patch, scored ``oracle_runs`` times. It must pass every time; results
   that differ between runs mark the task ``flaky``.
-If any of this does not hold, the grader is broken and the gate publishes nothing.
+If any of this does not hold, the grader is broken and the gate publishes nothing. A control
+whose tests imported the package under test from outside the workspace is ``infra_fail`` and
+``import_outside`` names it (the task is refused: ``TASK_IMPORTS_OUTSIDE``).
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
     results = []
     for solver, epoch in plan:
         res = score_patch(sealed, meta, patches[solver], out_dir / "logs" / f"{solver}-{epoch}", timeout_s,
-                          sandbox=box)
+                          sandbox=box, task_check=True)
         results.append({
             "solver": solver, "epoch": epoch, "fingerprint": control_fingerprint(solver),
             "status": res.status, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
@@ -123,6 +125,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
             "hidden_wall_s": res.hidden.wall_s if res.hidden else None,
             "log_tail": (res.hidden.log_tail if res.hidden else "")[-1500:],
             "hidden_ran": res.hidden.junit.ran if res.hidden and res.hidden.junit else None,
+            "import_outside": res.import_outside,
         })
     oracle = [r for r in results if r["solver"] == "oracle"]
     oracle_passes = sum(r["status"] == PASS for r in oracle)
@@ -137,6 +140,9 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         "weak_test": any(r["status"] == PASS for r in results if r["solver"] == "empty_diff"),
         "stub_passes": any(r["status"] == PASS for r in results if r["solver"] == "stub"),
         "control_infra_fail": any(r["status"] == INFRA_FAIL for r in results),
+        # the package under test imported from outside the workspace ("pkg from path"): the
+        # task's environment or import_paths is wrong (refused: TASK_IMPORTS_OUTSIDE)
+        "import_outside": next((r["import_outside"] for r in results if r["import_outside"]), None),
         # hidden tests the gold patch ran (JUnit): a scored patch must run at least as many
         "oracle_hidden_ran": min((r["hidden_ran"] for r in oracle if r["hidden_ran"] is not None), default=None),
         "isolation": level,
@@ -155,7 +161,7 @@ def harness_failure(sealed: Path, out_dir: Path, exc: BaseException) -> dict:
     record = {
         "task_id": task_id, "stub_file": None, "results": [], "oracle_runs": 0, "oracle_passes": 0,
         "oracle_ok": False, "flaky": False, "weak_test": False, "stub_passes": False, "control_infra_fail": True,
-        "oracle_hidden_ran": None, "isolation": None,
+        "oracle_hidden_ran": None, "isolation": None, "import_outside": None,
         "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
     }
     write_json(Path(out_dir) / "controls.json", record)

@@ -125,6 +125,7 @@ def build_tasks(experiment: Mapping, split_of: Mapping[str, str], sealed: Iterab
             "oracle_passes": int(c["oracle_passes"]), "oracle_runs": int(c["oracle_runs"]),
             "weak_test": bool(c["weak_test"]), "stub_passes": bool(c["stub_passes"]), "flaky": bool(c["flaky"]),
             "control_infra_fail": bool(c["control_infra_fail"]),
+            "import_outside": c.get("import_outside"),
         })
     return rows
 

@@ -40,6 +40,7 @@ TASKS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("stub_passes", "bool", False, "the task passes with the no-op stub edit"),
     ("flaky", "bool", False, "oracle runs disagreed"),
     ("control_infra_fail", "bool", False, "a control run ended in infra_fail"),
+    ("import_outside", "string", True, "a control's tests imported the package under test from outside the workspace: `package from path` (null: from inside)"),
 ]
 
 RUNS_COLUMNS: list[tuple[str, str, bool, str]] = [

@@ -101,12 +101,14 @@ def _found_packages(root: Path) -> list[str]:
 
 def packages(repo: Path, meta: Mapping) -> list[str]:
     """The import names of the code under test: ``meta["packages"]``, or the top-level packages
-    and modules of the import roots (:func:`import_paths`, else the repo root), tests, docs and
-    build scripts excluded."""
+    and modules of the import roots (:func:`import_paths`, else the repo root; and ``src/`` when
+    it holds a package), tests, docs and build scripts excluded."""
     if meta.get("packages"):
         return [str(p) for p in meta["packages"]]
     repo = Path(repo)
     roots = [repo / p for p in import_paths(repo, meta)] or [repo]
+    if _package_dirs(repo / "src") and repo / "src" not in roots:
+        roots.append(repo / "src")     # a src/ layout's packages are the code under test, whatever the paths
     return sorted({n for r in roots for n in _found_packages(r)})
 
 
