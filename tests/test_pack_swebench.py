@@ -245,3 +245,131 @@ def test_strata_follow_the_size_of_the_fix() -> None:
     strata = ["xs", "s", "m"]
     assert [pack_swebench.stratum_for(n, strata) for n in (1, 3, 4, 10, 11, 500)] == ["xs", "xs", "s", "s", "m", "m"]
     assert pack_swebench.stratum_for(50, ["all"]) == "all"
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole import: three verified tasks (offline environment: envgen's wheels)
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory, source) -> tuple[Path, list, str]:
+    from envgen import offline_env_vars, offline_index
+
+    root = tmp_path_factory.mktemp("imp")
+    wheels = offline_index(root / "wheels")
+    old = {k: os.environ.get(k) for k in offline_env_vars(wheels)}
+    os.environ.update(offline_env_vars(wheels))
+    try:
+        inst = write_jsonl(root / "instances.jsonl", source[1])
+        opts = pack_swebench.Options(inst, source[0], root / "pack", ["xs", "s", "m"], env_root=root / "envs",
+                                     time_box=600)
+        lines: list[str] = []
+        outcomes = pack_swebench.import_swebench(opts, log=lines.append)
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    return root / "pack", outcomes, "\n".join(lines)
+
+
+def test_import_gives_three_verified_tasks(imported, source) -> None:
+    from sealbench.packs import load_pack
+
+    pack, outcomes, log = imported
+    assert [(o.id, o.status) for o in outcomes] == [(f"acme__mathlib-{i}", "imported") for i in (1, 2, 3)], log
+    tasks = {t.id: t for t in load_pack(pack, ["xs", "s", "m"])}
+    assert sorted(tasks) == ["acme__mathlib-1", "acme__mathlib-2", "acme__mathlib-3"]
+    req = (pack / "environments" / "acme__mathlib-0.1" / "requirements.txt").read_text()
+    assert "pytest" in req and sorted(p.name for p in (pack / "environments").iterdir()) == ["acme__mathlib-0.1"]
+    deny = (pack / "denylist.txt").read_text()
+    assert all(ln.startswith("#") for ln in deny.splitlines()) and "public" in deny
+
+
+def test_imported_task_trees_meta_and_prompt(imported, source) -> None:
+    pack, _outcomes, _log = imported
+    t = pack / "tasks" / "acme__mathlib-3"
+    meta = json.loads((t / "meta.json").read_text())
+    assert meta["failing_tests"] == 1 and meta["tests_layout"] == "repo" and meta["environment"] == "acme__mathlib-0.1"
+    assert meta["title"] == "neg() returns its argument unchanged" and meta["time_box_sec"] == 600
+    assert (t / "hidden_tests" / "tests" / "test_neg.py").read_text().startswith("from mathlib.ops import neg")
+    assert "test_ident_zero" in (t / "hidden_tests" / "tests" / "test_ops.py").read_text()
+    assert "test_ident_zero" not in (t / "visible_tests" / "tests" / "test_ops.py").read_text()
+    assert not (t / "visible_tests" / "tests" / "test_neg.py").exists() and not (t / "repo" / "tests" / "test_ops.py").exists()
+    assert (t / "repo" / "mathlib" / "ops.py").read_text().count("return x\n") == 2  # neg still buggy
+    prompt = (t / "prompt.md").read_text()
+    assert prompt == STATEMENTS[2] and "test_neg" not in prompt and "SECRET" not in prompt
+    res = subprocess.run(["git", "apply", "--check", str(t / "oracle.patch")], cwd=t / "repo", capture_output=True)
+    assert res.returncode == 0, res.stderr
+    assert (t / "oracle.patch").read_text() == source[1][2]["patch"]
+
+
+def test_a_task_that_does_not_verify_is_removed_with_the_reason(tmp_path: Path, source, monkeypatch) -> None:
+    """An instance whose FAIL_TO_PASS test passes before the fix: the empty diff passes, removed."""
+    from envgen import offline_env_vars, offline_index
+
+    wheels = offline_index(tmp_path / "wheels")
+    for k, v in offline_env_vars(wheels).items():
+        monkeypatch.setenv(k, v)
+    row = {**source[1][0], "FAIL_TO_PASS": ["tests/test_ops.py::test_ident"], "PASS_TO_PASS": []}
+    opts = pack_swebench.Options(write_jsonl(tmp_path / "i.jsonl", [row]), source[0], tmp_path / "pack",
+                                 ["xs", "s", "m"], env_root=tmp_path / "envs")
+    (o,) = pack_swebench.import_swebench(opts, log=lambda _l: None)
+    assert o.status == "not verified" and "the empty diff scored pass" in o.why
+    assert not (tmp_path / "pack" / "tasks" / "acme__mathlib-1").exists()
+    assert not (tmp_path / "pack" / "environments" / "acme__mathlib-0.1").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# acceptance: the pipeline runs on an imported pack (12 instances: a split needs 12 tasks)
+
+
+def make_chain(root: Path, n: int) -> list[dict]:
+    """``root/acme__chain``: n buggy functions, then one commit per fix with its test."""
+    repo = root / "acme__chain"
+    (repo / "chain").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "chain" / "__init__.py").write_text("")
+    (repo / "chain" / "ops.py").write_text("".join(f"def f{i}(x):\n    return x - {i + 1}\n\n\n" for i in range(n)))
+    (repo / "tests" / "test_ops.py").write_text("from chain import ops\n\n\ndef test_module():\n    assert ops.f0\n")
+    (repo / "setup.cfg").write_text("[metadata]\nname = chain\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    rows = []
+    for i in range(n):
+        base = git(repo, "rev-parse", "HEAD").strip()
+        ops = repo / "chain" / "ops.py"
+        ops.write_text(ops.read_text().replace(f"    return x - {i + 1}\n", f"    return x + {i + 1}\n"))
+        patch = git(repo, "diff")
+        test = repo / "tests" / "test_ops.py"
+        test.write_text(test.read_text() + f"\n\ndef test_f{i}():\n    assert ops.f{i}(1) == {i + 2}\n")
+        test_patch = git(repo, "diff", "--", "tests")
+        git(repo, "commit", "-qam", f"fix f{i}")
+        rows.append({"instance_id": f"acme__chain-{i}", "repo": "acme/chain", "base_commit": base, "patch": patch,
+                     "test_patch": test_patch, "problem_statement": f"f{i}(1) is wrong\n",
+                     "FAIL_TO_PASS": [f"tests/test_ops.py::test_f{i}"],
+                     "PASS_TO_PASS": ["tests/test_ops.py::test_module"] + [f"tests/test_ops.py::test_f{j}" for j in range(i)]})
+    return rows
+
+
+@pytest.mark.snakemake
+def test_the_pipeline_runs_on_an_imported_pack(tmp_path: Path) -> None:
+    from envgen import offline_env_vars, offline_index
+    from packgen import NOOP_AGENT, STAMP, write_config
+
+    env = {**os.environ, **offline_env_vars(offline_index(tmp_path / "wheels")), "PYTHONPATH": str(ROOT / "scripts")}
+    inst = write_jsonl(tmp_path / "chain.jsonl", make_chain(tmp_path / "clones", 12))
+    cli = [sys.executable, "-m", "sealbench.cli", "pack", "import-swebench", str(inst), "--repos",
+           str(tmp_path / "clones"), "--out", str(tmp_path / "pack"), "--env-root", str(tmp_path / "results" / "envs")]
+    res = subprocess.run(cli, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "12 of 12 instances imported and verified" in res.stdout
+    fixer = "sed -i 's/return x - /return x + /' chain/ops.py; " + STAMP
+    write_config(tmp_path / "cfg.yaml", tmp_path / "pack", agents={"fixer": {"command": fixer},
+                                                                   "idle": {"command": NOOP_AGENT}})
+    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
+                          "--configfile", str(tmp_path / "cfg.yaml"), "--cores", "2", "gate"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-4000:]
+    decision = json.loads((tmp_path / "results" / "latest" / "decision.json").read_text())
+    assert decision["publishable"] is True, decision["reasons"]
+    assert decision["headline"] == 1.0

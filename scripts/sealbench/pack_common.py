@@ -327,11 +327,12 @@ class TaskCheck:
 
 
 def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mode: str = "auto",
-                env_root: Path = Path("results/envs")) -> TaskCheck:
+                env_root: Path = Path("results/envs"), visible_may_pass: bool = False) -> TaskCheck:
     """Score the empty diff and ``oracle.patch`` on ``pack/tasks/<task_id>`` as written (the
     task's declared environment built under ``env_root``; sandboxed when bwrap works, or as
     ``sandbox_mode`` says). ok: the empty diff fails with both the visible and the hidden
-    command failing, and the oracle passes."""
+    command failing (only the hidden one with ``visible_may_pass``: imported SWE-bench tasks,
+    whose visible tests passed before the fix), and the oracle passes."""
     from .contract import FAIL, PASS
     from .environments import build_env, declared_env
     from .packs import validate_meta
@@ -358,9 +359,11 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
     finally:
         shutil.rmtree(logs, ignore_errors=True)
     problems = []
-    if empty.status != FAIL or empty.visible_pass is not False or empty.hidden_pass is not False:
+    visible_ok = visible_may_pass and empty.visible_pass is not None
+    if empty.status != FAIL or (empty.visible_pass is not False and not visible_ok) or empty.hidden_pass is not False:
+        must = "the hidden one must fail" if visible_may_pass else "both must fail"
         problems.append(f"the empty diff scored {empty.status} (visible pass {empty.visible_pass}, hidden pass "
-                        f"{empty.hidden_pass}; both must fail){': ' + empty.reason if empty.reason else ''}")
+                        f"{empty.hidden_pass}; {must}){': ' + empty.reason if empty.reason else ''}")
     if gold.status != PASS:
         problems.append(f"the oracle scored {gold.status}: {gold.reason}")
     return TaskCheck(task_id, not problems, empty.status, gold.status, "; ".join(problems) or None)

@@ -28,14 +28,15 @@ is removed and reported. A missing clone or base commit stops the import before 
 from __future__ import annotations
 
 import argparse
-import shlex
 import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .core import SealbenchError
+from .core import SealbenchError, harness_env
+from .pack_common import pytest_command
+from .pack_requirements import detect_requirements, plugin_modules, read_requirements_file
 from .swebench_git import (GitError, apply_patch, changed_lines, find_clone, has_commit, patch_paths,
                            snapshot)
 from .swebench_instances import Instance, read_instances, test_defined, test_file, test_id_problem
@@ -44,7 +45,6 @@ from .swebench_instances import Instance, read_instances, test_defined, test_fil
 #: last stratum of the config takes every larger fix. With strata [xs, s, m]: ≤ 3, ≤ 10, more.
 STRATUM_MAX_LINES = (3, 10, 30, 100)
 DEFAULT_TIME_BOX_S = 3600
-PYTEST = "python -m pytest -q -p no:cacheprovider"
 DENYLIST_NOTE = ("# Imported from public SWE-bench-style instances: a model may have seen these issues and "
                  "their fixes;\n# the leak check cannot catch a memorised public fix. A headline on this pack "
                  "is a public-benchmark number.\n")
@@ -97,8 +97,13 @@ class TaskPlan:
     visible: dict[str, str]
     hidden: dict[str, str]
     oracle: str
-    left_out: tuple[str, ...] = ()
-    notes: list[str] = field(default_factory=list)
+    visible_args: list[str] = field(default_factory=list)   # the visible command's test ids or files
+    hidden_args: list[str] = field(default_factory=list)
+
+    def name_plugins(self, plugins: list[str]) -> None:
+        """Both commands with the pytest plugins (modules) named: autoload is off in sealbench."""
+        self.meta["visible_command"] = pytest_command(plugins, self.visible_args)
+        self.meta["hidden_command"] = pytest_command(plugins, self.hidden_args)
 
 
 def _text(path: Path, inst: Instance, what: str) -> str:
@@ -168,14 +173,13 @@ def plan_task(inst: Instance, clone: Path, work: Path, strata: list[str], time_b
     for f in at_base:
         (repo / f).unlink()
     seen = [t for t in inst.pass_to_pass if test_file(t) in visible and test_defined(t, visible[test_file(t)])]
-    visible_cmd = " ".join([PYTEST, *map(shlex.quote, seen or at_base)])
-    hidden_cmd = " ".join([PYTEST, *map(shlex.quote, ids)])
     size = changed_lines(inst.patch)
     created = f", created_at {inst.created_at}" if inst.created_at else ""
     title = next((ln.strip() for ln in inst.problem_statement.splitlines() if ln.strip()), inst.instance_id)
     meta = {
         "id": inst.instance_id, "title": title, "stratum": stratum_for(size, strata), "language": "python",
-        "time_box_sec": int(time_box_s), "visible_command": visible_cmd, "hidden_command": hidden_cmd,
+        "time_box_sec": int(time_box_s), "visible_command": pytest_command([], seen or at_base),
+        "hidden_command": pytest_command([], list(ids)),
         "failing_tests": len(inst.fail_to_pass), "loc": _loc(repo),
         "notes": (f"imported from SWE-bench-style instance {inst.instance_id} of {inst.repo}@{inst.base_commit[:12]}"
                   f"{created}; fix: {size} changed lines"),
@@ -187,7 +191,7 @@ def plan_task(inst: Instance, clone: Path, work: Path, strata: list[str], time_b
     if snap.left_out:
         meta["notes"] += f"; not in repo/ (symlinks, submodules): {', '.join(snap.left_out)}"
     prompt = inst.problem_statement if inst.problem_statement.endswith("\n") else inst.problem_statement + "\n"
-    return TaskPlan(inst.instance_id, meta, prompt, repo, visible, hidden, inst.patch, snap.left_out)
+    return TaskPlan(inst.instance_id, meta, prompt, repo, visible, hidden, inst.patch, seen or at_base, list(ids))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,66 +225,99 @@ def requirement_overrides(pairs: list[str], instances: list[Instance]) -> dict[s
     return out
 
 
-def _declare_env(pack: Path, inst: Instance, plan: TaskPlan, base: Path, override: Path | None) -> list[str]:
-    """Write ``environments/<env_name>/requirements.txt`` (detected at this base, or the
-    override) unless declared already; returns the pytest plugins it names."""
-    from . import environments, pack_common
+def declare_env(pack: Path, inst: Instance, plan: TaskPlan, base: Path, override: Path | None,
+                env_root: Path) -> list[str]:
+    """Write ``environments/<env_name>/requirements.txt``, detected at this instance's base (or
+    the override); returns the ``-p`` modules of the pytest plugins it names (the environment is
+    built under ``env_root`` to find them, as verification builds it anyway)."""
+    from . import environments
 
-    test_text = "\n".join([*plan.visible.values(), *plan.hidden.values()]
-                          + [(plan.repo / f).read_text(errors="replace") for f in plan.meta.get("support_files", [])])
-    req = (pack_common.read_requirements_file(override, base, test_text) if override is not None
-           else pack_common.detect_requirements(base, test_text))
-    folder = pack / environments.NAMED_DIR / inst.env_name
-    target = folder / environments.REQUIREMENTS
-    if not target.is_file():
-        text = req.text()
-        environments.env_from_requirements(text, override or target, inst.env_name)  # refused lines: named
-        folder.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    return list(req.plugins)
+    support = [(plan.repo / f).read_text("utf-8", "replace") for f in plan.meta.get("support_files", [])]
+    test_text = "\n".join([*plan.visible.values(), *plan.hidden.values(), *support])
+    req = (read_requirements_file(override, base, test_text) if override is not None
+           else detect_requirements(base, test_text))
+    target = pack / environments.NAMED_DIR / inst.env_name / environments.REQUIREMENTS
+    spec = environments.env_from_requirements(req.text(), override or target, inst.env_name)  # bad lines: named
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(req.text(), encoding="utf-8")
+    if not req.plugins:
+        return []
+    built = environments.build_env(spec, env_root)
+    return plugin_modules(str(built.python), req.plugins, harness_env(built.command_env()))
 
 
-def import_swebench(instances_file: Path, clones: Path, pack: Path, strata: list[str],
-                    requirement_pairs: list[str] = (), time_box_s: int = DEFAULT_TIME_BOX_S,
-                    log=print) -> list[Outcome]:
-    """Import every instance of ``instances_file`` into ``pack`` (docstring of this module)."""
-    from . import pack_common
+@dataclass
+class Options:
+    """What ``sealbench pack import-swebench`` was asked."""
 
-    instances = read_instances(instances_file)
-    overrides = requirement_overrides(list(requirement_pairs), instances)
-    there = [i.instance_id for i in instances if (Path(pack) / "tasks" / i.instance_id).exists()]
+    instances: Path
+    repos: Path
+    out: Path
+    strata: list[str]
+    requirements: list[str] = field(default_factory=list)    # REPO=FILE
+    time_box: int = DEFAULT_TIME_BOX_S
+    env_root: Path = Path("results/envs")
+    sandbox: str = "auto"
+    test_timeout: float = 300
+
+
+def import_swebench(opts: Options, log=print) -> list[Outcome]:
+    """Import every instance into ``opts.out`` (see the module docstring); one :class:`Outcome`
+    per instance."""
+    from .pack_common import TaskFiles, verify_task, write_task
+
+    instances = read_instances(opts.instances)
+    overrides = requirement_overrides(list(opts.requirements), instances)
+    pack = Path(opts.out)
+    there = [i.instance_id for i in instances if (pack / "tasks" / i.instance_id).exists()]
     if there:
         raise SealbenchError(f"{pack}/tasks/ already holds {', '.join(there)}; nothing was written. Import into "
                              "another pack, or remove those folders first")
-    clones_of = locate_sources(instances, clones)
-    pack = Path(pack)
+    clones_of = locate_sources(instances, opts.repos)
     (pack / "tasks").mkdir(parents=True, exist_ok=True)
     deny = pack / "denylist.txt"
     old = deny.read_text(encoding="utf-8") if deny.is_file() else ""
     if DENYLIST_NOTE not in old:
         deny.write_text(old + ("\n" if old and not old.endswith("\n") else "") + DENYLIST_NOTE, encoding="utf-8")
     outcomes: list[Outcome] = []
+    plugins: dict[str, list[str]] = {}   # per environment, from its first instance
     for inst in instances:
         size = changed_lines(inst.patch)
         with tempfile.TemporaryDirectory(prefix="sealbench-swe-") as tmp:
             try:
-                plan = plan_task(inst, clones_of[inst.repo], Path(tmp), strata, time_box_s)
-                _declare_env(pack, inst, plan, Path(tmp) / "base", overrides.get(inst.repo))
-                pack_common.write_task(pack, pack_common.TaskFiles(plan.id, plan.meta, plan.prompt, plan.repo,
-                                                                   plan.visible, plan.hidden, plan.oracle), strata)
+                plan = plan_task(inst, clones_of[inst.repo], Path(tmp), opts.strata, opts.time_box)
+                if inst.env_name not in plugins:
+                    plugins[inst.env_name] = declare_env(pack, inst, plan, Path(tmp) / "base",
+                                                         overrides.get(inst.repo), opts.env_root)
+                plan.name_plugins(plugins[inst.env_name])
+                write_task(pack, TaskFiles(plan.id, plan.meta, plan.prompt, plan.repo, plan.visible, plan.hidden,
+                                           plan.oracle), opts.strata)
             except Refused as exc:
                 outcomes.append(Outcome(inst.instance_id, "refused", None, size, str(exc)))
                 log(f"{inst.instance_id}: refused: {exc}")
                 continue
-        why = pack_common.verify_task(pack, inst.instance_id)
-        if why:
+        check = verify_task(pack, inst.instance_id, timeout_s=opts.test_timeout, sandbox_mode=opts.sandbox,
+                            env_root=opts.env_root, visible_may_pass=True)
+        if not check.ok:
             shutil.rmtree(pack / "tasks" / inst.instance_id)
-            outcomes.append(Outcome(inst.instance_id, "not verified", plan.meta["stratum"], size, why))
-            log(f"{inst.instance_id}: removed, it does not verify: {why}")
-        else:
-            outcomes.append(Outcome(inst.instance_id, "imported", plan.meta["stratum"], size))
-            log(f"{inst.instance_id}: imported ({plan.meta['stratum']}, {size} changed lines), verified")
+            outcomes.append(Outcome(inst.instance_id, "not verified", plan.meta["stratum"], size, check.reason))
+            log(f"{inst.instance_id}: removed, it does not verify: {check.reason}")
+            continue
+        outcomes.append(Outcome(inst.instance_id, "imported", plan.meta["stratum"], size))
+        log(f"{inst.instance_id}: imported ({plan.meta['stratum']}, {size} changed lines), verified")
+    _drop_unused_envs(pack, set(plugins))
     return outcomes
+
+
+def _drop_unused_envs(pack: Path, declared: set[str]) -> None:
+    """Remove the environments this import declared that no task of the pack names."""
+    import json
+
+    from .environments import NAMED_DIR
+
+    used = {json.loads(m.read_text("utf-8")).get("environment") for m in (pack / "tasks").glob("*/meta.json")}
+    for name in declared - used:
+        shutil.rmtree(pack / NAMED_DIR / name, ignore_errors=True)
 
 
 def summary_table(outcomes: list[Outcome], pack: Path):
@@ -305,10 +342,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     from .cli import config_of
 
-    strata = list(config_of(args)["strata"])
-    out = args.out or Path(f"pack-{Path(args.instances).stem}")
-    outcomes = import_swebench(args.instances, args.repos, out, strata, args.requirements or [], args.time_box,
-                               log=lambda line: print(line, file=sys.stderr))
+    out = args.out or Path("packs") / Path(args.instances).stem
+    opts = Options(args.instances, args.repos, out, list(config_of(args)["strata"]), args.requirements or [],
+                   args.time_box, Path(args.env_root), args.sandbox, args.test_timeout)
+    outcomes = import_swebench(opts, log=lambda line: print(line, file=sys.stderr))
     Console().print(summary_table(outcomes, out))
     print(f"{out}/denylist.txt: these instances are public; see docs/packs.md before quoting a headline")
     return 0 if all(o.status == "imported" for o in outcomes) else 1
@@ -323,10 +360,13 @@ def add_parser(pack_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repos", type=Path, required=True, metavar="DIR",
                    help="local clones: DIR/<owner>__<name>, DIR/<name> or DIR/<owner>/<name> (never the network)")
     p.add_argument("--out", type=Path, default=None, metavar="PACK",
-                   help="the pack to write into (default: pack-<INSTANCES stem> in this folder)")
+                   help="the pack to write into (default: packs/<INSTANCES stem>)")
     p.add_argument("--requirements", action="append", metavar="REPO=FILE",
                    help="the requirements of REPO's tasks from FILE instead of detecting them (repeatable)")
     p.add_argument("--time-box", type=int, default=DEFAULT_TIME_BOX_S, metavar="S",
                    help=f"time_box_sec of every task (default {DEFAULT_TIME_BOX_S})")
+    p.add_argument("--test-timeout", type=float, default=300, help="seconds per command when verifying (default 300)")
+    p.add_argument("--env-root", default="results/envs", help="where environments are built (default results/envs)")
+    p.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
     add_config_args(p)
     p.set_defaults(func=cmd_import)
