@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .core import SealbenchError, harness_env
-from .pack_common import pytest_command
+from .pack_common import TaskCheck, pytest_command
 from .pack_requirements import detect_requirements, plugin_modules, read_requirements_file
 from .swebench_git import (GitError, apply_patch, changed_lines, find_clone, has_commit, patch_paths,
                            snapshot)
@@ -106,7 +106,7 @@ class TaskPlan:
         self.meta["hidden_command"] = pytest_command(plugins, self.hidden_args)
 
 
-def _text(path: Path, inst: Instance, what: str) -> str:
+def _text(path: Path, what: str) -> str:
     try:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -167,8 +167,8 @@ def plan_task(inst: Instance, clone: Path, work: Path, strata: list[str], time_b
     if not at_base:
         raise Refused(f"no test can be visible: the test_patch only adds files ({', '.join(tests)}), "
                       "none of which exists at the base commit")
-    visible = {f: _text(base / f, inst, "visible test file") for f in at_base}
-    hidden = {f: _text(post / f, inst, "hidden test file") for f in tests}
+    visible = {f: _text(base / f, "visible test file") for f in at_base}
+    hidden = {f: _text(post / f, "hidden test file") for f in tests}
     shutil.copytree(base, repo)
     for f in at_base:
         (repo / f).unlink()
@@ -221,6 +221,10 @@ def requirement_overrides(pairs: list[str], instances: list[Instance]) -> dict[s
                                  f"{', '.join(sorted(repos))})")
         if not Path(file).is_file():
             raise SealbenchError(f"--requirements {pair!r}: {file} is not a file")
+        from .environments import env_from_requirements
+
+        req = read_requirements_file(Path(file), Path(file).parent, "")
+        env_from_requirements(req.text(), Path(file), "override")  # a line pip cannot take offline: named
         out[repo] = Path(file)
     return out
 
@@ -264,7 +268,8 @@ class Options:
 def import_swebench(opts: Options, log=print) -> list[Outcome]:
     """Import every instance into ``opts.out`` (see the module docstring); one :class:`Outcome`
     per instance."""
-    from .pack_common import TaskFiles, verify_task, write_task
+    from .environments import EnvironmentBuildError
+    from .pack_common import PackBuildError, TaskFiles, verify_task, write_task
 
     instances = read_instances(opts.instances)
     overrides = requirement_overrides(list(opts.requirements), instances)
@@ -292,12 +297,16 @@ def import_swebench(opts: Options, log=print) -> list[Outcome]:
                 plan.name_plugins(plugins[inst.env_name])
                 write_task(pack, TaskFiles(plan.id, plan.meta, plan.prompt, plan.repo, plan.visible, plan.hidden,
                                            plan.oracle), opts.strata)
-            except Refused as exc:
+            except (Refused, PackBuildError, EnvironmentBuildError) as exc:
+                shutil.rmtree(pack / "tasks" / inst.instance_id, ignore_errors=True)
                 outcomes.append(Outcome(inst.instance_id, "refused", None, size, str(exc)))
                 log(f"{inst.instance_id}: refused: {exc}")
                 continue
-        check = verify_task(pack, inst.instance_id, timeout_s=opts.test_timeout, sandbox_mode=opts.sandbox,
-                            env_root=opts.env_root, visible_may_pass=True)
+        try:
+            check = verify_task(pack, inst.instance_id, timeout_s=opts.test_timeout, sandbox_mode=opts.sandbox,
+                                env_root=opts.env_root, visible_may_pass=True)
+        except EnvironmentBuildError as exc:
+            check = TaskCheck(inst.instance_id, False, reason=str(exc))
         if not check.ok:
             shutil.rmtree(pack / "tasks" / inst.instance_id)
             outcomes.append(Outcome(inst.instance_id, "not verified", plan.meta["stratum"], size, check.reason))
