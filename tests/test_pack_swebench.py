@@ -279,7 +279,8 @@ def test_import_gives_three_verified_tasks(imported, source) -> None:
     tasks = {t.id: t for t in load_pack(pack, ["xs", "s", "m"])}
     assert sorted(tasks) == ["acme__mathlib-1", "acme__mathlib-2", "acme__mathlib-3"]
     req = (pack / "environments" / "acme__mathlib-0.1" / "requirements.txt").read_text()
-    assert "pytest" in req and sorted(p.name for p in (pack / "environments").iterdir()) == ["acme__mathlib-0.1"]
+    assert req.startswith("# the environment") and "-e" not in req  # no dependency: pytest alone, pinned
+    assert sorted(p.name for p in (pack / "environments").iterdir()) == ["acme__mathlib-0.1"]
     deny = (pack / "denylist.txt").read_text()
     assert all(ln.startswith("#") for ln in deny.splitlines()) and "public" in deny
 
@@ -355,6 +356,7 @@ def make_chain(root: Path, n: int) -> list[dict]:
 def test_the_pipeline_runs_on_an_imported_pack(tmp_path: Path) -> None:
     from envgen import offline_env_vars, offline_index
     from packgen import NOOP_AGENT, STAMP, write_config
+    from sealbench.sandbox import bwrap_problem
 
     env = {**os.environ, **offline_env_vars(offline_index(tmp_path / "wheels")), "PYTHONPATH": str(ROOT / "scripts")}
     inst = write_jsonl(tmp_path / "chain.jsonl", make_chain(tmp_path / "clones", 12))
@@ -364,12 +366,19 @@ def test_the_pipeline_runs_on_an_imported_pack(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout + res.stderr
     assert "12 of 12 instances imported and verified" in res.stdout
     fixer = "sed -i 's/return x - /return x + /' chain/ops.py; " + STAMP
-    write_config(tmp_path / "cfg.yaml", tmp_path / "pack", agents={"fixer": {"command": fixer},
-                                                                   "idle": {"command": NOOP_AGENT}})
+    write_config(tmp_path / "cfg.yaml", tmp_path / "pack", strata=["xs"],  # every fix here is 2 lines
+                 agents={"fixer": {"command": fixer}, "idle": {"command": NOOP_AGENT}})
     res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
                           "--configfile", str(tmp_path / "cfg.yaml"), "--cores", "2", "gate"],
                          cwd=tmp_path, env=env, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-4000:]
     decision = json.loads((tmp_path / "results" / "latest" / "decision.json").read_text())
-    assert decision["publishable"] is True, decision["reasons"]
-    assert decision["headline"] == 1.0
+    if bwrap_problem():  # without bubblewrap the runs are unsandboxed and the gate says so
+        assert [r["code"] for r in decision["reasons"]] == ["UNSANDBOXED"]
+    else:
+        assert decision["publishable"] is True, decision["reasons"]
+        assert decision["headline"] == 1.0
+    import pandas as pd
+
+    tasks = pd.read_parquet(tmp_path / "results" / "latest" / "tables" / "tasks.parquet")
+    assert len(tasks) == 12 and tasks.oracle_ok.all() and not tasks.weak_test.any()
