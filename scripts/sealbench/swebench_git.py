@@ -129,7 +129,8 @@ def apply_patch(folder: Path, patch: str, *, check_only: bool = False) -> str | 
     args = ["apply", "--check"] if check_only else ["apply"]
     res = subprocess.run(["git", *_LOCAL, *args, "-"], input=patch.encode(), cwd=folder, capture_output=True,
                          env={**_env(), "GIT_CEILING_DIRECTORIES": str(Path(folder).parent)})
-    return None if res.returncode == 0 else (res.stderr.decode(errors="replace").strip() or "git apply failed")
+    why = "; ".join(ln.strip() for ln in res.stderr.decode(errors="replace").splitlines() if ln.strip())
+    return None if res.returncode == 0 else (why or "git apply failed")
 
 
 @dataclass(frozen=True)
