@@ -241,6 +241,27 @@ def test_a_test_id_pytest_cannot_run_is_refused(tmp_path: Path, source) -> None:
         plan(source, tmp_path, 0, PASS_TO_PASS=["test_ident (tests.test_ops.OpsTest)"])
 
 
+def test_a_test_patch_that_deletes_a_file_is_refused(tmp_path: Path, source) -> None:
+    gone = ("diff --git a/tests/helpers.py b/tests/helpers.py\ndeleted file mode 100644\n--- a/tests/helpers.py\n"
+            "+++ /dev/null\n@@ -1,2 +0,0 @@\n-def twice(x):\n-    return 2 * x\n")
+    with pytest.raises(pack_swebench.Refused, match="the test_patch deletes or renames tests/helpers.py"):
+        plan(source, tmp_path, 0, test_patch=source[1][0]["test_patch"] + gone)
+
+
+def test_bad_overrides_and_tasks_already_there_stop_before_any_work(tmp_path: Path, source) -> None:
+    insts = read_instances(write_jsonl(tmp_path / "i.jsonl", source[1][:1]))
+    (tmp_path / "req.txt").write_text("-e ./local\n")
+    for pair, says in (("acme/mathlib", "write it REPO=FILE"), ("other/x=req.txt", "no instance is of other/x"),
+                       (f"acme/mathlib={tmp_path / 'req.txt'}", "editable")):
+        with pytest.raises(SealbenchError, match=says):
+            pack_swebench.requirement_overrides([pair], insts)
+    (tmp_path / "pack" / "tasks" / "acme__mathlib-1").mkdir(parents=True)
+    opts = pack_swebench.Options(tmp_path / "i.jsonl", source[0], tmp_path / "pack", ["xs"])
+    with pytest.raises(SealbenchError, match="already holds acme__mathlib-1; nothing was written"):
+        pack_swebench.import_swebench(opts)
+    assert not (tmp_path / "pack" / "denylist.txt").exists()
+
+
 def test_strata_follow_the_size_of_the_fix() -> None:
     strata = ["xs", "s", "m"]
     assert [pack_swebench.stratum_for(n, strata) for n in (1, 3, 4, 10, 11, 500)] == ["xs", "xs", "s", "s", "m", "m"]
