@@ -138,3 +138,33 @@ def test_concurrent_builders_of_one_digest_build_it_once(tmp_path: Path, offline
         t.join()
     assert len(out) == 2 and out[0] == out[1]
     assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == [spec.digest]
+
+
+# ---------------------------------------------------------------------------------------------
+# what makes a task's jobs rerun
+
+
+def test_a_package_installed_into_sealbenchs_venv_reruns_nothing_of_a_task_with_its_own_env() -> None:
+    from sealbench import steps
+    from sealbench.toolchain import toolchain, toolchain_digest
+
+    # a package only a task imports (hypothesis stands for it: installed here, imported by no stage)
+    # moves sealbench's toolchain; the harness's own toolchain (stages and agents) does not see it
+    before, after = toolchain_digest(toolchain()), toolchain_digest(toolchain(task_modules=["hypothesis"]))
+    assert before != after
+    harness = toolchain_digest(toolchain())
+    cfg = dict(oracle_runs=1, score_timeout_s=60, sandbox="auto", limits="{}", envelope="{}", stop_on_green=False,
+               log_cap_bytes=1000, max_wall_s=60, denylist_digest="d" * 64, corpus_sha="",
+               harness_toolchain_digest=harness)
+    old, new = steps.StepConfig(toolchain_digest=before, **cfg), steps.StepConfig(toolchain_digest=after, **cfg)
+    spec = {"command": "true", "fingerprint": "0" * 16}
+    env = "e" * 64
+    for make in (lambda c, e: steps.run_dummy(c, "t1", "a" * 64, e),
+                 lambda c, e: steps.run_agent(c, "t1", "a" * 64, "x", spec, 1, e),
+                 lambda c, e: steps.hidden_score(c, "t1", "a" * 64, "x", "0" * 16, 1, e)):
+        assert make(old, env).toolchain == make(new, env).toolchain      # own environment: no rerun
+        assert make(old, None).toolchain != make(new, None).toolchain    # sealbench's interpreter: reruns
+        assert make(old, None).toolchain == before                       # no environment: exactly as before
+        assert make(old, env).toolchain != make(old, "f" * 64).toolchain  # another environment: reruns
+        assert make(old, env).argv[-2:] == ("--env", f"results/envs/{env}")
+        assert "--env" not in make(old, None).argv

@@ -228,6 +228,11 @@ class BuiltEnv:
     installer: str
     name: str = DEFAULT_NAME
     python_version: str = ""
+    source: str = ""             #: the requirements file it was built from (as named at the build)
+
+    def describe(self) -> str:
+        """One phrase naming it: its name and the requirements file."""
+        return f"{self.name!r}, {self.source or 'its requirements.txt'}"
 
     @property
     def bin_dir(self) -> Path:
@@ -361,4 +366,43 @@ def load_env(path: Path) -> BuiltEnv:
     if not py.exists():
         raise SealbenchError(f"{py}: missing: the environment in {path} is broken; remove it to rebuild it")
     return BuiltEnv(path=path, python=py, lock=lock, digest=data["digest"], installer=data["installer"],
-                    name=data["name"], python_version=data["python"])
+                    name=data["name"], python_version=data["python"], source=str(data.get("source") or ""))
+
+
+# --------------------------------------------------------------------------------------------
+# the build_env job (workflow/rules/environment.smk)
+
+
+def pack_requirements(spec: EnvSpec, pack: Path) -> str:
+    """``spec``'s requirements file relative to the pack (the job finds the pack by $SEALBENCH_PACK)."""
+    return Path(spec.source).absolute().relative_to(Path(pack).absolute()).as_posix()
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from .paths import pack_root
+
+    ap = argparse.ArgumentParser(prog="sealbench.environments", description="build one task test environment")
+    ap.add_argument("--requirements", required=True, help="the requirements file, relative to the pack")
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--expect", required=True, help="the spec digest planned")
+    ap.add_argument("--root", type=Path, required=True, help="where environments live (results/envs)")
+    args = ap.parse_args(argv)
+    try:
+        source = pack_root() / args.requirements
+        spec = _read_requirements(source, args.name)
+        if spec.digest != args.expect:
+            raise SealbenchError(f"{source}: its environment digest is {spec.digest[:12]}… but the workflow was planned "
+                                 f"with {args.expect[:12]}…: the file changed while the workflow ran; rerun snakemake")
+        env = build_env(spec, args.root)
+    except SealbenchError as exc:
+        print(f"build_env: {exc}", file=sys.stderr)
+        return 1
+    print(f"build_env {env.name}: {env.path} ({env.installer}, python {env.python_version}, "
+          f"{len(env.lock.splitlines())} packages, digest {env.digest[:12]})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

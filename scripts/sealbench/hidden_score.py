@@ -21,7 +21,10 @@ other. ``agent_error`` says the agent crashed — it ended on its own with a non
 signal, not at its clock, a stop or a limit (``processes.ended_in_error``) — whatever its
 status: a crashed agent whose half-edit passes is a ``pass`` with ``agent_error`` true. A
 scoring ``infra_fail`` (no tests collected, usage error, exit 126/127...) while the task's
-controls ran fine is the patch's doing (it broke the test run): ``fail`` with the reason.
+controls ran fine is the patch's doing (it broke the test run): ``fail`` with the reason. So is a
+patch whose tests cannot be collected for a missing module, unless every control hit that too
+(``controls.json`` ``missing_modules``, :mod:`sealbench.collection`): then ``infra_fail``.
+With ``--env DIR`` the commands run in the task's test environment (:mod:`sealbench.environments`).
 Neither may leave the rate's denominator, or abstaining on a failure would pay.
 ``gold_like``/``gold_similarity`` compare the patch with the sealed ``oracle.patch``.
 ``time_to_green_s`` is the end of the first sealed-green visible attempt, if the final state is green.
@@ -35,7 +38,9 @@ import sys
 import traceback
 from pathlib import Path
 
+from .collection import missing_modules
 from .core import read_json, write_json
+from .environments import BuiltEnv, load_env
 from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .processes import ended_in_error
 from .scoring import score_patch
@@ -57,9 +62,10 @@ def time_to_green(attempts: list[dict], final_visible_green: bool | None) -> flo
 
 
 def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_mode: str = "auto",
-              controls: Path | None = None, limits: dict | None = None) -> dict:
+              controls: Path | None = None, limits: dict | None = None, env: BuiltEnv | None = None) -> dict:
     """Score one attempt and write its record (see module docstring). ``controls`` (the task's
-    controls.json) gives how many hidden tests the gold patch ran: the patch must run as many."""
+    controls.json) gives how many hidden tests the gold patch ran: the patch must run as many.
+    ``env``: the task's test environment (its commands run in it; none: sealbench's interpreter)."""
     sealed, run_dir = Path(sealed).resolve(), Path(run_dir)
     meta = read_json(sealed / "meta.json")
     run = read_json(run_dir / "run.json")
@@ -71,15 +77,24 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     expected = ctl.get("oracle_hidden_ran") if ctl else None
     level = resolve_level(sandbox_mode)
     box = make_sandbox(level, hide=[sealed.parent.parent.parent], limits=limits)
+    if env is not None:
+        box = box.with_readable(env.path)
     patch = (run_dir / "patch.diff").read_bytes()
     oracle_file = sealed / "oracle.patch"
     oracle = oracle_file.read_bytes() if oracle_file.exists() else None
     res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle,
                       sandbox=box, expected_hidden=expected,
-                      task_check=bool(ctl and ctl.get("import_outside")))
+                      task_check=bool(ctl and ctl.get("import_outside")),
+                      task_env=env.command_env() if env else None)
     status, reason = res.status, res.reason
+    ctl = read_json(controls) if controls else None
     if status == INFRA_FAIL:
-        status, reason = _scoring_infra(res.reason, read_json(controls) if controls else None)
+        status, reason = _scoring_infra(res.reason, ctl)
+    elif status == FAIL and ctl and ctl.get("missing_modules") and missing_modules(res):
+        # the task's tests cannot be collected at all (collection.py): not this patch's doing
+        names = ", ".join(repr(m) for m in missing_modules(res))
+        status, reason = _scoring_infra(f"{res.reason} (No module named {names}: a test dependency the task's "
+                                        "environment lacks, see its controls)", ctl)
     code, signal_name = run.get("exit_code"), run.get("signal")
     crashed = ended_in_error(run.get("end_reason"), code, signal_name)
     if run.get("timed_out"):
@@ -105,6 +120,8 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
         "gold_like": res.gold_like, "gold_similarity": res.gold_similarity, "scoring_isolation": level,
         "score": res.to_dict(), "run": run,
     }
+    if env is not None:
+        record["environment"] = {k: v for k, v in env.card().items() if k != "lock"}
     write_json(out, record)
     return record
 
@@ -144,10 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
     ap.add_argument("--controls", type=Path, help="the task's controls.json (gold-patch test count)")
     ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
+    ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
     args = ap.parse_args(argv)
     try:
         rec = score_run(args.sealed, args.run_dir, args.out, args.timeout, args.sandbox, args.controls,
-                        json.loads(args.limits) if args.limits else None)
+                        json.loads(args.limits) if args.limits else None,
+                        load_env(args.env) if args.env else None)
     except SandboxUnavailable as exc:
         print(f"hidden_score: {exc}", file=sys.stderr)
         return 1

@@ -88,7 +88,9 @@ def _cause(run: TestRun, command: str) -> str:
     import re
 
     text = run.output
-    for pattern, what in ((r"No module named '([^']+)'", "the tests import {0!r}, which the environment lacks; "
+    for pattern, what in ((r"Failed to import filter module '([^']+)'", "the pytest config's filterwarnings "
+                           "names module {0!r}, which the environment lacks; pass --requirements with it"),
+                          (r"No module named '([^']+)'", "the tests import {0!r}, which the environment lacks; "
                            "declare it or pass --requirements"),
                           (r"unrecognized arguments: (.+)", "pytest does not know {0} (a plugin the config needs "
                            "is not loaded); pass --requirements naming it"),

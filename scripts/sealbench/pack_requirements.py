@@ -214,6 +214,9 @@ def detect_requirements(root: Path, test_text: str) -> Requirements:
         spec = str(r).split(";", 1)[0].strip() if r.marker is not None else str(r)
         kept[key] = spec
         req.sources.append(f"{spec}  # {where}")
+    if needs_coverage and not cov and "coverage" not in kept:
+        kept["coverage"] = "coverage"
+        req.sources.append("coverage  # named by the pytest config (e.g. a filterwarnings category)")
     for plug in UNDECLARED:
         key = canonicalize_name(plug)
         if key not in kept and re.search(PLUGIN_USE[plug], used_text, re.M):

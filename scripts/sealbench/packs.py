@@ -11,6 +11,7 @@ from typing import Iterable
 
 from .task_layout import layout_errors
 from .core import TASK_DIRS, TASK_FILES, PackError, _parsed_schema, _schema_text, schema_errors, sha256_text
+from .environments import EnvSpec, declared_env
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,8 @@ class Task:
     id: str
     dir: Path
     meta: dict
+    #: the test environment its commands run in (environments.declared_env; None: sealbench's interpreter)
+    env: EnvSpec | None = None
 
     @property
     def stratum(self) -> str:
@@ -105,10 +108,11 @@ def load_pack(pack: Path, strata: Iterable[str] | None = None, schema_ok: set[st
             continue
         try:
             meta = validate_meta(child / "meta.json", strata, schema_ok)
+            env = declared_env(pack, meta)
         except PackError as exc:
             errors.append(str(exc))
             continue
-        tasks.append(Task(child.name, child, meta))
+        tasks.append(Task(child.name, child, meta, env))
     if not tasks and not errors:
         errors.append(f"{tasks_dir}: holds no tasks")
     if errors:

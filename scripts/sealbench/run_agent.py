@@ -55,6 +55,7 @@ from typing import Any, Mapping
 from . import bridge as bridge_module
 from .bridge import UnixToTcp, parse_endpoint
 from .core import read_json, write_json
+from .environments import load_env
 from .agent_command import CommandPlan, command_plan
 from .agent_health import health_file, note_health, read_health, start_failure, stopped_record
 from .agent_probe import blocked, hidden_folders, worker_env
@@ -94,6 +95,8 @@ class RunOptions:
     base: Path | None = None            #: the project folder relative command words name (None: the cwd)
     #: each visible run's own cap (config ``score_timeout_s``; None: the time left on the clock only)
     visible_timeout_s: float | None = None
+    #: the task's test environment folder (results/envs/…): the visible runs use it; None: sealbench's
+    env: Path | None = None
 
 
 def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list[str]:
@@ -170,18 +173,26 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     worker_box = make_sandbox(level, writable=[ws.root, out], hide=hide,
                               readable=[ctl, *options.readonly_paths, *plan.mounts], limits=options.limits)
     tests_box = make_sandbox(level, writable=[ws.root], hide=hide, limits=options.limits)
+    task_env, env_vars = None, {}
+    if options.env is not None:  # the task's commands run in its environment; the agent keeps its own python
+        built = load_env(options.env)
+        tests_box = tests_box.with_readable(built.path)
+        worker_box = worker_box.with_readable(built.path)
+        task_env, env_vars = built.command_env(), {"SEALBENCH_TASK_PYTHON": str(built.python)}
     stop = threading.Event()
     started = time.time()
     server = VisibleServer(ctl / "visible.sock", meta["visible_command"], ws.root, started, started + clock,
                            run_dir / "attempts.jsonl", run_dir / "visible_logs", sandbox=tests_box,
                            cap_bytes=options.cap_bytes, on_green=stop.set if options.stop_on_green else None,
                            seal_check=lambda n: sealed_green(sealed, meta, ws, run_dir / "visible_logs" / f"sealed-{n}",
-                                                             max(5.0, started + clock - time.time()), tests_box),
-                           run_timeout_s=options.visible_timeout_s)
+                                                             max(5.0, started + clock - time.time()), tests_box,
+                                                             task_env),
+                           run_timeout_s=options.visible_timeout_s, task_env=task_env)
     (run_dir / "visible_logs").mkdir(exist_ok=True)
     visible = write_client_script(ctl / "visible", ctl / "visible.sock")
     env = worker_env(level, agent_env,
-                      contract.agent_env(meta["id"], prompt, ws.root, visible, clock, envelope, out, epoch, level))
+                      {**contract.agent_env(meta["id"], prompt, ws.root, visible, clock, envelope, out, epoch, level),
+                       **env_vars})
     bridge = None
     worker_cmd = command_run
     if options.endpoint:
@@ -240,6 +251,8 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
         "envelope": dict(envelope),
         "limit_hit": res.limit_hit, "limits": worker_box.limits.to_dict(), "limit_mechanisms": limit_mechanisms(),
     }
+    if options.env is not None:
+        record["environment"] = {k: v for k, v in load_env(options.env).card().items() if k != "lock"}
     write_json(run_dir / "run.json", record)
     return record
 
@@ -280,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log-cap-bytes", type=int, default=1 << 20)
     ap.add_argument("--hide", type=Path, action="append", default=[], help="a folder the worker must not see")
     ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
+    ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
     ap.add_argument("--visible-timeout", type=float, default=None,
                     help="each visible run's own cap in seconds (the config's score_timeout_s)")
     args = ap.parse_args(argv)
@@ -290,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                              endpoint=spec.get("endpoint"),
                              readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []),
                              limits=json.loads(args.limits) if args.limits else None, base=Path.cwd(),
-                             visible_timeout_s=args.visible_timeout)
+                             visible_timeout_s=args.visible_timeout, env=args.env)
         rec = run_agent(args.sealed, args.run_dir, args.agent, args.fingerprint, spec["command"],
                         spec.get("env") or {}, args.epoch, json.loads(args.envelope), options)
     except SandboxUnavailable as exc:

@@ -27,7 +27,9 @@ import traceback
 from collections.abc import Mapping
 from pathlib import Path
 
+from .collection import mark_controls, missing_modules
 from .core import SealbenchError, control_fingerprint, read_json, write_json
+from .environments import BuiltEnv, load_env
 from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .scoring import score_patch
 from .tamper_rules import path_rule, protected_reason
@@ -97,11 +99,14 @@ def stub_patch(sealed: Path, meta: dict, workdir: Path) -> tuple[bytes, str]:
 
 
 def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: float = 300,
-                 sandbox_mode: str = "auto", limits: dict | None = None) -> dict:
-    """Run every control on one sealed task and write ``controls.json`` (see module docstring)."""
+                 sandbox_mode: str = "auto", limits: dict | None = None, env: BuiltEnv | None = None) -> dict:
+    """Run every control on one sealed task and write ``controls.json`` (see module docstring).
+    ``env``: the task's test environment (its commands run in it; none: sealbench's interpreter)."""
     sealed, out_dir = Path(sealed).resolve(), Path(out_dir).absolute()
     level = resolve_level(sandbox_mode)
     box = make_sandbox(level, hide=[sealed.parent.parent.parent], limits=limits)
+    if env is not None:
+        box = box.with_readable(env.path)
     meta = read_json(sealed / "meta.json")
     out_dir.mkdir(parents=True, exist_ok=True)
     scratch = scratch_dir("stub")
@@ -116,7 +121,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
     results = []
     for solver, epoch in plan:
         res = score_patch(sealed, meta, patches[solver], out_dir / "logs" / f"{solver}-{epoch}", timeout_s,
-                          sandbox=box, task_check=True)
+                          sandbox=box, task_check=True, task_env=env.command_env() if env else None)
         results.append({
             "solver": solver, "epoch": epoch, "fingerprint": control_fingerprint(solver),
             "status": res.status, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
@@ -126,7 +131,10 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
             "log_tail": (res.hidden.log_tail if res.hidden else "")[-1500:],
             "hidden_ran": res.hidden.junit.ran if res.hidden and res.hidden.junit else None,
             "import_outside": res.import_outside,
+            "missing_modules": missing_modules(res),
         })
+    # every control failed collecting on a missing module: the task's set-up, not a verdict
+    missing = mark_controls(results, env.describe() if env else None)
     oracle = [r for r in results if r["solver"] == "oracle"]
     oracle_passes = sum(r["status"] == PASS for r in oracle)
     record = {
@@ -147,6 +155,10 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         "oracle_hidden_ran": min((r["hidden_ran"] for r in oracle if r["hidden_ran"] is not None), default=None),
         "isolation": level,
     }
+    if missing:
+        record["missing_modules"] = missing
+    if env is not None:
+        record["environment"] = {k: v for k, v in env.card().items() if k != "lock"}
     write_json(out_dir / "controls.json", record)
     return record
 
@@ -176,10 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
     ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
+    ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
     args = ap.parse_args(argv)
     try:
         rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox,
-                           json.loads(args.limits) if args.limits else None)
+                           json.loads(args.limits) if args.limits else None,
+                           load_env(args.env) if args.env else None)
     except SandboxUnavailable as exc:
         print(f"run_dummy: {exc}", file=sys.stderr)
         return 1

@@ -72,7 +72,8 @@ class ScoreResult:
 def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout_s: float, *,
                 oracle: bytes | None = None, sandbox: object | None = None,
                 expected_hidden: int | None = None,
-                commands: tuple[str, ...] = ("visible", "hidden"), task_check: bool = False) -> ScoreResult:
+                commands: tuple[str, ...] = ("visible", "hidden"), task_check: bool = False,
+                task_env: Mapping[str, str] | None = None) -> ScoreResult:
     """Score ``patch`` on a sealed task (docs/contract.md §1 scoring workspace).
 
     The patch's protected sections (:func:`protected_reason`) are not applied; the rest is,
@@ -90,7 +91,8 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     the report folder are writable. ``expected_hidden`` (hidden tests the gold patch ran)
     raises the number of hidden tests that must run, so a patch cannot skip its way to a pass.
     ``commands`` limits the run to some of ``visible``/``hidden`` (the other is None and does
-    not count; a visible-only run is how an agent's session asks "am I green?").
+    not count; a visible-only run is how an agent's session asks "am I green?"). ``task_env``
+    (:meth:`sealbench.environments.BuiltEnv.command_env`) runs both in the task's environment.
 
     The task's layout (``task_layout``): its test trees go where ``tests_layout`` says, its
     support files and tests at repository paths are protected (the sealed copy always wins),
@@ -158,10 +160,12 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
         visible = hidden = None
         if "visible" in commands:
             box = fresh(("visible_tests",))
-            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, junit_dir, **imports)
+            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, junit_dir,
+                                 task_env=task_env, **imports)
         if "hidden" in commands:
             box = fresh(TEST_DIRS)
-            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir, **imports)
+            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir,
+                                task_env=task_env, **imports)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     v_status, v_why = judge("visible", visible) if visible is not None else (PASS, None)

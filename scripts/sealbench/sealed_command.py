@@ -18,6 +18,7 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from .core import harness_env
 from .sealed_report import (JUnitSummary, import_outside, imported_from, judge_stream, make_canary_secret,
@@ -116,10 +117,12 @@ def _read_stream(fd: int, sink: dict) -> None:
 
 def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float,
                sandbox: object | None = None, junit_dir: Path | None = None, *,
-               import_paths: tuple[str, ...] = (), packages: tuple[str, ...] = ()) -> CommandOutcome:
+               import_paths: tuple[str, ...] = (), packages: tuple[str, ...] = (),
+               task_env: Mapping[str, str] | None = None) -> CommandOutcome:
     """Run one task command under the sealed report. ``import_paths`` (workspace-relative) go
     first on ``PYTHONPATH``; ``packages`` (the code under test) and the workspace root reach the
-    plugin with the canary secret, and the stream says where each package was imported from."""
+    plugin with the canary secret, and the stream says where each package was imported from.
+    ``task_env``: the task's test environment (environments.BuiltEnv.command_env), or none."""
     logdir.mkdir(parents=True, exist_ok=True)
     junit_dir = junit_dir or logdir
     junit_dir.mkdir(parents=True, exist_ok=True)
@@ -136,7 +139,9 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
         os.write(sec_w, json.dumps(secret).encode())
         os.close(sec_w)
         reader.start()
-        res = run_process(command, ws, harness_env(_seal_env(junit_path, f"{sec_r}:{out_w}", task_pythonpath(ws, import_paths))), timeout_s,
+        env = harness_env({**(task_env or {}),
+                           **_seal_env(junit_path, f"{sec_r}:{out_w}", task_pythonpath(ws, import_paths))})
+        res = run_process(command, ws, env, timeout_s,
                           logdir / f"{name}.stdout", logdir / f"{name}.stderr", pass_fds=(sec_r, out_w), **kwargs)
     finally:
         for fd in (sec_r, out_w):

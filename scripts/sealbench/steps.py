@@ -42,16 +42,20 @@ class StepConfig:
     denylist_digest: str
     corpus_sha: str              #: the public benchmark corpus leak_check reads ("" without one)
     results: str = paths.RESULTS
+    #: the toolchain without the tasks' own imports (sealbench's stages and the agents): what a task
+    #: with its own test environment depends on besides that environment
+    harness_toolchain_digest: str = ""
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], *, toolchain_digest: str, denylist_digest: str,
-                    corpus_sha: str, results: str = paths.RESULTS) -> "StepConfig":
+                    corpus_sha: str, results: str = paths.RESULTS,
+                    harness_toolchain_digest: str = "") -> "StepConfig":
         return cls(oracle_runs=int(cfg["oracle_runs"]), score_timeout_s=int(cfg["score_timeout_s"]),
                    sandbox=str(cfg["sandbox"]), limits=json.dumps(cfg["limits"], sort_keys=True),
                    envelope=json.dumps(cfg["envelope"]), stop_on_green=bool(cfg["stop_on_green"]),
                    log_cap_bytes=int(cfg["log_cap_bytes"]), max_wall_s=cfg["envelope"].get("max_wall_s"),
                    toolchain_digest=toolchain_digest, denylist_digest=denylist_digest, corpus_sha=corpus_sha,
-                   results=results)
+                   results=results, harness_toolchain_digest=harness_toolchain_digest)
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,21 @@ def _args(*words: Any) -> tuple[str, ...]:
     return tuple(str(w) for w in words)
 
 
+def step_toolchain(c: StepConfig, env: str | None) -> str:
+    """What a test-running step's results depend on besides its code: sealbench's toolchain for a
+    task without an environment; for a task with one (``env``: its spec digest), the harness's
+    toolchain without the tasks' imports and that environment — so a package installed into
+    sealbench's own venv that the harness does not import reruns nothing of such a task (the
+    rules add the built environment's lock digest, known once it is built)."""
+    if env is None:
+        return c.toolchain_digest
+    return sha256_text(canonical_json({"harness": c.harness_toolchain_digest, "environment": env}))
+
+
+def _env_args(c: StepConfig, env: str | None) -> tuple[str, ...]:
+    return () if env is None else ("--env", paths.env_dir(env, c.results))
+
+
 def hash_pack(c: StepConfig, task: str, tdigest: str) -> Step:
     """Copy and verify one task from the pack at the digest planned."""
     sealed, record = paths.sealed_dir(task, tdigest, c.results), paths.sealed_record(task, tdigest, c.results)
@@ -112,14 +131,15 @@ def leak_check(c: StepConfig, task: str, tdigest: str, ddigest: str | None = Non
                 paths.done_markers(task, tdigest, c.results))
 
 
-def run_dummy(c: StepConfig, task: str, tdigest: str) -> Step:
-    """The controls: empty diff, stub, gold patch x oracle_runs."""
+def run_dummy(c: StepConfig, task: str, tdigest: str, env: str | None = None) -> Step:
+    """The controls: empty diff, stub, gold patch x oracle_runs (``env``: the task's environment's
+    spec digest, or None)."""
     out_dir = paths.controls_dir(task, tdigest, c.results)
     return Step("run_dummy", _args("--sealed", paths.sealed_dir(task, tdigest, c.results), "--out-dir", out_dir,
                                    "--oracle-runs", c.oracle_runs, "--timeout", c.score_timeout_s,
-                                   "--sandbox", c.sandbox, "--limits", c.limits),
+                                   "--sandbox", c.sandbox, "--limits", c.limits, *_env_args(c, env)),
                 (paths.controls(task, tdigest, c.results),), paths.task_log(task, tdigest, "run_dummy", c.results),
-                code_digest("run_dummy"), c.toolchain_digest, 1000,
+                code_digest("run_dummy"), step_toolchain(c, env), 1000,
                 10 + c.score_timeout_s * (2 + c.oracle_runs) * 2 // 60, paths.done_markers(task, tdigest, c.results))
 
 
@@ -128,7 +148,8 @@ def agent_runtime_min(c: StepConfig) -> int:
     return 5 + int(c.max_wall_s or 3600) // 60
 
 
-def run_agent(c: StepConfig, task: str, tdigest: str, agent: str, spec: Mapping[str, Any], epoch: int | str) -> Step:
+def run_agent(c: StepConfig, task: str, tdigest: str, agent: str, spec: Mapping[str, Any], epoch: int | str,
+              env: str | None = None) -> Step:
     """One attempt of one agent (``spec`` is its config entry with its ``fingerprint``)."""
     fp = spec["fingerprint"]
     rdir = paths.run_dir(task, tdigest, agent, fp, epoch, c.results)
@@ -138,48 +159,50 @@ def run_agent(c: StepConfig, task: str, tdigest: str, agent: str, spec: Mapping[
                       "--fingerprint", fp, "--spec", command, "--epoch", epoch, "--envelope", c.envelope,
                       "--sandbox", c.sandbox, *(["--stop-on-green"] if c.stop_on_green else []),
                       "--log-cap-bytes", c.log_cap_bytes, "--limits", c.limits,
-                      "--visible-timeout", c.score_timeout_s),
+                      "--visible-timeout", c.score_timeout_s, *_env_args(c, env)),
                 (paths.run_record(task, tdigest, agent, fp, epoch, c.results),
                  paths.run_patch(task, tdigest, agent, fp, epoch, c.results)),
                 paths.task_log(task, tdigest, f"run_agent-{agent}-{fp}-{epoch}", c.results),
-                code_digest("run_agent"), c.toolchain_digest, 2000,
+                code_digest("run_agent"), step_toolchain(c, env), 2000,
                 agent_runtime_min(c), paths.done_markers(task, tdigest, c.results))
 
 
-def _hidden_score(c: StepConfig, task: str, tdigest: str, rdir: str, out: str, log: str) -> Step:
+def _hidden_score(c: StepConfig, task: str, tdigest: str, rdir: str, out: str, log: str, env: str | None) -> Step:
     return Step("hidden_score",
                 _args("--sealed", paths.sealed_dir(task, tdigest, c.results), "--run-dir", rdir, "--out", out,
                       "--timeout", c.score_timeout_s, "--sandbox", c.sandbox, "--controls",
-                      paths.controls(task, tdigest, c.results), "--limits", c.limits),
-                (out,), log, code_digest("hidden_score"), c.toolchain_digest, 1000,
+                      paths.controls(task, tdigest, c.results), "--limits", c.limits, *_env_args(c, env)),
+                (out,), log, code_digest("hidden_score"), step_toolchain(c, env), 1000,
                 5 + 2 * c.score_timeout_s // 60, paths.done_markers(task, tdigest, c.results))
 
 
-def hidden_score(c: StepConfig, task: str, tdigest: str, agent: str, fp: str, epoch: int | str) -> Step:
+def hidden_score(c: StepConfig, task: str, tdigest: str, agent: str, fp: str, epoch: int | str,
+                 env: str | None = None) -> Step:
     """An agent attempt's patch on a pristine copy, the sealed tests restored."""
     return _hidden_score(c, task, tdigest, paths.run_dir(task, tdigest, agent, fp, epoch, c.results),
                          paths.score(task, tdigest, agent, fp, epoch, c.results),
-                         paths.task_log(task, tdigest, f"hidden_score-{agent}-{fp}-{epoch}", c.results))
+                         paths.task_log(task, tdigest, f"hidden_score-{agent}-{fp}-{epoch}", c.results), env)
 
 
-def hidden_score_session(c: StepConfig, task: str, tdigest: str, who: str, epoch: int | str) -> Step:
+def hidden_score_session(c: StepConfig, task: str, tdigest: str, who: str, epoch: int | str,
+                         env: str | None = None) -> Step:
     """A submitted human session, scored like an agent attempt."""
     return _hidden_score(c, task, tdigest, paths.session_dir(task, tdigest, who, epoch, c.results),
                          paths.session_score(task, tdigest, who, epoch, c.results),
-                         paths.task_log(task, tdigest, f"hidden_score-human-{who}-{epoch}", c.results))
+                         paths.task_log(task, tdigest, f"hidden_score-human-{who}-{epoch}", c.results), env)
 
 
 def task_steps(c: StepConfig, task: str, tdigest: str, agents: Mapping[str, Mapping[str, Any]],
-               epochs: list[int]) -> tuple[list[Step], list[Step], dict[str, list[str]]]:
+               epochs: list[int], env: str | None = None) -> tuple[list[Step], list[Step], dict[str, list[str]]]:
     """Every step of one task, as (prepare, work, files): sealing and the leak check first, then
     controls, attempts and scores; ``files`` are the per-task files stratify reads."""
     prepare = [hash_pack(c, task, tdigest), leak_check(c, task, tdigest)]
-    work = [run_dummy(c, task, tdigest)]
+    work = [run_dummy(c, task, tdigest, env)]
     scores = []
     for a, spec in sorted(agents.items()):
         for e in epochs:
-            work.append(run_agent(c, task, tdigest, a, spec, e))
-            score_step = hidden_score(c, task, tdigest, a, spec["fingerprint"], e)
+            work.append(run_agent(c, task, tdigest, a, spec, e, env))
+            score_step = hidden_score(c, task, tdigest, a, spec["fingerprint"], e, env)
             work.append(score_step)
             scores += score_step.outputs
     files = {"sealed": [paths.sealed_record(task, tdigest, c.results)],
@@ -193,18 +216,24 @@ def batch_key(spec: Mapping[str, Any]) -> str:
 
 
 def batch_specs(c: StepConfig, task_digests: Mapping[str, str], agents: Mapping[str, Mapping[str, Any]],
-                epochs: list[int], batch_size: int) -> dict[str, dict[str, Any]]:
+                epochs: list[int], batch_size: int,
+                envs: Mapping[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
     """``{batch key: spec}`` for ``batch_size`` > 1: the tasks in id order, cut into runs of
-    ``batch_size``; each member lists the same steps the per-task rules run (task_batch)."""
+    ``batch_size``; each member lists the same steps the per-task rules run (task_batch).
+    ``envs``: each task's environment spec digest (a member with one lists it as ``env``)."""
+    envs = envs or {}
     ids = sorted(task_digests)
     out: dict[str, dict[str, Any]] = {}
     for i in range(0, len(ids), batch_size):
         members: list[dict[str, Any]] = []
         summary: dict[str, list[str]] = {"sealed": [], "leaks": [], "controls": [], "scores": []}
         for t in ids[i:i + batch_size]:
-            prepare, work, files = task_steps(c, t, task_digests[t], agents, epochs)
-            members.append({"task": t, "digest": task_digests[t], "prepare": [s.as_batch_step() for s in prepare],
-                            "work": [s.as_batch_step() for s in work]})
+            prepare, work, files = task_steps(c, t, task_digests[t], agents, epochs, envs.get(t))
+            member = {"task": t, "digest": task_digests[t], "prepare": [s.as_batch_step() for s in prepare],
+                      "work": [s.as_batch_step() for s in work]}
+            if envs.get(t):
+                member["env"] = envs[t]
+            members.append(member)
             for k, v in files.items():
                 summary[k] += v
         spec = {"tasks": members, "summary": summary}

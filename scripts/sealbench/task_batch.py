@@ -75,11 +75,22 @@ def output_to(log: Path) -> Iterator[None]:
                 os.close(f)
 
 
+def _with_env_identity(step: dict[str, Any]) -> dict[str, Any]:
+    """A step of a task with a test environment (``--env DIR``) keyed with the built
+    environment's own digest too (its lock), as the per-task rules' toolchain param is."""
+    argv = list(step["argv"])
+    if "--env" not in argv[:-1]:
+        return step
+    from .environments import load_env
+
+    return {**step, "toolchain": f"{step['toolchain']}:{load_env(Path(argv[argv.index('--env') + 1])).digest}"}
+
+
 def run_step(step: dict[str, Any]) -> str:
     """Run one step unless its marker says it is done. Returns ``reused``, ``ran`` or ``failed``."""
     if step["module"] not in STAGES:
         raise SealbenchError(f"batch spec: unknown stage module {step['module']!r}")
-    marker = Path(step["done_dir"]) / step_key(step)
+    marker = Path(step["done_dir"]) / step_key(_with_env_identity(step))
     outputs = [Path(o) for o in step["outputs"]]
     if marker.exists() and all(o.exists() for o in outputs):
         return "reused"

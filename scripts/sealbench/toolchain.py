@@ -195,12 +195,14 @@ def toolchain(task_modules: Iterable[str] = (), agent_files: Iterable[str | Path
     modules -= set(sys.stdlib_module_names) | {"sealbench"}
     key = sha256_text(canonical_json({"python": sys.version, "executable": sys.executable,
                                       "installed": installed_distributions(), "modules": sorted(modules)}))
-    if cache is not None and cache.packages.get("key") == key:
-        packages = list(cache.packages["list"])
+    if cache is not None and isinstance(cache.packages.get(key), list):
+        packages = list(cache.packages[key])
     else:
         packages = covered_distributions(modules)
         if cache is not None:
-            cache.packages, cache.dirty = {"key": key, "list": packages}, True
+            # the last two module sets (the tasks' and, with task environments, the harness's own)
+            kept = {k: v for k, v in cache.packages.items() if isinstance(v, list)}
+            cache.packages, cache.dirty = {**dict(list(kept.items())[-1:]), key: packages}, True
     return {
         "python": sys.version.split()[0],
         "implementation": sys.implementation.name,

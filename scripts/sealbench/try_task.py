@@ -27,6 +27,7 @@ from . import paths
 from .contract import PASS
 from .configuration import envelope_digest
 from .core import SealbenchError, read_json
+from .environments import build_env, declared_env
 from .hash_pack import plan_pack, seal_task
 from .hidden_score import score_run
 from .identity import agent_identity
@@ -96,11 +97,14 @@ def try_task(agent: str, task: str, cfg: dict, results: Path = Path("results"), 
     sealed = Path(paths.try_sealed(task, digest, res))
     if not (sealed / "meta.json").exists():
         seal_task(plan.tasks[task].dir, digest, sealed, sealed.with_name("sealed.json"))
+    # the task's test environment, built once like the pipeline's (results/envs/<spec digest>/)
+    env_spec = declared_env(plan.pack, plan.tasks[task].meta)
+    env = build_env(env_spec, Path(res) / "envs") if env_spec is not None else None
     options = RunOptions(sandbox_mode=cfg["sandbox"], stop_on_green=cfg["stop_on_green"],
                          cap_bytes=cfg["log_cap_bytes"], hide=(plan.pack.absolute(), Path(results).absolute()),
                          endpoint=spec.get("endpoint"),
                          readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []), limits=cfg["limits"],
-                         visible_timeout_s=cfg["score_timeout_s"])
+                         visible_timeout_s=cfg["score_timeout_s"], env=env.path if env else None)
     if side == "holdout":
         _record_look(plan, manifest, cfg, agent, fp, ident)
     tries = []
@@ -108,7 +112,7 @@ def try_task(agent: str, task: str, cfg: dict, results: Path = Path("results"), 
         run_dir = base / str(_next_number(base))
         run_agent(sealed, run_dir, agent, fp, spec["command"], spec.get("env") or {}, epoch, cfg["envelope"], options)
         score = score_run(sealed, run_dir, run_dir / "score.json", cfg["score_timeout_s"], cfg["sandbox"],
-                          limits=cfg["limits"])
+                          limits=cfg["limits"], env=env)
         tries.append(Try(run_dir, side, score))
     return tries
 

@@ -97,7 +97,8 @@ class VisibleServer:
 
     def __init__(self, sock_path: Path, command: str, workspace: Path, clock_start: float, deadline: float,
                  log_path: Path, logdir: Path, sandbox=None, cap_bytes: int | None = None,
-                 on_green=None, seal_check=None, run_timeout_s: float | None = None) -> None:
+                 on_green=None, seal_check=None, run_timeout_s: float | None = None,
+                 task_env: dict[str, str] | None = None) -> None:
         self.sock_path, self.command, self.workspace = Path(sock_path), command, Path(workspace)
         self.clock_start, self.deadline = clock_start, deadline
         self.log_path, self.logdir = Path(log_path), Path(logdir)
@@ -106,6 +107,8 @@ class VisibleServer:
         self.seal_check = seal_check
         #: each run's own cap in seconds (None: the time left on the session's clock only)
         self.run_timeout_s = run_timeout_s
+        #: the task's test environment (environments.BuiltEnv.command_env; None: sealbench's interpreter)
+        self.task_env = task_env
         self.stop = threading.Event()
         self.lock = threading.Lock()        # one run at a time
         self.pending_lock = threading.Lock()
@@ -167,7 +170,7 @@ class VisibleServer:
                     err.write_bytes(b"")
                     end = None
                 else:
-                    res = run_process(self.command, self.workspace, harness_env(), timeout, out, err,
+                    res = run_process(self.command, self.workspace, harness_env(self.task_env), timeout, out, err,
                                       sandbox=self.sandbox, cap_bytes=self.cap_bytes, stop_event=run.cancel)
                     end = res.end_reason
                 t1 = time.time()
@@ -242,7 +245,7 @@ def _watch_client(conn: socket.socket, run: _Run) -> None:
 
 
 def sealed_green(sealed_task: Path, meta: dict, ws, logdir: Path, timeout_s: float,
-                 sandbox=None) -> tuple[bool, str | None]:
+                 sandbox=None, task_env: dict[str, str] | None = None) -> tuple[bool, str | None]:
     """Whether the workspace ``ws`` (a :class:`~sealbench.workspace.Workspace`) *as it stands
     now* passes the visible suite when scored like a final patch: its diff applied to a pristine
     snapshot under the tamper rules, ``visible_tests/`` restored from the sealed pack, canaries
@@ -251,7 +254,8 @@ def sealed_green(sealed_task: Path, meta: dict, ws, logdir: Path, timeout_s: flo
     from .workspace import workspace_patch
 
     patch = workspace_patch(ws)
-    res = score_patch(sealed_task, meta, patch, logdir, timeout_s, sandbox=sandbox, commands=("visible",))
+    res = score_patch(sealed_task, meta, patch, logdir, timeout_s, sandbox=sandbox, commands=("visible",),
+                      task_env=task_env)
     return res.status == "pass", res.reason
 
 

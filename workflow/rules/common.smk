@@ -30,6 +30,7 @@ from sealbench import run_console  # noqa: E402
 from sealbench import split as _split  # noqa: E402
 from sealbench import steps  # noqa: E402
 from sealbench.toolchain import ToolchainCache, toolchain, toolchain_digest  # noqa: E402
+from sealbench.environments import load_env, pack_requirements  # noqa: E402
 from sealbench import leak_check as _leak_check  # noqa: E402
 
 RESULTS = paths.RESULTS
@@ -130,10 +131,11 @@ def plan():
 def experiment():
     """The experiment record: everything that makes this result this result."""
     p, strata_of, manifest = plan()
-    tc = toolchain(task_modules=sorted({m for tid, t in p.tasks.items()
+    agent_files = [f for ident in AGENT_IDENTITY.values() for f in ident["files"] if f.endswith(".py")]
+    # a task with its own test environment imports from it, not from sealbench's venv
+    tc = toolchain(task_modules=sorted({m for tid, t in p.tasks.items() if t.env is None
                                         for m in _TOOLCHAIN_CACHE.task(t.dir, p.task_digests[tid])}),
-                   agent_files=[f for ident in AGENT_IDENTITY.values() for f in ident["files"] if f.endswith(".py")],
-                   cache=_TOOLCHAIN_CACHE)
+                   agent_files=agent_files, cache=_TOOLCHAIN_CACHE)
     cfg_for_id = {k: v for k, v in CFG.items() if k not in EXECUTION_ONLY_KEYS}
     cfg_for_id["agents"] = {a: CFG["agents"][a] for a in RUN_AGENTS}  # defined but not run: not this experiment
     ident = {
@@ -147,6 +149,9 @@ def experiment():
         "agent_fingerprints": {a: s["fingerprint"] for a, s in AGENTS.items()},
         "human_sessions": [list(x) for x in human_sessions()],
     }
+    if env_specs():  # only a pack with test environments: the bundled suite's id is as before
+        ident["environments"] = {sd: name for sd, (_req, name) in sorted(env_specs().items())}
+        ident["harness_toolchain_digest"] = harness_toolchain_digest()
     exp_id = sha256_text(canonical_json(ident))[:16]
     commands = {}
     for tid, t in sorted(p.tasks.items()):
@@ -233,7 +238,44 @@ def step_config():
     from sealbench.leak_corpus import corpus_info
     corpus = (corpus_info() or {}).get("sha256")
     return steps.StepConfig.from_config(CFG, toolchain_digest=experiment()["toolchain_digest"],
-                                        denylist_digest=plan()[0].denylist_digest, corpus_sha=str(corpus))
+                                        denylist_digest=plan()[0].denylist_digest, corpus_sha=str(corpus),
+                                        harness_toolchain_digest=harness_toolchain_digest() if env_specs() else "")
+
+
+# --------------------------------------------------------------------------------------------
+# Task test environments (PACK/environment/, PACK/environments/<name>/; environment.smk builds them)
+
+
+@functools.cache
+def env_specs():
+    """{spec digest: (requirements file relative to the pack, name)} of every environment a task uses."""
+    p = plan()[0]
+    return {t.env.digest: (pack_requirements(t.env, p.pack), t.env.name) for t in p.tasks.values() if t.env}
+
+
+def task_env(task):
+    """The spec digest of the task's environment, or None (sealbench's own interpreter)."""
+    env = plan()[0].tasks[task].env
+    return env.digest if env is not None else None
+
+
+@functools.cache
+def harness_toolchain_digest():
+    """The toolchain without the tasks' imports: what a task with its own environment depends on
+    in sealbench's venv (the stages and the agents)."""
+    agent_files = [f for ident in AGENT_IDENTITY.values() for f in ident["files"] if f.endswith(".py")]
+    return toolchain_digest(toolchain(agent_files=agent_files, cache=_TOOLCHAIN_CACHE))
+
+
+def env_input(w):
+    """A job's task environment (its env.json, from the build_env checkpoint), or nothing."""
+    sd = task_env(w.task)
+    return [] if sd is None else checkpoints.build_env.get(sdigest=sd).output[0]
+
+
+def env_records():
+    """Every environment's env.json (the experiment record names them in the card)."""
+    return [paths.env_record(sd) for sd in sorted(env_specs())]
 
 
 def _agent_of(w):
@@ -247,10 +289,13 @@ def _agent_of(w):
 STEP_OF = {
     "hash_pack": lambda w: steps.hash_pack(step_config(), w.task, w.tdigest),
     "leak_check": lambda w: steps.leak_check(step_config(), w.task, w.tdigest, w.ddigest, record=True),
-    "run_dummy": lambda w: steps.run_dummy(step_config(), w.task, w.tdigest),
-    "run_agent": lambda w: steps.run_agent(step_config(), w.task, w.tdigest, w.agent, _agent_of(w), w.epoch),
-    "hidden_score": lambda w: steps.hidden_score(step_config(), w.task, w.tdigest, w.agent, w.fp, w.epoch),
-    "hidden_score_session": lambda w: steps.hidden_score_session(step_config(), w.task, w.tdigest, w.who, w.epoch),
+    "run_dummy": lambda w: steps.run_dummy(step_config(), w.task, w.tdigest, task_env(w.task)),
+    "run_agent": lambda w: steps.run_agent(step_config(), w.task, w.tdigest, w.agent, _agent_of(w), w.epoch,
+                                           task_env(w.task)),
+    "hidden_score": lambda w: steps.hidden_score(step_config(), w.task, w.tdigest, w.agent, w.fp, w.epoch,
+                                                 task_env(w.task)),
+    "hidden_score_session": lambda w: steps.hidden_score_session(step_config(), w.task, w.tdigest, w.who, w.epoch,
+                                                                 task_env(w.task)),
 }
 
 
@@ -264,7 +309,14 @@ def step_code(stage):
 
 
 def step_toolchain(stage):
-    return lambda w: STEP_OF[stage](w).toolchain
+    """The step's toolchain digest; for a task with an environment, with the built environment's
+    own digest (its lock), so a rebuilt environment that installed other versions reruns the job."""
+    def param(w):
+        tc, sd = STEP_OF[stage](w).toolchain, task_env(w.task)
+        if sd is None:
+            return tc
+        return tc + ":" + load_env(Path(checkpoints.build_env.get(sdigest=sd).output[0]).parent).digest
+    return param
 
 
 def step_mem(stage):
@@ -287,7 +339,8 @@ def batches():
     """{batch key: spec}: the tasks in id order, cut into runs of batch_size."""
     if not BATCHED:
         return {}
-    return steps.batch_specs(step_config(), plan()[0].task_digests, AGENTS, EPOCHS, BATCH_SIZE)
+    return steps.batch_specs(step_config(), plan()[0].task_digests, AGENTS, EPOCHS, BATCH_SIZE,
+                             {t: task_env(t) for t in plan()[0].task_digests})
 
 
 @functools.cache
@@ -318,13 +371,24 @@ def session_inputs(w):
         ins["batch"] = paths.batch_file(batch_of_task()[w.task], "done.json")
     else:
         ins.update(sealed=sealed(w), controls=paths.controls(w.task, w.tdigest))
+        if task_env(w.task) is not None:
+            ins["env"] = env_input(w)
     return ins
 
 
 def write_experiment_record(exp, out, log):
     if exp != experiment()["exp_id"]:
         raise ValueError(f"experiment {exp} is not the current one ({experiment()['exp_id']})")
-    write_json(Path(out), experiment())
+    record = dict(experiment())
+    if env_specs():  # what each task environment is, as built (the card names them, locks included)
+        tasks_of = {}
+        for tid in sorted(plan()[0].tasks):
+            if task_env(tid) is not None:
+                tasks_of.setdefault(task_env(tid), []).append(tid)
+        record["environments"] = [dict(load_env(Path(paths.env_dir(sd))).card(), spec_digest=sd,
+                                       requirements=env_specs()[sd][0], tasks=tasks_of[sd])
+                                  for sd in sorted(env_specs())]
+    write_json(Path(out), record)
     Path(log).write_text(f"experiment {exp}: {len(experiment()['task_digests'])} tasks\n")
 
 

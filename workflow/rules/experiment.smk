@@ -3,6 +3,9 @@
 
 
 rule experiment_record:
+    input:
+        # the task test environments, as built: the record names them (and the card their locks)
+        envs=lambda w: env_records(),
     output:
         paths.experiment_record("{exp}"),
     log:

@@ -8,6 +8,8 @@ rule hidden_score:
         controls=paths.controls("{task}", "{tdigest}"),
         run=paths.run_record("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),
         patch=paths.run_patch("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),
+        # the task's test environment, when it has one (environment.smk)
+        env=env_input,
     output:
         paths.score("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),
     params:

@@ -9,6 +9,8 @@ rule run_agent:
         leak=leak_file,
         # the whole pack's leak verdict: waited for, but (ancient) never a reason to rerun
         verdict=ancient(paths.leak_verdict()),
+        # the task's test environment, when it has one (environment.smk)
+        env=env_input,
     output:
         run=paths.run_record("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),
         patch=paths.run_patch("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),

@@ -8,6 +8,8 @@ rule run_dummy:
         leak=leak_file,
         # the whole pack's leak verdict: waited for, but (ancient) never a reason to rerun
         verdict=ancient(paths.leak_verdict()),
+        # the task's test environment, when it has one (environment.smk)
+        env=env_input,
     output:
         paths.controls("{task}", "{tdigest}"),
     params:

@@ -17,6 +17,8 @@ rule batch_spec:
 rule task_batch:
     input:
         spec=paths.batch_file("{key}", "spec.json"),
+        # the test environments of its members (environment.smk)
+        envs=lambda w: sorted({paths.env_record(m["env"]) for m in batches()[w.key]["tasks"] if m.get("env")}),
     output:
         paths.batch_file("{key}", "done.json"),
     params:

@@ -1,0 +1,29 @@
+# build_env: each distinct task test environment (PACK/environment/, PACK/environments/<name>/)
+# built once, content-addressed by its spec digest (python, platform, requirements, pytest pin):
+# results/envs/<spec digest>/ with env.json and lock.txt (sealbench.environments). A checkpoint:
+# the jobs of a task with an environment take its env.json as input, and their toolchain param
+# holds the built environment's own digest (its lock), read once it is built.
+
+wildcard_constraints:
+    sdigest=r"[0-9a-f]{64}",
+
+
+checkpoint build_env:
+    output:
+        paths.env_record("{sdigest}"),
+    params:
+        requirements=lambda w: env_specs()[w.sdigest][0],
+        name=lambda w: env_specs()[w.sdigest][1],
+        root=f"{RESULTS}/envs",
+        code=code_digest("environments"),
+    log:
+        paths.env_log("{sdigest}"),
+    conda:
+        CONDA_ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "sealbench_job {log:q} sealbench.environments --requirements {params.requirements:q} --name {params.name:q}"
+        " --expect {wildcards.sdigest} --root {params.root:q}"
