@@ -187,7 +187,7 @@ def offline(tmp_path_factory):
 def built(offline, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("mutate")
     sdist = make_sdist(tmp)
-    opts = Options(sdist, tmp / "pack", max_tasks=4, seed=3, test_timeout=20, env_root=tmp / "envs")
+    opts = Options(sdist, tmp / "pack", max_tasks=3, seed=3, test_timeout=20, env_root=tmp / "envs")
     lines: list[str] = []
     return opts, mutate_pack(opts, log=lines.append), lines
 
@@ -235,7 +235,7 @@ def test_prune_keeps_the_rest_byte_identical() -> None:
 
 def test_equivalent_and_hanging_mutants_are_refused(offline, tmp_path: Path) -> None:
     sdist = make_sdist(tmp_path)
-    opts = Options(sdist, tmp_path / "pack", test_timeout=8, env_root=tmp_path / "envs")
+    opts = Options(sdist, tmp_path / "pack", test_timeout=5, env_root=tmp_path / "envs")
     p = prepare(opts, tmp_path / "work", lambda s: None)
     assert len(p.files) == 2 and len(p.passed) == 17
     ms = {(m.lineno, m.operator): m for m in find_mutants(NUMBERS, "src/tinyfmt/numbers.py")}
@@ -278,7 +278,8 @@ def test_pack_mutate_makes_verified_tasks(built) -> None:
         subprocess.run(["cp", "-r", str(t / "repo"), str(ws)], check=True)
         subprocess.run(["git", "apply", str(t / "oracle.patch")], cwd=ws, check=True)
         subprocess.run(["rm", "-rf", str(ws)], check=True)
-    assert "equivalent" in summary["refused"] or "one test" in summary["refused"] or summary["refused"], summary
+    assert summary["refused"].get("equivalent", 0) >= 1, summary      # e.g. clamp's x < lo -> x <= lo
+    assert any(r[1] == "refused" and "no test fails" in r[2] for r in summary["rows"])
 
 
 def _test_names(text: str) -> set[str]:
