@@ -168,3 +168,48 @@ def test_a_package_installed_into_sealbenchs_venv_reruns_nothing_of_a_task_with_
         assert make(old, env).toolchain != make(old, "f" * 64).toolchain  # another environment: reruns
         assert make(old, env).argv[-2:] == ("--env", f"results/envs/{env}")
         assert "--env" not in make(old, None).argv
+
+
+# ---------------------------------------------------------------------------------------------
+# the card and the report
+
+
+def test_the_card_and_report_name_each_environment_with_its_lock(tmp_path: Path) -> None:
+    from sealbench import core, gate
+    from test_gate_refusals import build_spec, write_experiment
+
+    exp_dir, split_path, pack_hash = write_experiment(tmp_path, build_spec())
+    _d, plain_card, plain_report = gate.decide(exp_dir, split_path, pack_hash)
+    assert "environments" not in plain_card and "## Test environments" not in plain_report  # none: as before
+    exp = core.read_json(exp_dir / "experiment.json")
+    exp["environments"] = [{"name": "default", "digest": "9" * 64, "spec_digest": "8" * 64, "installer": "uv 0.13.8",
+                            "python": "3.11.7", "requirements": "environment/requirements.txt",
+                            "tasks": ["a01", "a02"], "lock": ["pytest==9.2.0", "tinypkg==1.0"]}]
+    core.write_json(exp_dir / "experiment.json", exp)
+    _d, card, report = gate.decide(exp_dir, split_path, pack_hash)
+    env = card["environments"][0]
+    assert (env["name"], env["digest"], env["installer"], env["python"]) == ("default", "9" * 64, "uv 0.13.8", "3.11.7")
+    assert env["lock"] == ["pytest==9.2.0", "tinypkg==1.0"] and env["tasks"] == ["a01", "a02"]
+    line = next(x for x in report.splitlines() if x.startswith("- `default`"))
+    assert "999999999999" in line and "uv 0.13.8" in line and "Python 3.11.7" in line and "2 packages" in line
+
+
+def test_hash_pack_refuses_an_unknown_environment_and_a_bad_requirements_file_naming_them(tmp_path: Path) -> None:
+    from packgen import make_pack
+    from sealbench.hash_pack import plan_pack
+
+    pack = make_pack(tmp_path / "p", n=2)
+    meta_file = pack / "tasks" / "t00" / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    meta["environment"] = "numeric"
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(PackError) as e:
+        plan_pack(pack)
+    assert f"{meta_file}: field 'environment'" in str(e.value) and "environments/numeric/requirements.txt" in str(e.value)
+    (pack / "environments" / "numeric").mkdir(parents=True)
+    (pack / "environments" / "numeric" / "requirements.txt").write_text("numpy==2.0\n--index-url https://x.org/simple\n")
+    with pytest.raises(PackError, match=r"environments/numeric/requirements.txt: line 2 .*option lines are refused"):
+        plan_pack(pack)
+    (pack / "environments" / "numeric" / "requirements.txt").write_text("numpy==2.0\n")
+    plan = plan_pack(pack)
+    assert plan.tasks["t00"].env.name == "numeric" and plan.tasks["t01"].env is None

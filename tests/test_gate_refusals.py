@@ -71,7 +71,7 @@ def _task(tid: str, stratum: str, split_name: str) -> dict[str, Any]:
     return {"task_id": tid, "stratum": stratum, "split": split_name, "task_digest": f"{tid:0<64}"[:64],
             "title": f"task {tid}", "time_box_sec": 1800, "leak_suspect": False, "leak_checks": "denylist;ngram13:humaneval", "oracle_ok": True,
             "oracle_passes": 3, "oracle_runs": 3, "weak_test": False, "stub_passes": False, "flaky": False,
-            "control_infra_fail": False}
+            "control_infra_fail": False, "import_outside": None}
 
 
 def _run(task: dict, solver: str, role: str, epoch: int, status: str) -> dict[str, Any]:
@@ -204,6 +204,12 @@ def control_infra_fail(spec: dict) -> None:
     _task_of(spec, "m04")["control_infra_fail"] = True
 
 
+def imports_outside(spec: dict) -> None:
+    # the controls' tests imported the package under test from an installed copy
+    control_infra_fail(spec)
+    _task_of(spec, "m04")["import_outside"] = "numlib from /venv/site-packages/numlib/__init__.py"
+
+
 def make_weak_test(spec: dict, tid: str) -> None:
     # a weak test *is* an empty diff that passes, which is also a passing do-nothing control
     _set_status(_rows(spec, tid, "empty_diff")[0], "pass")
@@ -284,6 +290,7 @@ MUTATORS: dict[str, tuple[Callable[[dict], None], set[str]]] = {
     "ORACLE_FAILED": (oracle_fails, {"ORACLE_FAILED"}),
     "DUMMY_PASSED": (stub_passes, {"DUMMY_PASSED"}),
     "CONTROL_INFRA_FAIL": (control_infra_fail, {"CONTROL_INFRA_FAIL"}),
+    "TASK_IMPORTS_OUTSIDE": (imports_outside, {"TASK_IMPORTS_OUTSIDE", "CONTROL_INFRA_FAIL"}),
     "WEAK_TEST_IN_SLICE": (weak_test_in_holdout, {"WEAK_TEST_IN_SLICE", "DUMMY_PASSED"}),
     "FLAKY_IN_SLICE": (flaky_in_holdout, {"FLAKY_IN_SLICE", "ORACLE_FAILED"}),
     "TUNE_SPLIT": (score_on_tune, {"TUNE_SPLIT"}),

@@ -1,9 +1,9 @@
 """Tests at their repository paths, protected support files, src/ layouts and import
 provenance (issue 14, points 2 and 3; docs/contract.md §1, docs/sealed-runs.md).
 
-A ``tests_layout: "repo"`` task: ``src/numlib`` (a bug in ``add``), ``tests/helpers.py`` (an
-assert helper the tests import, listed in ``support_files``), the library's own pytest
-configuration, and test files that sit at ``tests/test_*.py`` in the workspace.
+A ``tests_layout: "repo"`` task: ``src/numlib`` (a bug in ``add``), an assert helper module in the
+library's test package that the tests import (listed in ``support_files``), the library's own
+pytest configuration, and test files that sit in that test package in the workspace.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ VISIBLE = "from tests.helpers import check_eq\nfrom numlib import add\n\n\ndef t
 HIDDEN = ("from tests.helpers import check_eq\nfrom numlib import add\n\n\ndef test_seven():\n    check_eq(add(3, 4), 7)\n"
           "\n\ndef test_zero():\n    check_eq(add(-1, 1), 0)\n")
 PYTEST = "python -m pytest -q -p no:cacheprovider"
+#: the library's test modules at their repository paths
+VIS, HID, MISSING = "tests/test_visible.py", "tests/test_hidden.py", "tests/missing.py"
 
 
 def diff(path: str, old: str | None, new: str | None) -> bytes:
@@ -69,7 +71,7 @@ def write_task(tmp_path: Path, python: str = "python", **meta_over) -> Path:
     (t / "prompt.md").write_text("add gives the wrong total\n")
     pyt = PYTEST.replace("python", python, 1)
     meta = {"id": "rl", "title": "add is wrong", "stratum": "xs", "language": "python", "time_box_sec": 60,
-            "visible_command": f"{pyt} tests/test_visible.py", "hidden_command": f"{pyt} tests/test_hidden.py",
+            "visible_command": f"{pyt} {VIS}", "hidden_command": f"{pyt} {HID}",
             "failing_tests": 2, "loc": 4, "tests_layout": "repo",
             "support_files": ["tests/__init__.py", "tests/helpers.py"], **meta_over}
     (t / "meta.json").write_text(json.dumps(meta))
@@ -115,6 +117,18 @@ def test_patch_neutering_a_support_file_is_tamper(task, tmp_path: Path) -> None:
     assert res.hidden_pass is False        # the sealed helper ran: the bug is still caught
 
 
+def test_support_file_is_protected_with_the_folders_layout_too(tmp_path: Path) -> None:
+    """Today's layout (tests in hidden_tests/), the helper in repo/tests/: the exact attack of the
+    issue, a no-op helper with the bug in place, must not pass."""
+    t = write_task(tmp_path, **folders())
+    (t / "repo" / "src").rename(t / "repo" / "lib")
+    (t / "repo" / "lib" / "numlib").rename(t / "repo" / "numlib")      # importable from the root
+    sealed, meta = seal(t, tmp_path)
+    noop = "def check_eq(got, want):\n    return None\n"
+    res = score(tmp_path, sealed, meta, diff("tests/helpers.py", HELPERS, noop), "neuter")
+    assert res.status == "tamper" and res.tamper_paths == ["tests/helpers.py"], res.reason
+
+
 # --- (b) a patch writing at a test's repository path ---------------------------------------------
 
 @pytest.mark.parametrize("path", ["tests/test_hidden.py", "tests/test_visible.py"])
@@ -156,11 +170,10 @@ def test_stub_never_edits_a_support_file(tmp_path: Path) -> None:
 # --- hash_pack validation ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("over, words", [
-    ({"support_files": ["tests/missing.py"]}, "field 'support_files': 'tests/missing.py' is not a file in repo/"),
+    ({"support_files": [MISSING]}, f"field 'support_files': '{MISSING}' is not a file in repo/"),
     ({"support_files": ["../meta.json"]}, "field 'support_files': '../meta.json' must not contain '..'"),
     ({"import_paths": ["/abs"]}, "field 'import_paths': '/abs' must be a relative path"),
     ({"tests_layout": "flat"}, "tests_layout"),
-    ({"packages": [], "import_paths": ["src/numlib"]}, "field 'packages': no package or module"),
 ])
 def test_meta_layout_keys_are_checked_naming_the_field(tmp_path: Path, over: dict, words: str) -> None:
     t = write_task(tmp_path, **over)
@@ -169,10 +182,21 @@ def test_meta_layout_keys_are_checked_naming_the_field(tmp_path: Path, over: dic
     assert words in str(err.value) and str(t / "meta.json") in str(err.value)
 
 
+def test_no_package_under_test_found_nor_declared_is_refused(tmp_path: Path) -> None:
+    t = write_task(tmp_path)
+    (t / "repo" / "src" / "numlib" / "__init__.py").unlink()
+    (t / "repo" / "src" / "numlib" / "table.txt").write_text("1 2\n")
+    with pytest.raises(PackError, match="field 'packages': no package or module of the code under test found in repo/"):
+        validate_meta(t / "meta.json")
+    meta = json.loads((t / "meta.json").read_text())
+    (t / "meta.json").write_text(json.dumps(dict(meta, packages=["numlib"])))
+    assert validate_meta(t / "meta.json")["packages"] == ["numlib"]
+
+
 def test_a_test_colliding_with_a_repo_file_is_refused(tmp_path: Path) -> None:
     t = write_task(tmp_path)
     (t / "repo" / "tests" / "test_visible.py").write_text("")
-    with pytest.raises(PackError, match=r"visible_tests/tests/test_visible.py at tests/test_visible.py, which repo/"):
+    with pytest.raises(PackError, match=f"visible_tests/{VIS} at {VIS}, which repo/"):
         validate_meta(t / "meta.json")
 
 
@@ -196,8 +220,18 @@ def outside_env(tmp_path: Path) -> str:
     return str(venv / "bin" / "python")
 
 
-def test_controls_importing_an_installed_copy_are_refused_naming_the_path(tmp_path: Path, outside_env: str) -> None:
-    t = write_task(tmp_path, python=outside_env, import_paths=[])
+def folders(python: str = "python") -> dict:
+    """meta.json keys of today's layout: the tests in visible_tests/ and hidden_tests/."""
+    pyt = PYTEST.replace("python", python, 1)
+    return {"tests_layout": "folders", "visible_command": f"{pyt} visible_tests/{VIS}",
+            "hidden_command": f"{pyt} hidden_tests/{HID}"}
+
+
+@pytest.mark.parametrize("layout", ["folders", "repo"])
+def test_controls_importing_an_installed_copy_are_refused_naming_the_path(tmp_path: Path, outside_env: str,
+                                                                          layout: str) -> None:
+    over = folders(outside_env) if layout == "folders" else {}
+    t = write_task(tmp_path, python=outside_env, import_paths=[], **over)
     sealed, _ = seal(t, tmp_path)
     rec = run_dummy.run_controls(sealed, tmp_path / "controls", oracle_runs=1, timeout_s=60, sandbox_mode="off")
     empty = next(r for r in rec["results"] if r["solver"] == "empty_diff")
@@ -213,10 +247,43 @@ def test_controls_importing_an_installed_copy_are_refused_naming_the_path(tmp_pa
     assert r["code"] == "TASK_IMPORTS_OUTSIDE" and r["evidence"] == ["rl"] and f"rl: numlib from {where}" in r["sentence"]
 
 
-def test_patch_deleting_the_package_so_an_installed_copy_loads_is_tamper(tmp_path: Path, outside_env: str) -> None:
-    sealed, meta = seal(write_task(tmp_path, python=outside_env), tmp_path)
+@pytest.mark.parametrize("layout", ["folders", "repo"])
+def test_patch_deleting_the_package_so_an_installed_copy_loads_is_tamper(tmp_path: Path, outside_env: str,
+                                                                         layout: str) -> None:
+    over = folders(outside_env) if layout == "folders" else {}
+    sealed, meta = seal(write_task(tmp_path, python=outside_env, **over), tmp_path)
     ok = score(tmp_path, sealed, meta, b"", "empty")
     assert ok.status == "fail" and ok.import_outside is None, ok.reason     # src/ first: the workspace copy
     res = score(tmp_path, sealed, meta, diff("src/numlib/__init__.py", BUGGY, None), "delete")
     assert res.status == "tamper", res.reason
     assert "imported numlib from" in res.reason and str(tmp_path / "installed") in res.reason
+
+
+# --- the agent's visible runs get the task's import paths ----------------------------------------
+
+def test_agent_visible_runs_import_the_src_package_of_the_workspace(task, tmp_path: Path) -> None:
+    import time
+    from sealbench import visible
+    from sealbench.task_layout import import_paths, pythonpath_env
+    sealed, meta = task
+    ws = make_workspace(sealed, tmp_path / "ws", tmp_path / "shadow.git")
+    (ws.root / "src" / "numlib" / "__init__.py").write_text(FIXED)
+    now = time.time()
+    server = visible.VisibleServer(tmp_path / "v.sock", meta["visible_command"], ws.root, now, now + 60,
+                                   tmp_path / "attempts.jsonl", tmp_path / "vlogs",
+                                   task_env=pythonpath_env(ws.root, import_paths(sealed / "repo", meta)))
+    try:
+        rc = visible.client(str(tmp_path / "v.sock"))
+    finally:
+        server.close()
+    assert rc == 0, (tmp_path / "vlogs" / "visible-1.stdout").read_text()
+
+
+def test_import_outside_reads_every_imports_record_of_the_stream() -> None:
+    from sealbench.sealed_report import import_outside
+    inside = {"kind": "imports", "when": "collected", "modules": {"numlib": ["/w/ws/src/numlib/__init__.py"]}}
+    assert import_outside([inside], "/w/ws") is None
+    sibling = {"kind": "imports", "when": "finish", "modules": {"numlib": ["/w/ws2/numlib/__init__.py"]}}
+    assert import_outside([inside, sibling], "/w/ws") == {"package": "numlib", "path": "/w/ws2/numlib/__init__.py"}
+    made = {"kind": "imports", "when": "finish", "modules": {"numlib": ["(no file: built in, or made at run time)"]}}
+    assert import_outside([inside, made], "/w/ws")["package"] == "numlib"

@@ -23,6 +23,17 @@ def contamination_posture(tasks) -> str:
 
 def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
     """The four fields that make a score citeable (seed "four fields") plus contamination posture."""
+    card = _card(exp, manifest, tasks, runs)
+    if exp.get("environments"):
+        # the task test environments the scores depend on (PACK/environment/, PACK/environments/<name>/):
+        # name, digest (python + lock), installer, python, the whole lock and the tasks using each
+        card["environments"] = [{k: e.get(k) for k in ("name", "digest", "spec_digest", "installer", "python",
+                                                        "requirements", "tasks", "lock")}
+                                for e in exp["environments"]]
+    return card
+
+
+def _card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
     cfg = exp["config_full"]
     deny_lines = exp["denylist_lines"]
     return {

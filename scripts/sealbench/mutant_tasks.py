@@ -99,7 +99,7 @@ def prompt_text(visible_fails: list[TestResult], visible_files: list[str], hidde
     lines = [f"# {title_text(visible_fails)}", "",
              "Some of the project's tests fail. The visible tests that fail now:", ""]
     for r in visible_fails[:PROMPT_TESTS]:
-        msg = " ".join(r.message.split())
+        msg = r.message.strip().splitlines()[0] if r.message.strip() else ""
         msg = msg[:MESSAGE_CHARS] + (" …" if len(msg) > MESSAGE_CHARS else "")
         lines.append(f"- `{r.id}`" + (f": {msg}" if msg else ""))
     if len(visible_fails) > PROMPT_TESTS:
@@ -108,7 +108,7 @@ def prompt_text(visible_fails: list[TestResult], visible_files: list[str], hidde
               + ", ".join(f"`{f}`" for f in visible_files) + ").", "",
               "Expected: these tests pass and the project otherwise behaves as before. The tests are right; "
               "the defect is in the project's code. Do not edit the tests.",
-              f"More tests, not shown, check the same behaviour ({hidden_count} of them fail now).", ""]
+              f"Scoring also runs tests not shown here; {hidden_count} tests fail now in all.", ""]
     return "\n".join(lines)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Mapping
 
 from .core import ARTEFACT_NAMES, PackError, SealbenchError, harness_env
-from .pack_requirements import Requirements, detect_requirements  # noqa: F401  (re-exported)
+from .pack_requirements import Requirements, detect_requirements  # noqa: F401  (shared: re-exported)
 
 
 class PackBuildError(SealbenchError):
@@ -347,10 +347,13 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
         spec = declared_env(pack, meta)
     except PackError as exc:
         return TaskCheck(task_id, False, reason=str(exc))
-    task_env = build_env(spec, env_root).command_env() if spec is not None else None
+    env = build_env(spec, env_root) if spec is not None else None
+    task_env = env.command_env() if env is not None else None
     level = resolve_level(sandbox_mode)
     logs = scratch_dir("verify")
     box = make_sandbox(level, hide=[pack, logs]) if level != "none" else None
+    if box is not None and env is not None:
+        box = box.with_readable(env.path)          # the task's environment, read-only inside
     oracle = (tdir / "oracle.patch").read_bytes()
     try:
         empty = score_patch(tdir, meta, b"", logs / "empty", timeout_s, sandbox=box, task_env=task_env)

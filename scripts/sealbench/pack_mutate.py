@@ -88,7 +88,9 @@ def _cause(run: TestRun, command: str) -> str:
     import re
 
     text = run.output
-    for pattern, what in ((r"No module named '([^']+)'", "the tests import {0!r}, which the environment lacks; "
+    for pattern, what in ((r"Failed to import filter module '([^']+)'", "the pytest config's filterwarnings "
+                           "names module {0!r}, which the environment lacks; pass --requirements with it"),
+                          (r"No module named '([^']+)'", "the tests import {0!r}, which the environment lacks; "
                            "declare it or pass --requirements"),
                           (r"unrecognized arguments: (.+)", "pytest does not know {0} (a plugin the config needs "
                            "is not loaded); pass --requirements naming it"),
@@ -190,7 +192,7 @@ def build_task(p: Project, o: Outcome, tid: str, split: tuple[set[str], set[str]
     meta = {"id": tid, "title": mt.title_text(vis_fails), "stratum": "pending", "language": "python",
             "time_box_sec": 0, "visible_command": pytest_command(p.plugins, vis_files),
             "hidden_command": pytest_command(p.plugins, hid_files), "failing_tests": failing_hidden, "loc": loc,
-            "tests_layout": "repo", "support_files": p.layout.support_files,
+            "tests_layout": "repo", "support_files": p.layout.support_files, "packages": p.layout.packages,
             "notes": f"mutant of {p.source_note}; made by sealbench pack mutate on {date.today().isoformat()}; "
                      "never published"}
     if p.layout.import_paths:

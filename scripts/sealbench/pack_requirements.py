@@ -179,6 +179,8 @@ def detect_requirements(root: Path, test_text: str) -> Requirements:
     config = pytest_config_text(root)
     used_text = config + "\n" + test_text
     cov = re.search(PLUGIN_USE["pytest-cov"], config, re.M) is not None
+    # coverage itself is also needed when the config names it (e.g. a filterwarnings category)
+    needs_coverage = cov or re.search(r"\bcoverage\b", config) is not None
     req = Requirements()
     kept: dict[str, str] = {}
     for line, where in found:
@@ -200,7 +202,7 @@ def detect_requirements(root: Path, test_text: str) -> Requirements:
             why = "the project itself: the code under test is the workspace, never installed"
         elif key in DEV_TOOLS or key.startswith("types-") or key.startswith("sphinx") or key.startswith("flake8"):
             why = "a development tool; it runs no test"
-        elif key in COVERAGE and not cov:
+        elif key in COVERAGE and not (cov or (key == "coverage" and needs_coverage)):
             why = "coverage only; the pytest config does not ask for --cov"
         elif key in PLUGIN_USE and not re.search(PLUGIN_USE[key], used_text, re.M):
             why = "a pytest plugin neither the config nor the tests use"
@@ -212,6 +214,9 @@ def detect_requirements(root: Path, test_text: str) -> Requirements:
         spec = str(r).split(";", 1)[0].strip() if r.marker is not None else str(r)
         kept[key] = spec
         req.sources.append(f"{spec}  # {where}")
+    if needs_coverage and not cov and "coverage" not in kept:
+        kept["coverage"] = "coverage"
+        req.sources.append("coverage  # named by the pytest config (e.g. a filterwarnings category)")
     for plug in UNDECLARED:
         key = canonicalize_name(plug)
         if key not in kept and re.search(PLUGIN_USE[plug], used_text, re.M):

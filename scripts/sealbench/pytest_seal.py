@@ -101,7 +101,7 @@ def _make_plugin():
                 continue
             f = getattr(mod, "__file__", None)
             where = [f] if isinstance(f, str) and f else [str(p) for p in (getattr(mod, "__path__", None) or [])]
-            mods[name] = [os.path.realpath(p) for p in where] or [""]
+            mods[name] = [os.path.realpath(p) for p in where] or ["(no file: built in, or made at run time)"]
         send(kind="imports", when=when, modules=mods)
     sessions: list = []
 

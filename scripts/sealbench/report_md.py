@@ -171,6 +171,21 @@ def won_lost_lines(c: Mapping, won: Sequence[str] | None, lost: Sequence[str] | 
 # ------------------------------------------------------------------------------- the page
 
 
+def environment_lines(card: Mapping) -> list[str]:
+    """One line per task test environment the scores ran in (none: nothing, as before)."""
+    envs = card.get("environments") or []
+    if not envs:
+        return []
+    out = ["", "## Test environments", ""]
+    for e in envs:
+        tasks = e.get("tasks") or []
+        shown = ", ".join(tasks[:5]) + (f", … ({len(tasks)} tasks)" if len(tasks) > 5 else "")
+        out.append(f"- `{e['name']}` ({e.get('requirements')}): digest `{str(e['digest'])[:12]}`, "
+                   f"{e.get('installer')}, Python {e.get('python')}, {len(e.get('lock') or [])} packages "
+                   f"(the lock is in the card); tasks: {shown}")
+    return out
+
+
 def render_report(decision: Mapping, card: Mapping, strata, tasks) -> str:
     lines = [f"# sealbench report — experiment {decision['experiment']}", ""]
     lines += [f"**{banner_headline(decision)}**", "", f"**Comparison: {decision['comparison_summary']}.**",
@@ -203,5 +218,6 @@ def render_report(decision: Mapping, card: Mapping, strata, tasks) -> str:
     if public_line(decision):
         lines += ["", public_line(decision)]
     lines += section(tasks_table(tasks))
+    lines += environment_lines(card)
     lines += ["", "## Card", "", "```json", canonical_json(card), "```", ""]
     return "\n".join(lines)

@@ -65,6 +65,7 @@ from .contract import (STAMP_FILE, STAMP_KEYS, STEERS_FILE, USAGE_FILE, USAGE_KE
                        time_box)
 from .limits import limit_mechanisms
 from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from .task_layout import import_paths, pythonpath_env
 from .visible import VisibleServer, sealed_green, write_client_script
 from .processes import run_process
 from .workspace import WorkspaceError, make_workspace, scratch_dir, workspace_patch
@@ -187,7 +188,8 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
                            seal_check=lambda n: sealed_green(sealed, meta, ws, run_dir / "visible_logs" / f"sealed-{n}",
                                                              max(5.0, started + clock - time.time()), tests_box,
                                                              task_env),
-                           run_timeout_s=options.visible_timeout_s, task_env=task_env)
+                           run_timeout_s=options.visible_timeout_s,
+                           task_env={**(task_env or {}), **pythonpath_env(ws.root, import_paths(sealed / "repo", meta))})
     (run_dir / "visible_logs").mkdir(exist_ok=True)
     visible = write_client_script(ctl / "visible", ctl / "visible.sock")
     env = worker_env(level, agent_env,

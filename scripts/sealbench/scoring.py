@@ -14,7 +14,10 @@ Its parts, one concern each:
   (``apply_patch_details``);
 - ``similarity.py``: how close a patch is to the gold patch (``gold_similarity``);
 - ``sealed_command.py``: one command run under the sealed report, and its verdict (``judge``);
-- ``sealed_report.py``: the report stream, its canaries, JUnit reports (``judge_stream``).
+- ``sealed_report.py``: the report stream, its canaries, JUnit reports (``judge_stream``),
+  where the packages under test were imported from (``import_outside``);
+- ``task_layout.py``: where the task's tests go, its own protected paths, its import paths
+  and packages.
 """
 
 from __future__ import annotations
@@ -153,19 +156,19 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
             if sandbox is None or not hasattr(sandbox, "with_writable"):
                 return sandbox
             box = sandbox.with_writable(ws, junit_dir)
-            frozen = [ws / d for d in test_dirs] if "repo" != meta.get("tests_layout") else \
-                [ws / p for p in sorted(own) if (ws / p).exists()]
+            frozen = [ws / dst for _src, dst in test_trees(meta, test_dirs) if dst != "."]
+            frozen += [ws / p for p in sorted(own) if (ws / p).exists()]   # support files, tests at repo paths
             return box.with_frozen(*frozen) if hasattr(box, "with_frozen") else box
 
         visible = hidden = None
         if "visible" in commands:
             box = fresh(("visible_tests",))
-            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, junit_dir, **imports,
-                                 task_env=task_env)
+            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, junit_dir,
+                                 task_env=task_env, **imports)
         if "hidden" in commands:
             box = fresh(TEST_DIRS)
-            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir, **imports,
-                                task_env=task_env)
+            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir,
+                                task_env=task_env, **imports)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     v_status, v_why = judge("visible", visible) if visible is not None else (PASS, None)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Mapping
 
 from .core import harness_env
+from .task_layout import task_pythonpath
 from .sealed_report import (JUnitSummary, import_outside, imported_from, judge_stream, make_canary_secret,
                             parse_stream)
 from .processes import run_process, tail_text
@@ -82,11 +83,6 @@ SEAL_PLUGIN = "sealbench.pytest_seal"
 SCRIPTS_DIR = Path(__file__).resolve().parents[1]
 #: The most of a sealed-report stream kept (bytes); a longer stream is a ``fail``.
 STREAM_CAP = 32 << 20
-
-
-def task_pythonpath(ws: Path, import_paths: tuple[str, ...] | list[str] = ()) -> list[str]:
-    """The task's import folders (``task_layout.import_paths``) under ``ws``, in order."""
-    return [str(Path(ws) / p) if p != "." else str(ws) for p in import_paths]
 
 
 def _seal_env(junit_path: Path, fds: str, first: list[str] | None = None) -> dict[str, str]:

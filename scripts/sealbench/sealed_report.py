@@ -137,7 +137,7 @@ def import_outside(recs: list[dict], root: str | Path) -> dict | None:
     base = str(Path(root).resolve())
     for name, where in imported_from(recs).items():
         for p in where:
-            rp = str(Path(p).resolve()) if p else p
+            rp = str(Path(p).resolve()) if p.startswith("/") else ""
             if not rp or not (rp == base or rp.startswith(base.rstrip("/") + "/")):
                 return {"package": name, "path": p}
     return None

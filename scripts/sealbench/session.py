@@ -60,6 +60,7 @@ from .configuration import load_config_file
 from .packs import load_pack
 from .processes import run_process
 from .project import SESSION_MARKER
+from .task_layout import import_paths, pythonpath_env
 from .visible import sealed_green
 from .workspace import (
     Workspace,
@@ -271,6 +272,7 @@ def start_session(task_id: str, who: str, role: str = "human", config: Path = Pa
             "task_time_box_s": task.meta["time_box_sec"], "envelope": envelope,
             "base_commit": ws.base_commit, "workspace": str(ws.root), "shadow": str(ws.shadow),
             "scratch": str(scratch), "visible_command": task.meta["visible_command"],
+            "import_paths": import_paths(task.dir / "repo", task.meta),
             "prompt": str(prompt), "results": str(Path(results).absolute()), "status": "open",
             # the sandbox the visible runs and the sealed shell get, as an agent's (config sandbox, limits)
             "sandbox": cfg["sandbox"], "limits": cfg["limits"],
@@ -299,7 +301,8 @@ def check(session_id: str | None = None, results: Path = Path("results")) -> tup
     n = len(read_jsonl(s.attempts_path)) + 1
     logs = s.dir / "visible_logs"
     t0 = _now()
-    res = run_process(s.data["visible_command"], Path(s.data["workspace"]), harness_env(),
+    task_env = pythonpath_env(Path(s.data["workspace"]), s.data.get("import_paths") or [])
+    res = run_process(s.data["visible_command"], Path(s.data["workspace"]), harness_env(task_env),
                       max(5.0, float(s.data["time_box_s"])), logs / f"visible-{n}.stdout", logs / f"visible-{n}.stderr",
                       sandbox=box)
     t1 = _now()

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
@@ -88,6 +89,18 @@ def import_paths(repo: Path, meta: Mapping) -> list[str]:
         return [str(p).strip("/") or "." for p in meta["import_paths"]]
     repo = Path(repo)
     return ["src"] if _package_dirs(repo / "src") and not _package_dirs(repo) else []
+
+
+def task_pythonpath(ws: Path, paths: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The task's import folders (:func:`import_paths`) under the workspace ``ws``, in order."""
+    return [str(Path(ws) / p) if p != "." else str(ws) for p in paths]
+
+
+def pythonpath_env(ws: Path, paths: list[str] | tuple[str, ...] = ()) -> dict[str, str]:
+    """``{"PYTHONPATH": …}`` for a task command run by hand in ``ws`` (the agent's and a
+    person's visible runs); empty when the task has no import paths."""
+    entries = task_pythonpath(ws, paths)
+    return {"PYTHONPATH": os.pathsep.join(entries)} if entries else {}
 
 
 def _found_packages(root: Path) -> list[str]:

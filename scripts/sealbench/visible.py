@@ -107,8 +107,9 @@ class VisibleServer:
         self.seal_check = seal_check
         #: each run's own cap in seconds (None: the time left on the session's clock only)
         self.run_timeout_s = run_timeout_s
-        #: the task's test environment (environments.BuiltEnv.command_env; None: sealbench's interpreter)
-        self.task_env = task_env
+        #: the task's own environment for its command: its test environment
+        #: (environments.BuiltEnv.command_env) and its import paths (``task_layout.pythonpath_env``)
+        self.task_env = dict(task_env or {})
         self.stop = threading.Event()
         self.lock = threading.Lock()        # one run at a time
         self.pending_lock = threading.Lock()

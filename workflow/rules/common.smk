@@ -268,9 +268,12 @@ def harness_toolchain_digest():
 
 
 def env_input(w):
-    """A job's task environment (its env.json, from the build_env checkpoint), or nothing."""
+    """A job's task environment (its env.json, built by the build_env checkpoint), or nothing. A
+    plain path, not ``checkpoints.build_env.get``: Snakemake defers a job whose input waits on an
+    unfinished checkpoint while its outputs exist, so an edited requirements file would rerun
+    nothing; as a plain input, a new or rebuilt environment reruns the job."""
     sd = task_env(w.task)
-    return [] if sd is None else checkpoints.build_env.get(sdigest=sd).output[0]
+    return [] if sd is None else paths.env_record(sd)
 
 
 def env_records():
