@@ -21,6 +21,10 @@
                                                         score a SWE-bench predictions JSONL on a pack
     sealbench predictions export --results results --solver NAME --out FILE
                                                         a solver's epoch-1 patches as predictions JSONL
+    sealbench pack mutate SOURCE [--out PACK] [--max-tasks N] [--seed S]
+                                                        a private pack of mutants of a project (docs/packs.md)
+    sealbench pack import-swebench INSTANCES.jsonl --repos DIR [--out PACK] [--requirements REPO=FILE]
+                                                        a verified pack from SWE-bench-style instances
 
 The pipeline itself is ``snakemake --cores 4 gate``.
 """
@@ -319,6 +323,15 @@ def _add_predictions(sub: argparse._SubParsersAction) -> None:
     predictions.add_parsers(sub)
 
 
+def _add_pack(sub: argparse._SubParsersAction) -> None:
+    from . import pack_mutate, pack_swebench
+
+    p = sub.add_parser("pack", help="build a pack from real code (docs/packs.md)")
+    pack_sub = p.add_subparsers(dest="pack_cmd", required=True)
+    pack_mutate.add_parser(pack_sub)
+    pack_swebench.add_parser(pack_sub)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench", description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -351,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_progress)
     _add_try(sub)
     _add_predictions(sub)
+    _add_pack(sub)
     inside = session_cli.forwarded(list(sys.argv[1:] if argv is None else argv))  # in a sealed session shell
     if inside is not None:
         return inside

@@ -1,0 +1,324 @@
+"""``sealbench pack mutate SOURCE``: a private pack of single-site mutants of real code
+(docs/packs.md "Building packs from real code").
+
+SOURCE (a project folder or an sdist) is read (``pack_common``), its tests' environment built
+(``environments``), its suite run once unmutated (the baseline: only tests that pass there are
+ever used, only test files whose every test passes or is skipped), then mutants
+(``mutants``) are tried in a seeded order, at most one task per function: a mutant is kept when
+at least two test functions that passed on the baseline fail on it; refused when its tests
+hang, when no test or only one test function fails, or when it breaks the collection of the
+tests. Each kept mutant becomes a task (``mutant_tasks``), every task is verified with
+sealbench's own scoring (``pack_common.verify_task``), and a summary table is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from . import mutant_tasks as mt
+from .core import SealbenchError
+from .mutants import Mutant, find_mutants, schedule
+from .pack_common import (Layout, PackBuildError, TaskFiles, TestResult, TestRun, detect_layout, pytest_command,
+                          run_tests, unpack_source, verify_task, write_task)
+from .pack_requirements import Requirements, detect_requirements, plugin_modules, read_requirements_file
+from .workspace import scratch_dir
+
+#: A mutant is kept when at least this many test functions catch it.
+MIN_CATCHING = 2
+REFUSALS = {"hangs": "its tests hang (killed at the test timeout)",
+            "equivalent": "equivalent or not caught: no test fails",
+            "one test": "caught by one test function only (a task needs a visible and a hidden one)",
+            "collection": "it breaks the collection of the tests",
+            "split": "its catching tests cannot be split into visible and hidden ones",
+            "unverified": "the task did not verify (empty diff must fail, oracle must pass)"}
+
+
+@dataclass
+class Options:
+    source: Path
+    out: Path
+    max_tasks: int = 24
+    seed: int = 0
+    requirements: Path | None = None
+    time_box: int = 1200
+    test_timeout: float | None = None
+    strata: list[str] = field(default_factory=lambda: ["xs", "s", "m"])
+    env_root: Path = Path("results/envs")
+    sandbox: str = "auto"
+
+
+@dataclass
+class Project:
+    root: Path
+    layout: Layout
+    requirements: Requirements
+    plugins: list[str]             # -p module names
+    command_env: dict[str, str]
+    files: list[str]               # clean test files (every test passes or is skipped)
+    passed: set[str]               # baseline passing test ids
+    timeout: float
+    source_note: str
+
+
+@dataclass
+class Outcome:
+    mutant: Mutant
+    refused: str | None
+    run: TestRun | None = None
+    catching: list[TestResult] = field(default_factory=list)
+
+
+def _source_note(source: Path) -> str:
+    if source.is_file():
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        return f"sdist {source.name} sha256 {digest}"
+    return f"folder {source.resolve()}"
+
+
+def _cause(run: TestRun, command: str) -> str:
+    """Why a suite could not run, from its output."""
+    import re
+
+    text = run.output
+    for pattern, what in ((r"Failed to import filter module '([^']+)'", "the pytest config's filterwarnings "
+                           "names module {0!r}, which the environment lacks; pass --requirements with it"),
+                          (r"No module named '([^']+)'", "the tests import {0!r}, which the environment lacks; "
+                           "declare it or pass --requirements"),
+                          (r"unrecognized arguments: (.+)", "pytest does not know {0} (a plugin the config needs "
+                           "is not loaded); pass --requirements naming it"),
+                          (r"PluginValidationError.*|ImportError while loading conftest.*", "{0}")):
+        m = re.search(pattern, text)
+        if m:
+            return what.format(*(m.groups() or [m.group(0)]))
+    tail = " | ".join(text.strip().splitlines()[-6:])
+    return f"`{command}` exited {run.returncode}{' (timed out)' if run.timed_out else ''}: {tail}"
+
+
+def prepare(opts: Options, work: Path, log) -> Project:
+    """Unpack, find the layout and requirements, build the environment, run the baseline."""
+    from .environments import build_env, env_from_requirements
+
+    root = unpack_source(opts.source, work / "src")
+    layout = detect_layout(root)
+    test_text = "\n".join((root / f).read_text("utf-8", "replace") for f in layout.test_files + layout.support_files)
+    req = (read_requirements_file(opts.requirements, root, test_text) if opts.requirements
+           else detect_requirements(root, test_text))
+    log(f"{root.name}: {layout.kind} layout, packages {', '.join(layout.packages)}; {len(layout.test_files)} test "
+        f"files; requirements: {', '.join(req.lines) or 'none'}")
+    built = build_env(env_from_requirements(req.text(), opts.requirements or Path("environment/requirements.txt")),
+                      opts.env_root)
+    from .core import harness_env
+
+    cenv = built.command_env()
+    plugins = plugin_modules(str(built.python), req.plugins, harness_env(cenv))
+    t0 = time.monotonic()
+    run = run_tests(root, cenv, layout.import_paths, plugins, layout.test_files, opts.test_timeout or 1800,
+                    work / "logs" / "baseline")
+    wall = time.monotonic() - t0
+    command = pytest_command(plugins, layout.test_files)
+    if not run.by_outcome("passed"):
+        raise PackBuildError(f"{opts.source}: the project's tests cannot run: {_cause(run, command)}")
+    files = []
+    for f in layout.test_files:
+        rs = [r for r in run.results if r.file == f]
+        if rs and all(r.outcome in ("passed", "skipped") for r in rs) and any(r.outcome == "passed" for r in rs):
+            files.append(f)
+    bad = [r for r in run.results if r.outcome in ("failed", "error")]
+    log(f"baseline: {len(run.by_outcome('passed'))} passed, {len(bad)} failed or errored "
+        f"({wall:.1f} s); {len(files)} of {len(layout.test_files)} test files clean")
+    timeout = opts.test_timeout or max(30.0, 5 * wall)
+    return Project(root, layout, req, plugins, cenv, files, run.by_outcome("passed"), timeout,
+                   _source_note(opts.source))
+
+
+def try_mutant(p: Project, m: Mutant, logdir: Path) -> Outcome:
+    """Run the clean test files on the mutant (in place, restored after)."""
+    path = p.root / m.file
+    original = path.read_text("utf-8")
+    path.write_text(m.apply(original), "utf-8")
+    try:
+        run = run_tests(p.root, p.command_env, p.layout.import_paths, p.plugins, p.files, p.timeout, logdir)
+    finally:
+        path.write_text(original, "utf-8")
+    if run.timed_out:
+        return Outcome(m, "hangs", run)
+    if any(r.outcome == "error" and not r.file for r in run.results) or not run.results:
+        return Outcome(m, "collection", run)
+    caught = [r for r in run.results if r.outcome in ("failed", "error") and r.id in p.passed]
+    keys = {r.key for r in caught}
+    if not keys:
+        return Outcome(m, "equivalent", run)
+    if len(keys) < MIN_CATCHING:
+        return Outcome(m, "one test", run, caught)
+    return Outcome(m, None, run, caught)
+
+
+def _split(p: Project, o: Outcome, seed: str) -> tuple[set[str], set[str]] | None:
+    """(visible keys, hidden-only keys) of the catching test functions, or None."""
+    keys = sorted({r.key for r in o.catching})
+    random.Random(seed).shuffle(keys)
+    visible, hidden = set(keys[:len(keys) // 2]), set(keys[len(keys) // 2:])
+    texts = {f: (p.root / f).read_text("utf-8") for f in {k.split("::", 1)[0] for k in keys}}
+    for k in sorted(hidden):            # one defined elsewhere (inherited) cannot be cut out: visible
+        f, name = k.split("::", 1)
+        if f in {v.split("::", 1)[0] for v in visible} and name not in mt.locatable(texts[f], [name]):
+            hidden.discard(k)
+            visible.add(k)
+    return (visible, hidden) if visible and hidden else None
+
+
+def build_task(p: Project, o: Outcome, tid: str, split: tuple[set[str], set[str]], repo: Path) -> TaskFiles:
+    visible, hidden = split
+    m = o.mutant
+    vis_files = sorted({k.split("::", 1)[0] for k in visible})
+    hid_files = sorted({r.file for r in o.catching})
+    vis_tree = {f: mt.prune_tests((p.root / f).read_text("utf-8"),
+                                  [k.split("::", 1)[1] for k in hidden if k.startswith(f + "::")]) for f in vis_files}
+    hid_tree = {f: (p.root / f).read_text("utf-8") for f in hid_files}
+    fails = [r for r in o.run.results if r.outcome in ("failed", "error")]
+    vis_fails = [r for r in o.catching if r.key in visible]
+    failing_hidden = len({r.id for r in fails if r.file in hid_files})
+    original = (p.root / m.file).read_text("utf-8")
+    oracle = mt.oracle_diff(m.file, m.apply(original), original)
+    loc = sum(len(f.read_text("utf-8", "replace").splitlines()) for f in repo.rglob("*.py"))
+    meta = {"id": tid, "title": mt.title_text(vis_fails), "stratum": "pending", "language": "python",
+            "time_box_sec": 0, "visible_command": pytest_command(p.plugins, vis_files),
+            "hidden_command": pytest_command(p.plugins, hid_files), "failing_tests": failing_hidden, "loc": loc,
+            "tests_layout": "repo", "support_files": p.layout.support_files, "packages": p.layout.packages,
+            "notes": f"mutant of {p.source_note}; made by sealbench pack mutate on {date.today().isoformat()}; "
+                     "never published"}
+    if p.layout.import_paths:
+        meta["import_paths"] = p.layout.import_paths
+    return TaskFiles(tid, meta, mt.prompt_text(vis_fails, vis_files, failing_hidden), repo, vis_tree, hid_tree,
+                     oracle)
+
+
+def _repo_snapshot(p: Project, m: Mutant, dest: Path) -> Path:
+    """The project with the mutant and without any test file (support files stay)."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(p.root, dest)
+    for f in p.layout.test_files:
+        (dest / f).unlink(missing_ok=True)
+    (dest / m.file).write_text(m.apply((p.root / m.file).read_text("utf-8")), "utf-8")
+    return dest
+
+
+def mutate_pack(opts: Options, log=print) -> dict:
+    """Build the pack; returns the summary (kept task ids, refusals by reason)."""
+    out = Path(opts.out)
+    if out.exists() and any(out.iterdir()):
+        raise PackBuildError(f"{out}: exists and is not empty; give --out a new folder")
+    work = scratch_dir("mutate")
+    try:
+        p = prepare(opts, work, log)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "environment").mkdir()
+        (out / "environment" / "requirements.txt").write_text(p.requirements.text(), "utf-8")
+        (out / "denylist.txt").write_text(f"# private mutants of {p.source_note}: nothing was published\n", "utf-8")
+        candidates = [m for f in p.layout.source_files for m in find_mutants((p.root / f).read_text("utf-8"), f)]
+        refused: Counter[str] = Counter()
+        kept: dict[str, Mutant] = {}
+        rows: list[tuple[str, str, str]] = []
+        pkg = p.layout.packages[0]
+        for group in schedule(candidates, opts.seed):
+            if len(kept) >= opts.max_tasks:
+                break
+            for m in group:
+                o = try_mutant(p, m, work / "logs" / "mutant")
+                split = None
+                if o.refused is None:
+                    tid = mt.task_id(pkg, m.file, m.function, set(kept))
+                    split = _split(p, o, f"{opts.seed}:{tid}")
+                    o.refused = None if split else "split"
+                if o.refused:
+                    refused[o.refused] += 1
+                    rows.append((f"{m.file}:{m.lineno} {m.function}", "refused", REFUSALS[o.refused]))
+                    continue
+                task = build_task(p, o, tid, split, _repo_snapshot(p, m, work / "repo"))
+                task.meta["time_box_sec"], task.meta["stratum"] = opts.time_box, opts.strata[0]
+                write_task(out, task, opts.strata)
+                kept[tid] = m
+                log(f"kept {tid} ({len({r.key for r in o.catching})} catching test functions)")
+                break
+        checks = {}
+        for tid in list(kept):
+            check = verify_task(out, tid, timeout_s=p.timeout * 2, sandbox_mode=opts.sandbox, env_root=opts.env_root)
+            checks[tid] = check
+            if not check.ok:
+                shutil.rmtree(out / "tasks" / tid)
+                refused["unverified"] += 1
+                rows.append((tid, "removed", f"{REFUSALS['unverified']}: {check.reason}"))
+                del kept[tid]
+        strata = mt.assign_strata({t: m.func_lines for t, m in kept.items()}, opts.strata)
+        for tid, s in strata.items():
+            _set_stratum(out / "tasks" / tid / "meta.json", s)
+            rows.append((tid, f"kept ({s})", f"{kept[tid].func_lines}-line function {kept[tid].function}"))
+        return {"pack": str(out), "kept": sorted(kept), "refused": dict(refused), "candidates": len(candidates),
+                "rows": rows, "strata": strata}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _set_stratum(meta_path: Path, stratum: str) -> None:
+    import json
+
+    meta = json.loads(meta_path.read_text("utf-8"))
+    meta["stratum"] = stratum
+    meta_path.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", "utf-8")
+
+
+def print_summary(summary: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"sealbench pack mutate → {summary['pack']}")
+    for col in ("mutant / task", "outcome", "why"):
+        table.add_column(col)
+    for row in summary["rows"]:
+        table.add_row(*row)
+    con = Console()
+    con.print(table)
+    why = "; ".join(f"{n} {REFUSALS[k]}" for k, n in sorted(summary["refused"].items())) or "none"
+    con.print(f"{len(summary['kept'])} tasks kept and verified, from {summary['candidates']} candidate sites. "
+              f"Refused: {why}.")
+
+
+def cmd_mutate(args: argparse.Namespace) -> int:
+    from .config_sources import effective_config
+
+    try:
+        strata = list(effective_config([], [], False)[0]["strata"])
+    except SealbenchError:
+        strata = ["xs", "s", "m"]
+    out = args.out or Path("packs") / f"{Path(args.source).name.split('.tar')[0].split('.zip')[0]}-mutants"
+    opts = Options(Path(args.source), out, args.max_tasks, args.seed, args.requirements, args.time_box,
+                   args.test_timeout, strata, Path(args.env_root), args.sandbox)
+    summary = mutate_pack(opts)
+    print_summary(summary)
+    if not summary["kept"]:
+        raise PackBuildError(f"{args.source}: no task kept; see the refusals above")
+    return 0
+
+
+def add_parser(psub: argparse._SubParsersAction) -> None:
+    p = psub.add_parser("mutate", help="a private pack of single-site mutants of a project (folder or sdist)")
+    p.add_argument("source", type=Path, help="a project folder or an sdist (.tar.gz/.zip)")
+    p.add_argument("--out", type=Path, default=None, help="the pack folder to write (new; default packs/<source>-mutants)")
+    p.add_argument("--max-tasks", type=int, default=24)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--requirements", type=Path, default=None, help="the tests' requirements (skips detection)")
+    p.add_argument("--time-box", type=int, default=1200, help="time_box_sec of every task (default 1200)")
+    p.add_argument("--test-timeout", type=float, default=None,
+                   help="seconds per test-suite run (default: 5 x the baseline's, at least 30)")
+    p.add_argument("--env-root", default="results/envs", help="where environments are built (default results/envs)")
+    p.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    p.set_defaults(func=cmd_mutate)
