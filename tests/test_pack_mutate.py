@@ -294,3 +294,16 @@ def test_the_cli_has_the_pack_group() -> None:
     with pytest.raises(SystemExit) as e:
         cli.main(["pack", "mutate", "--help"])
     assert e.value.code == 0
+
+
+def test_a_project_that_turns_warnings_into_errors_scores_its_oracle(tmp_path: Path) -> None:
+    """Real projects run with ``filterwarnings = error`` (humanize does): the sealed report's
+    own canaries must not leak a ResourceWarning into the first test (it did: an unclosed file)."""
+    from packgen import write_pytest_task
+    from sealbench.scoring import score_patch
+
+    t = write_pytest_task(tmp_path / "tasks")
+    (t / "repo" / "pytest.ini").write_text("[pytest]\nfilterwarnings =\n    error\n")
+    meta = json.loads((t / "meta.json").read_text())
+    res = score_patch(t, meta, (t / "oracle.patch").read_bytes(), tmp_path / "logs", 60)
+    assert res.status == "pass", (res.reason, (tmp_path / "logs" / "visible.stdout").read_text()[-1500:])

@@ -24,7 +24,6 @@ from datetime import date
 from pathlib import Path
 
 from . import mutant_tasks as mt
-from .core import SealbenchError
 from .mutants import Mutant, find_mutants, schedule
 from .pack_common import (Layout, PackBuildError, TaskFiles, TestResult, TestRun, detect_layout, pytest_command,
                           run_tests, unpack_source, verify_task, write_task)
@@ -295,10 +294,12 @@ def print_summary(summary: dict) -> None:
 def cmd_mutate(args: argparse.Namespace) -> int:
     from .config_sources import effective_config
 
-    try:
+    if Path("config/config.yaml").is_file():   # the project's strata, when run in a project
         strata = list(effective_config([], [], False)[0]["strata"])
-    except SealbenchError:
-        strata = ["xs", "s", "m"]
+        print(f"strata from config/config.yaml: {', '.join(strata)}")
+    else:
+        strata = list(Options.__dataclass_fields__["strata"].default_factory())
+        print(f"no config/config.yaml here: strata {', '.join(strata)} (the default config's)")
     out = args.out or Path("packs") / f"{Path(args.source).name.split('.tar')[0].split('.zip')[0]}-mutants"
     opts = Options(Path(args.source), out, args.max_tasks, args.seed, args.requirements, args.time_box,
                    args.test_timeout, strata, Path(args.env_root), args.sandbox)
