@@ -12,6 +12,7 @@ import pytest
 
 from envgen import offline_env_vars, offline_index
 from sealbench import mutant_tasks as mt
+from sealbench.leak_hidden import hidden_test_hits
 from sealbench.mutants import find_mutants
 from sealbench.pack_common import PackBuildError, detect_layout, unpack_source
 from sealbench.pack_mutate import Options, mutate_pack, prepare, try_mutant
@@ -272,6 +273,7 @@ def test_pack_mutate_makes_verified_tasks(built) -> None:
         vis_names = {n for text in vis.values() for n in _test_names(text)}
         hid_names = {n for text in hid.values() for n in _test_names(text)}
         assert hid_names - vis_names, "the visible tree must lack the hidden-only tests"
+        assert hidden_test_hits(t) == []          # the pipeline's leak check would pass it
         prompt = (t / "prompt.md").read_text()
         assert not any(n in prompt for n in hid_names - vis_names)
         ws = t / "ws"
