@@ -309,3 +309,17 @@ def test_a_project_that_turns_warnings_into_errors_scores_its_oracle(tmp_path: P
     meta = json.loads((t / "meta.json").read_text())
     res = score_patch(t, meta, (t / "oracle.patch").read_bytes(), tmp_path / "logs", 60)
     assert res.status == "pass", (res.reason, (tmp_path / "logs" / "visible.stdout").read_text()[-1500:])
+
+
+def test_verify_refuses_a_task_whose_hidden_tests_the_worker_can_read(tmp_path: Path) -> None:
+    from packgen import write_pytest_task
+    from sealbench.pack_common import verify_task
+
+    t = write_pytest_task(tmp_path / "pack" / "tasks")
+    line = '    assert add(1000000, 2345678) == 3345678, "big numbers add up"\n'
+    (t / "hidden_tests" / "test_hidden.py").write_text((t / "hidden_tests" / "test_hidden.py").read_text()
+                                                      + "\n\ndef test_big():\n" + line)
+    assert verify_task(tmp_path / "pack", "pt", sandbox_mode="off").ok
+    (t / "repo" / "README.md").write_text("Example:\n\n" + line)
+    check = verify_task(tmp_path / "pack", "pt", sandbox_mode="off")
+    assert not check.ok and "leak suspect" in check.reason and "repo/README.md" in check.reason
