@@ -116,3 +116,60 @@ def test_a_patch_that_breaks_collection_on_a_sound_task_stays_fail(sound, tmp_pa
                                  controls=tmp / "controls" / "controls.json", env=env)
     assert rec["status"] == FAIL and "nosuchmodule" in json.dumps(rec["score"]), rec["reason"]
     assert rec["environment"]["digest"] == env.digest
+
+
+def test_an_agent_keeps_its_python_and_its_visible_runs_use_the_task_environment(sound, tmp_path: Path) -> None:
+    from sealbench.run_agent import RunOptions, run_agent
+
+    _tmp, sealed, env, _rec = sound
+    command = ('"$SEALBENCH_TASK_PYTHON" -c "import tinypkg; print(tinypkg.VALUE)" > "$SEALBENCH_OUT/task.txt"; '
+               'python -c "import tinypkg" 2> "$SEALBENCH_OUT/own.txt"; '
+               "sed -i 's/a - b/a + b/' calc.py; \"$SEALBENCH_VISIBLE_CMD\"")
+    rec = run_agent(sealed, tmp_path / "run", "a", "0" * 16, command, {}, 1,
+                    {"max_wall_s": 60, "max_steps": 5, "max_output_tokens": 100}, RunOptions(env=env.path))
+    out = tmp_path / "run" / "out"
+    assert (out / "task.txt").read_text().strip() == "42"                # SEALBENCH_TASK_PYTHON: the task's
+    assert "No module named 'tinypkg'" in (out / "own.txt").read_text()  # the agent's python: unchanged
+    assert [a["exit"] for a in rec["attempts"]] == [0] and rec["attempts"][0]["sealed_green"] is True, rec["attempts"]
+    assert rec["environment"]["digest"] == env.digest
+
+
+def test_a_batched_step_of_a_task_with_an_environment_is_keyed_by_its_lock_too(sound) -> None:
+    from sealbench.steps import step_key
+    from sealbench.task_batch import _with_env_identity
+
+    _tmp, _sealed, env, _rec = sound
+    step = {"module": "run_dummy", "argv": ["--sealed", "s", "--env", str(env.path)], "outputs": ["o"], "code": "c",
+            "toolchain": "t"}
+    keyed = _with_env_identity(step)
+    assert keyed["toolchain"] == f"t:{env.digest}" and step_key(keyed) != step_key(step)
+    plain = dict(step, argv=["--sealed", "s"])
+    assert _with_env_identity(plain) is plain  # no environment: the key as before
+
+
+def test_sealbench_try_builds_the_task_environment_and_runs_in_it(tmp_path: Path, wheels: Path, monkeypatch,
+                                                                  capsys) -> None:
+    from envgen import offline_env_vars
+    from packgen import write_config
+    from sealbench import cli, split
+    from sealbench.packs import load_pack
+
+    monkeypatch.chdir(tmp_path)
+    for k, v in offline_env_vars(wheels).items():
+        monkeypatch.setenv(k, v)
+    pack = make_pack(tmp_path / "pack")
+    (pack / "environments" / "tiny").mkdir(parents=True)
+    (pack / "environments" / "tiny" / "requirements.txt").write_text("tinypkg==1.0\n")
+    strata_of = {t.id: t.stratum for t in load_pack(pack)}
+    task = sorted(split.check(pack, strata_of, 7, 0.5)["tune"])[0]
+    t = pack / "tasks" / task
+    (t / "hidden_tests" / "check_hidden.py").write_text(HIDDEN_NEEDS_TINYPKG)
+    meta = json.loads((t / "meta.json").read_text())
+    (t / "meta.json").write_text(json.dumps(dict(meta, environment="tiny")))
+    write_config(tmp_path / "cfg.yaml", pack)
+    rc = cli.main(["try", "fixer", task, "--config", str(tmp_path / "cfg.yaml")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "→ PASS" in out, out
+    run_dir = tmp_path / out.split("run folder: ")[1].splitlines()[0]
+    score = json.loads((run_dir / "score.json").read_text())
+    assert score["status"] == "pass" and score["environment"]["name"] == "tiny"
