@@ -12,6 +12,7 @@ import pytest
 
 from envgen import offline_env_vars, offline_index
 from sealbench import mutant_tasks as mt
+from sealbench.leak_hidden import hidden_test_hits
 from sealbench.mutants import find_mutants
 from sealbench.pack_common import PackBuildError, detect_layout, unpack_source
 from sealbench.pack_mutate import Options, mutate_pack, prepare, try_mutant
@@ -272,6 +273,7 @@ def test_pack_mutate_makes_verified_tasks(built) -> None:
         vis_names = {n for text in vis.values() for n in _test_names(text)}
         hid_names = {n for text in hid.values() for n in _test_names(text)}
         assert hid_names - vis_names, "the visible tree must lack the hidden-only tests"
+        assert hidden_test_hits(t) == []          # the pipeline's leak check would pass it
         prompt = (t / "prompt.md").read_text()
         assert not any(n in prompt for n in hid_names - vis_names)
         ws = t / "ws"
@@ -294,3 +296,30 @@ def test_the_cli_has_the_pack_group() -> None:
     with pytest.raises(SystemExit) as e:
         cli.main(["pack", "mutate", "--help"])
     assert e.value.code == 0
+
+
+def test_a_project_that_turns_warnings_into_errors_scores_its_oracle(tmp_path: Path) -> None:
+    """Real projects run with ``filterwarnings = error`` (humanize does): the sealed report's
+    own canaries must not leak a ResourceWarning into the first test (it did: an unclosed file)."""
+    from packgen import write_pytest_task
+    from sealbench.scoring import score_patch
+
+    t = write_pytest_task(tmp_path / "tasks")
+    (t / "repo" / "pytest.ini").write_text("[pytest]\nfilterwarnings =\n    error\n")
+    meta = json.loads((t / "meta.json").read_text())
+    res = score_patch(t, meta, (t / "oracle.patch").read_bytes(), tmp_path / "logs", 60)
+    assert res.status == "pass", (res.reason, (tmp_path / "logs" / "visible.stdout").read_text()[-1500:])
+
+
+def test_verify_refuses_a_task_whose_hidden_tests_the_worker_can_read(tmp_path: Path) -> None:
+    from packgen import write_pytest_task
+    from sealbench.pack_common import verify_task
+
+    t = write_pytest_task(tmp_path / "pack" / "tasks")
+    line = '    assert add(1000000, 2345678) == 3345678, "big numbers add up"\n'
+    (t / "hidden_tests" / "test_hidden.py").write_text((t / "hidden_tests" / "test_hidden.py").read_text()
+                                                      + "\n\ndef test_big():\n" + line)
+    assert verify_task(tmp_path / "pack", "pt", sandbox_mode="off").ok
+    (t / "repo" / "README.md").write_text("Example:\n\n" + line)
+    check = verify_task(tmp_path / "pack", "pt", sandbox_mode="off")
+    assert not check.ok and "leak suspect" in check.reason and "repo/README.md" in check.reason

@@ -26,7 +26,6 @@ from pathlib import Path, PurePosixPath
 from typing import Mapping
 
 from .core import ARTEFACT_NAMES, PackError, SealbenchError, harness_env
-from .pack_requirements import Requirements, detect_requirements  # noqa: F401  (shared: re-exported)
 
 
 class PackBuildError(SealbenchError):
@@ -330,11 +329,13 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
                 env_root: Path = Path("results/envs"), visible_may_pass: bool = False) -> TaskCheck:
     """Score the empty diff and ``oracle.patch`` on ``pack/tasks/<task_id>`` as written (the
     task's declared environment built under ``env_root``; sandboxed when bwrap works, or as
-    ``sandbox_mode`` says). ok: the empty diff fails with both the visible and the hidden
-    command failing (only the hidden one with ``visible_may_pass``: imported SWE-bench tasks,
-    whose visible tests passed before the fix), and the oracle passes."""
+    ``sandbox_mode`` says). ok: the worker cannot read the hidden tests (``leak_hidden``: the
+    pipeline's leak check would refuse the pack), the empty diff fails with both the visible and
+    the hidden command failing (only the hidden one with ``visible_may_pass``: imported SWE-bench
+    tasks, whose visible tests passed before the fix), and the oracle passes."""
     from .contract import FAIL, PASS
     from .environments import build_env, declared_env
+    from .leak_hidden import hidden_test_hits
     from .packs import validate_meta
     from .sandbox import make_sandbox, resolve_level
     from .scoring import score_patch
@@ -347,6 +348,10 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
         spec = declared_env(pack, meta)
     except PackError as exc:
         return TaskCheck(task_id, False, reason=str(exc))
+    hits = hidden_test_hits(tdir)
+    if hits:
+        shown = "; ".join(f"{h.file}: {h.kind} {h.text!r} (from {h.source})" for h in hits[:2])
+        return TaskCheck(task_id, False, reason=f"leak suspect: the worker can read its hidden tests: {shown}")
     env = build_env(spec, env_root) if spec is not None else None
     task_env = env.command_env() if env is not None else None
     level = resolve_level(sandbox_mode)

@@ -24,7 +24,6 @@ from datetime import date
 from pathlib import Path
 
 from . import mutant_tasks as mt
-from .core import SealbenchError
 from .mutants import Mutant, find_mutants, schedule
 from .pack_common import (Layout, PackBuildError, TaskFiles, TestResult, TestRun, detect_layout, pytest_command,
                           run_tests, unpack_source, verify_task, write_task)
@@ -38,7 +37,8 @@ REFUSALS = {"hangs": "its tests hang (killed at the test timeout)",
             "one test": "caught by one test function only (a task needs a visible and a hidden one)",
             "collection": "it breaks the collection of the tests",
             "split": "its catching tests cannot be split into visible and hidden ones",
-            "unverified": "the task did not verify (empty diff must fail, oracle must pass)"}
+            "unverified": "the task did not verify (no hidden test readable by the worker, the empty diff "
+                          "fails, the oracle passes)"}
 
 
 @dataclass
@@ -246,18 +246,17 @@ def mutate_pack(opts: Options, log=print) -> dict:
                 task = build_task(p, o, tid, split, _repo_snapshot(p, m, work / "repo"))
                 task.meta["time_box_sec"], task.meta["stratum"] = opts.time_box, opts.strata[0]
                 write_task(out, task, opts.strata)
+                check = verify_task(out, tid, timeout_s=p.timeout * 2, sandbox_mode=opts.sandbox,
+                                    env_root=opts.env_root)
+                if not check.ok:            # removed; the function's next mutant may still make a task
+                    shutil.rmtree(out / "tasks" / tid)
+                    refused["unverified"] += 1
+                    rows.append((tid, "removed", f"{REFUSALS['unverified']}: {check.reason}"))
+                    log(f"removed {tid}: {check.reason}")
+                    continue
                 kept[tid] = m
-                log(f"kept {tid} ({len({r.key for r in o.catching})} catching test functions)")
+                log(f"kept {tid} ({len({r.key for r in o.catching})} catching test functions), verified")
                 break
-        checks = {}
-        for tid in list(kept):
-            check = verify_task(out, tid, timeout_s=p.timeout * 2, sandbox_mode=opts.sandbox, env_root=opts.env_root)
-            checks[tid] = check
-            if not check.ok:
-                shutil.rmtree(out / "tasks" / tid)
-                refused["unverified"] += 1
-                rows.append((tid, "removed", f"{REFUSALS['unverified']}: {check.reason}"))
-                del kept[tid]
         strata = mt.assign_strata({t: m.func_lines for t, m in kept.items()}, opts.strata)
         for tid, s in strata.items():
             _set_stratum(out / "tasks" / tid / "meta.json", s)
@@ -295,10 +294,12 @@ def print_summary(summary: dict) -> None:
 def cmd_mutate(args: argparse.Namespace) -> int:
     from .config_sources import effective_config
 
-    try:
+    if Path("config/config.yaml").is_file():   # the project's strata, when run in a project
         strata = list(effective_config([], [], False)[0]["strata"])
-    except SealbenchError:
-        strata = ["xs", "s", "m"]
+        print(f"strata from config/config.yaml: {', '.join(strata)}")
+    else:
+        strata = list(Options.__dataclass_fields__["strata"].default_factory())
+        print(f"no config/config.yaml here: strata {', '.join(strata)} (the default config's)")
     out = args.out or Path("packs") / f"{Path(args.source).name.split('.tar')[0].split('.zip')[0]}-mutants"
     opts = Options(Path(args.source), out, args.max_tasks, args.seed, args.requirements, args.time_box,
                    args.test_timeout, strata, Path(args.env_root), args.sandbox)

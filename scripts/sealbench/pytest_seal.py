@@ -111,7 +111,8 @@ def _make_plugin():
         body = (f"    assert {a} + {b} == {a + b}\n" if role == "pass"
                 else f"    raise AssertionError({message!r})\n")
         try:
-            lines = len(open(path, encoding="utf-8", errors="replace").read().splitlines())
+            with open(path, encoding="utf-8", errors="replace") as fh:   # closed: no ResourceWarning
+                lines = len(fh.read().splitlines())             # for a suite that makes warnings errors
         except OSError:
             lines = 0
         src = "\n" * (lines + rng.randint(1, 40)) + f"def {name}():\n{body}"
