@@ -25,18 +25,18 @@ from sealbench.swebench_instances import InstancesError, read_instances  # noqa:
 
 OPS0 = ("def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n\n\n"
         "def neg(x):\n    return x\n\n\ndef ident(x):\n    return x\n")
-TEST0 = ("from mathlib.ops import ident\nfrom tests.helpers import twice\n\n\n"
+TEST0 = ("from mathlib.ops import ident\nfrom checks.helpers import twice\n\n\n"
          "def test_ident():\n    assert ident(twice(2)) == 4\n")
 FIXES = [  # (source before -> after, the test file changes: path -> new text or (old, new) in place)
     ("    return a - b\n", "    return a + b\n",
-     {"tests/test_ops.py": ("", "\n\ndef test_add():\n    from mathlib.ops import add\n    assert add(2, 3) == 5\n")}),
+     {"checks/test_ops.py": ("", "\n\ndef test_add():\n    from mathlib.ops import add\n    assert add(2, 3) == 5\n")}),
     ("    return a + b\n\n\ndef neg", "    return a * b\n\n\ndef neg",
-     {"tests/test_ops.py": ("", "\n\nimport pytest\n\n\n@pytest.mark.parametrize('a, b, c', [pytest.param(2, 3, 6, "
+     {"checks/test_ops.py": ("", "\n\nimport pytest\n\n\n@pytest.mark.parametrize('a, b, c', [pytest.param(2, 3, 6, "
                                 "id='two and three'), (1, 1, 1)])\ndef test_mul(a, b, c):\n"
                                 "    from mathlib.ops import mul\n    assert mul(a, b) == c\n")}),
     ("def neg(x):\n    return x\n", "def neg(x):\n    return -x\n",
-     {"tests/test_neg.py": "from mathlib.ops import neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n",
-      "tests/test_ops.py": ("", "\n\ndef test_ident_zero():\n    assert ident(0) == 0\n")}),
+     {"checks/test_neg.py": "from mathlib.ops import neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n",
+      "checks/test_ops.py": ("", "\n\ndef test_ident_zero():\n    assert ident(0) == 0\n")}),
 ]
 STATEMENTS = ["add() subtracts\n\nCalling add(2, 3) gives -1.\n", "mul() adds instead of multiplying\n",
               "neg() returns its argument unchanged\n\nExpected neg(2) == -2.\n"]
@@ -50,7 +50,7 @@ def git(repo: Path, *args: str) -> str:
 
 def outcomes(folder: Path) -> dict[str, str]:
     """Test id -> PASSED/FAILED/ERROR from one pytest run in ``folder``."""
-    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "tests"],
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "checks"],
                          cwd=folder, capture_output=True, text=True,
                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     return {m.group(2): m.group(1) for m in re.finditer(r"^(PASSED|FAILED|ERROR) (.+?)(?: - .*)?$", res.stdout, re.M)}
@@ -61,13 +61,13 @@ def make_repo(root: Path) -> tuple[Path, list[dict]]:
     three instances, their test ids from running the tests."""
     repo = root / "acme__mathlib"
     (repo / "mathlib").mkdir(parents=True)
-    (repo / "tests").mkdir()
+    (repo / "checks").mkdir()
     (repo / "mathlib" / "__init__.py").write_text("")
     (repo / "mathlib" / "ops.py").write_text(OPS0)
-    (repo / "tests" / "__init__.py").write_text("")
-    (repo / "tests" / "helpers.py").write_text("def twice(x):\n    return 2 * x\n")
-    (repo / "tests" / "conftest.py").write_text("")
-    (repo / "tests" / "test_ops.py").write_text(TEST0)
+    (repo / "checks" / "__init__.py").write_text("")
+    (repo / "checks" / "helpers.py").write_text("def twice(x):\n    return 2 * x\n")
+    (repo / "checks" / "conftest.py").write_text("")
+    (repo / "checks" / "test_ops.py").write_text(TEST0)
     (repo / "pyproject.toml").write_text('[project]\nname = "mathlib"\nversion = "0.1"\ndependencies = []\n')
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
@@ -86,7 +86,7 @@ def make_repo(root: Path) -> tuple[Path, list[dict]]:
             f.write_text(f.read_text() + change[1] if isinstance(change, tuple) else change)
         git(repo, "add", "-A")
         git(repo, "commit", "--amend", "-qm", f"fix {i} with tests")
-        test_patch = git(repo, "diff", fixed, "HEAD", "--", "tests")
+        test_patch = git(repo, "diff", fixed, "HEAD", "--", "checks")
         work = root / f"run{i}"
         shutil.copytree(repo, work, ignore=shutil.ignore_patterns(".git"))
         after = outcomes(work)
@@ -116,11 +116,11 @@ def source(tmp_path_factory) -> tuple[Path, list[dict]]:
 def test_the_repository_gives_three_instances_with_failing_and_passing_tests(source) -> None:
     _root, insts = source
     f2p = [json.loads(i["FAIL_TO_PASS"]) for i in insts]
-    assert f2p == [["tests/test_ops.py::test_add"],
-                   ["tests/test_ops.py::test_mul[1-1-1]", "tests/test_ops.py::test_mul[two and three]"],
-                   ["tests/test_neg.py::test_neg"]]
-    assert "tests/test_ops.py::test_ident" in insts[0]["PASS_TO_PASS"]
-    assert "tests/test_ops.py::test_ident_zero" in insts[2]["PASS_TO_PASS"]
+    assert f2p == [["checks/test_ops.py::test_add"],
+                   ["checks/test_ops.py::test_mul[1-1-1]", "checks/test_ops.py::test_mul[two and three]"],
+                   ["checks/test_neg.py::test_neg"]]
+    assert "checks/test_ops.py::test_ident" in insts[0]["PASS_TO_PASS"]
+    assert "checks/test_ops.py::test_ident_zero" in insts[2]["PASS_TO_PASS"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,8 +150,8 @@ def test_bad_lines_are_named_by_line_and_field(tmp_path: Path, source) -> None:
 
 def test_json_encoded_and_plain_lists_read_alike(tmp_path: Path, source) -> None:
     insts = read_instances(write_jsonl(tmp_path / "i.jsonl", source[1]))
-    assert insts[1].fail_to_pass == ("tests/test_ops.py::test_mul[1-1-1]", "tests/test_ops.py::test_mul[two and three]")
-    assert insts[0].pass_to_pass == ("tests/test_ops.py::test_ident",)
+    assert insts[1].fail_to_pass == ("checks/test_ops.py::test_mul[1-1-1]", "checks/test_ops.py::test_mul[two and three]")
+    assert insts[0].pass_to_pass == ("checks/test_ops.py::test_ident",)
     assert insts[0].env_name == "acme__mathlib-0.1" and insts[0].line == 1
 
 
@@ -182,8 +182,8 @@ def test_a_base_commit_missing_from_the_clone_names_the_instance(tmp_path: Path,
 def test_snapshot_is_the_commit_without_git_and_never_fetches(tmp_path: Path, source) -> None:
     clone = swebench_git.find_clone(source[0], "acme/mathlib")
     snap = swebench_git.snapshot(clone, source[1][0]["base_commit"], tmp_path / "s")
-    assert set(snap.files) == {"mathlib/__init__.py", "mathlib/ops.py", "tests/__init__.py", "tests/helpers.py",
-                               "tests/conftest.py", "tests/test_ops.py", "pyproject.toml"}
+    assert set(snap.files) == {"mathlib/__init__.py", "mathlib/ops.py", "checks/__init__.py", "checks/helpers.py",
+                               "checks/conftest.py", "checks/test_ops.py", "pyproject.toml"}
     assert not (tmp_path / "s" / ".git").exists() and (tmp_path / "s" / "mathlib" / "ops.py").read_text() == OPS0
     assert "protocol.allow=never" in swebench_git._LOCAL
 
@@ -202,16 +202,16 @@ def plan(source, tmp_path: Path, i: int, **over) -> pack_swebench.TaskPlan:
 
 def test_plan_puts_tests_at_their_paths_and_runs_every_id(tmp_path: Path, source) -> None:
     p = plan(source, tmp_path, 1)
-    assert not (p.repo / "tests" / "test_ops.py").exists() and (p.repo / "tests" / "helpers.py").is_file()
-    assert set(p.visible) == {"tests/test_ops.py"} and "test_mul" not in p.visible["tests/test_ops.py"]
-    assert "def test_mul" in p.hidden["tests/test_ops.py"] and "def test_add" in p.hidden["tests/test_ops.py"]
+    assert not (p.repo / "checks" / "test_ops.py").exists() and (p.repo / "checks" / "helpers.py").is_file()
+    assert set(p.visible) == {"checks/test_ops.py"} and "test_mul" not in p.visible["checks/test_ops.py"]
+    assert "def test_mul" in p.hidden["checks/test_ops.py"] and "def test_add" in p.hidden["checks/test_ops.py"]
     m = p.meta
-    assert m["hidden_command"] == ("python -m pytest -q -p no:cacheprovider 'tests/test_ops.py::test_mul[1-1-1]' "
-                                   "'tests/test_ops.py::test_mul[two and three]' tests/test_ops.py::test_add "
-                                   "tests/test_ops.py::test_ident")
-    assert m["visible_command"] == "python -m pytest -q -p no:cacheprovider tests/test_ops.py::test_add tests/test_ops.py::test_ident"
+    assert m["hidden_command"] == ("python -m pytest -q -p no:cacheprovider 'checks/test_ops.py::test_mul[1-1-1]' "
+                                   "'checks/test_ops.py::test_mul[two and three]' checks/test_ops.py::test_add "
+                                   "checks/test_ops.py::test_ident")
+    assert m["visible_command"] == "python -m pytest -q -p no:cacheprovider checks/test_ops.py::test_add checks/test_ops.py::test_ident"
     assert m["failing_tests"] == 2 and m["stratum"] == "xs" and m["tests_layout"] == "repo"
-    assert m["support_files"] == ["tests/__init__.py", "tests/conftest.py", "tests/helpers.py"]
+    assert m["support_files"] == ["checks/__init__.py", "checks/conftest.py", "checks/helpers.py"]
     assert m["environment"] == "acme__mathlib-0.1" and m["time_box_sec"] == 900 and m["title"] == "mul() adds instead of multiplying"
     assert m["notes"].startswith(f"imported from SWE-bench-style instance acme__mathlib-2 of acme/mathlib@"
                                  f"{source[1][1]['base_commit'][:12]}, created_at 2026-02-01T00:00:00Z")
@@ -220,7 +220,7 @@ def test_plan_puts_tests_at_their_paths_and_runs_every_id(tmp_path: Path, source
 
 def test_an_added_test_file_is_hidden_only(tmp_path: Path, source) -> None:
     p = plan(source, tmp_path, 2)
-    assert set(p.hidden) == {"tests/test_neg.py", "tests/test_ops.py"} and set(p.visible) == {"tests/test_ops.py"}
+    assert set(p.hidden) == {"checks/test_neg.py", "checks/test_ops.py"} and set(p.visible) == {"checks/test_ops.py"}
 
 
 def test_a_patch_that_does_not_apply_is_refused_named(tmp_path: Path, source) -> None:
@@ -232,19 +232,19 @@ def test_an_instance_whose_tests_are_all_new_is_refused_with_why(tmp_path: Path,
     only_new = "".join(re.split(r"(?=^diff --git)", source[1][2]["test_patch"], flags=re.M)[:2])
     assert "test_neg.py" in only_new and "test_ops.py" not in only_new
     with pytest.raises(pack_swebench.Refused, match=r"no test can be visible: the test_patch only adds files "
-                                                    r"\(tests/test_neg.py\)"):
+                                                    r"\(checks/test_neg.py\)"):
         plan(source, tmp_path, 2, test_patch=only_new, PASS_TO_PASS=[])
 
 
 def test_a_test_id_pytest_cannot_run_is_refused(tmp_path: Path, source) -> None:
     with pytest.raises(pack_swebench.Refused, match="is not a pytest node id"):
-        plan(source, tmp_path, 0, PASS_TO_PASS=["test_ident (tests.test_ops.OpsTest)"])
+        plan(source, tmp_path, 0, PASS_TO_PASS=["test_ident (checks.test_ops.OpsTest)"])
 
 
 def test_a_test_patch_that_deletes_a_file_is_refused(tmp_path: Path, source) -> None:
-    gone = ("diff --git a/tests/helpers.py b/tests/helpers.py\ndeleted file mode 100644\n--- a/tests/helpers.py\n"
+    gone = ("diff --git a/checks/helpers.py b/checks/helpers.py\ndeleted file mode 100644\n--- a/checks/helpers.py\n"
             "+++ /dev/null\n@@ -1,2 +0,0 @@\n-def twice(x):\n-    return 2 * x\n")
-    with pytest.raises(pack_swebench.Refused, match="the test_patch deletes or renames tests/helpers.py"):
+    with pytest.raises(pack_swebench.Refused, match="the test_patch deletes or renames checks/helpers.py"):
         plan(source, tmp_path, 0, test_patch=source[1][0]["test_patch"] + gone)
 
 
@@ -312,10 +312,10 @@ def test_imported_task_trees_meta_and_prompt(imported, source) -> None:
     meta = json.loads((t / "meta.json").read_text())
     assert meta["failing_tests"] == 1 and meta["tests_layout"] == "repo" and meta["environment"] == "acme__mathlib-0.1"
     assert meta["title"] == "neg() returns its argument unchanged" and meta["time_box_sec"] == 600
-    assert (t / "hidden_tests" / "tests" / "test_neg.py").read_text().startswith("from mathlib.ops import neg")
-    assert "test_ident_zero" in (t / "hidden_tests" / "tests" / "test_ops.py").read_text()
-    assert "test_ident_zero" not in (t / "visible_tests" / "tests" / "test_ops.py").read_text()
-    assert not (t / "visible_tests" / "tests" / "test_neg.py").exists() and not (t / "repo" / "tests" / "test_ops.py").exists()
+    assert (t / "hidden_tests" / "checks" / "test_neg.py").read_text().startswith("from mathlib.ops import neg")
+    assert "test_ident_zero" in (t / "hidden_tests" / "checks" / "test_ops.py").read_text()
+    assert "test_ident_zero" not in (t / "visible_tests" / "checks" / "test_ops.py").read_text()
+    assert not (t / "visible_tests" / "checks" / "test_neg.py").exists() and not (t / "repo" / "checks" / "test_ops.py").exists()
     assert (t / "repo" / "mathlib" / "ops.py").read_text().count("return x\n") == 2  # neg still buggy
     prompt = (t / "prompt.md").read_text()
     assert prompt == STATEMENTS[2] and "test_neg" not in prompt and "SECRET" not in prompt
@@ -331,7 +331,7 @@ def test_a_task_that_does_not_verify_is_removed_with_the_reason(tmp_path: Path, 
     wheels = offline_index(tmp_path / "wheels")
     for k, v in offline_env_vars(wheels).items():
         monkeypatch.setenv(k, v)
-    row = {**source[1][0], "FAIL_TO_PASS": ["tests/test_ops.py::test_ident"], "PASS_TO_PASS": []}
+    row = {**source[1][0], "FAIL_TO_PASS": ["checks/test_ops.py::test_ident"], "PASS_TO_PASS": []}
     opts = pack_swebench.Options(write_jsonl(tmp_path / "i.jsonl", [row]), source[0], tmp_path / "pack",
                                  ["xs", "s", "m"], env_root=tmp_path / "envs")
     (o,) = pack_swebench.import_swebench(opts, log=lambda _l: None)
@@ -348,10 +348,10 @@ def make_chain(root: Path, n: int) -> list[dict]:
     """``root/acme__chain``: n buggy functions, then one commit per fix with its test."""
     repo = root / "acme__chain"
     (repo / "chain").mkdir(parents=True)
-    (repo / "tests").mkdir()
+    (repo / "checks").mkdir()
     (repo / "chain" / "__init__.py").write_text("")
     (repo / "chain" / "ops.py").write_text("".join(f"def f{i}(x):\n    return x - {i + 1}\n\n\n" for i in range(n)))
-    (repo / "tests" / "test_ops.py").write_text("from chain import ops\n\n\ndef test_module():\n    assert ops.f0\n")
+    (repo / "checks" / "test_ops.py").write_text("from chain import ops\n\n\ndef test_module():\n    assert ops.f0\n")
     (repo / "setup.cfg").write_text("[metadata]\nname = chain\n")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
@@ -362,14 +362,14 @@ def make_chain(root: Path, n: int) -> list[dict]:
         ops = repo / "chain" / "ops.py"
         ops.write_text(ops.read_text().replace(f"    return x - {i + 1}\n", f"    return x + {i + 1}\n"))
         patch = git(repo, "diff")
-        test = repo / "tests" / "test_ops.py"
+        test = repo / "checks" / "test_ops.py"
         test.write_text(test.read_text() + f"\n\ndef test_f{i}():\n    assert ops.f{i}(1) == {i + 2}\n")
-        test_patch = git(repo, "diff", "--", "tests")
+        test_patch = git(repo, "diff", "--", "checks")
         git(repo, "commit", "-qam", f"fix f{i}")
         rows.append({"instance_id": f"acme__chain-{i}", "repo": "acme/chain", "base_commit": base, "patch": patch,
                      "test_patch": test_patch, "problem_statement": f"f{i}(1) is wrong\n",
-                     "FAIL_TO_PASS": [f"tests/test_ops.py::test_f{i}"],
-                     "PASS_TO_PASS": ["tests/test_ops.py::test_module"] + [f"tests/test_ops.py::test_f{j}" for j in range(i)]})
+                     "FAIL_TO_PASS": [f"checks/test_ops.py::test_f{i}"],
+                     "PASS_TO_PASS": ["checks/test_ops.py::test_module"] + [f"checks/test_ops.py::test_f{j}" for j in range(i)]})
     return rows
 
 

@@ -227,3 +227,14 @@ def test_mutants_compile_and_cover_operators(tmp_path: Path) -> None:
     mut = repair.LineMutator(src, repair.ast.parse(src), set())
     ops = {m.operator for m in mut.mutants(2)}
     assert {"cmp <-><=", "swap and->or", "remove not", "bound +1", "const 3->4"} <= ops
+
+
+def test_colour_codes_in_the_test_output_are_read_through() -> None:
+    """A suite whose pytest config forces ``--color=yes`` (humanize does): the failing ids, the
+    counts and the frames must be read as without colour, or the agent stops after one run."""
+    esc = "\x1b[31m\x1b[1m"
+    out = (f"{esc}src/pkg/mod.py\x1b[0m:12: AssertionError\n"
+           f"{esc}FAILED\x1b[0m t/test_mod.py::test_a - assert 1 == 2\n"
+           f"\x1b[31m========= \x1b[31m\x1b[1m1 failed\x1b[0m, \x1b[32m3 passed\x1b[0m\x1b[31m in 0.05s\x1b[0m =========\n")
+    assert repair.parse_output(out) == (3, 1, 0, ["t/test_mod.py::test_a"])
+    assert repair.strip_ansi(out).splitlines()[0] == "src/pkg/mod.py:12: AssertionError"

@@ -150,7 +150,7 @@ def read_instances(path: Path) -> list[Instance]:
 
 
 def test_file(test_id: str) -> str:
-    """The repository path of a pytest node id (``tests/test_x.py::test_a[p]`` -> ``tests/test_x.py``)."""
+    """The repository path of a pytest node id (``t/test_x.py::test_a[p]`` -> ``t/test_x.py``)."""
     return test_id.split("::", 1)[0]
 
 

@@ -246,8 +246,19 @@ _NATIVE_FRAME = re.compile(r'File "(?P<path>[^"]+\.py)", line (?P<line>\d+)')
 _SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
 
 
+#: Terminal colour and style codes (a suite's config may force ``--color=yes``).
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape codes."""
+    return _ANSI.sub("", text)
+
+
 def parse_output(output: str) -> tuple[int, int, int, list[str]]:
-    """Return (passed, failed, errors, failing node ids) from pytest -q output."""
+    """Return (passed, failed, errors, failing node ids) from pytest -q output (colour codes
+    ignored)."""
+    output = strip_ansi(output)
     passed = failed = errors = 0
     for line in reversed(output.splitlines()):
         if _SUMMARY_COUNT.search(line) and (" in " in line or line.startswith("=")):
@@ -287,7 +298,8 @@ def run_visible(settings: Settings, timeout: float) -> Outcome:
             pass
         proc.wait()
         raise
-    passed, failed, errors, ids = parse_output(out or "")
+    out = strip_ansi(out or "")  # what the agent reads: frames, ids and counts without colour codes
+    passed, failed, errors, ids = parse_output(out)
     return Outcome(proc.returncode if not timed_out else -9, passed, failed, errors, out or "",
                    time.monotonic() - start, timed_out, ids)
 
