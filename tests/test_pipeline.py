@@ -90,8 +90,10 @@ def test_one_byte_reruns_only_that_task_and_revert_reuses(done: Path) -> None:
         out = res.stdout + res.stderr
         counts = job_counts(out)
         # leak_verdict reads every task's leak report again (the other tasks' jobs wait for it but,
-        # their inputs unchanged, do not rerun)
+        # their inputs unchanged, do not rerun); the plan's task list (rule task_list: the tasks and
+        # digests the pack-level jobs read) is a new one, since t03's digest changed
         assert counts == {"hash_pack": 1, "leak_check": 1, "leak_verdict": 1, "run_dummy": 1, "run_agent": 2,
+                          "task_list": 1,
                           "hidden_score": 2, "pack_digests": 1, "experiment_record": 1, "stratify": 1, "decide": 1,
                           "gate": 1}, out[-3000:]
         tasks_in_plan = set(re.findall(r"wildcards: task=([^,\s]+)", out))
