@@ -163,7 +163,7 @@ def test_stub_never_edits_a_support_file(tmp_path: Path) -> None:
     t = write_task(tmp_path, support_files=["tests/__init__.py", "tests/helpers.py", "aaa_checks.py"])
     (t / "repo" / "aaa_checks.py").write_text("def same(a, b):\n    return a == b\n")
     sealed, meta = seal(t, tmp_path)
-    _patch, rel = run_dummy.stub_patch(sealed, meta, tmp_path / "stub")
+    _patch, rel = run_dummy.stub_patch(sealed, meta)
     assert rel == "src/numlib/__init__.py"
 
 

@@ -69,4 +69,4 @@ def test_no_source_file_is_a_clear_error_naming_the_task(tmp_path: Path) -> None
     sealed = seal(task_with_conftest(tmp_path, source=False), tmp_path)
     meta = json.loads((sealed / "meta.json").read_text())
     with pytest.raises(SealbenchError, match=r"t00.*no python source file"):
-        run_dummy.stub_patch(sealed, meta, tmp_path / "work")
+        run_dummy.stub_patch(sealed, meta)

@@ -287,7 +287,7 @@ class Guard:
     def start_watch(self, on_hit: Callable[[], None]) -> None:
         """Watch the writable folders; past ``max_workspace_mb`` record it and call ``on_hit``."""
         cap = self.limits.max_workspace_mb
-        roots = [p for p in self.sandbox.writable if p.exists()]
+        roots = self.sandbox.usage_roots()
         if cap is None or not roots:
             return
         cap_bytes = cap * 1024 * 1024
@@ -352,7 +352,7 @@ class Guard:
             hits.append(self._words("processes"))
         if mem is None and lim.max_memory_mb is not None and _OOM_TEXT.search(tail):
             hits.append(self._words("memory"))
-        roots = [p for p in self.sandbox.writable if p.exists()]
+        roots = self.sandbox.usage_roots()
         if roots and (lim.max_file_mb is not None or lim.max_workspace_mb is not None):
             used, biggest = tree_usage(roots)
             if lim.max_workspace_mb is not None and used > lim.max_workspace_mb * 1048576 and not self.hit:

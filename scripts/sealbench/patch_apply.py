@@ -47,10 +47,14 @@ def _git_paths(ws: Path, body: bytes) -> list[str] | None:
 
 
 def apply_patch_details(ws: Path, patch: bytes, allow_binary: bool = False,
-                        task_paths: Mapping[str, str] | None = None) -> PatchApplication:
+                        task_paths: Mapping[str, str] | None = None,
+                        pristine: Path | None = None) -> PatchApplication:
     """Apply ``patch`` to ``ws`` (not a git repository) except its protected sections and the
     sections refused by :func:`section_rule` / :func:`path_rule` (listed the same way).
-    ``task_paths``: the task's own protected paths and why (``task_layout.protected_paths``)."""
+    ``task_paths``: the task's own protected paths and why (``task_layout.protected_paths``).
+    ``pristine``: the whole snapshot the rules look at, when ``ws`` holds only the files the
+    patch touches (an overlay's patched layer, :func:`patch_paths`)."""
+    pristine = ws if pristine is None else pristine
     try:
         sections = split_patch(patch)
     except ValueError as exc:
@@ -64,7 +68,8 @@ def apply_patch_details(ws: Path, patch: bytes, allow_binary: bool = False,
     for s in sections:
         why = {p: protected_reason(p, _as_text(_read_original(ws, p)), s.text, task_paths) for p in s.paths}
         if s.new_path != "/dev/null":
-            why[s.new_path] = why.get(s.new_path) or path_rule(s.new_path, ws) or section_rule(s, ws, allow_binary)
+            why[s.new_path] = (why.get(s.new_path) or path_rule(s.new_path, pristine)
+                               or section_rule(s, pristine, allow_binary))
         why = {p: w for p, w in why.items() if w}
         if why:
             protected.update(why)
@@ -83,7 +88,7 @@ def apply_patch_details(ws: Path, patch: bytes, allow_binary: bool = False,
             return PatchApplication(False, f"patch touches a path outside the workspace: {p!r}",
                                     dict(sorted(protected.items())))
     sneaked = {p: w for p in unnamed
-               if (w := protected_reason(p, _as_text(_read_original(ws, p)), None, task_paths) or path_rule(p, ws))}
+               if (w := protected_reason(p, _as_text(_read_original(ws, p)), None, task_paths) or path_rule(p, pristine))}
     if sneaked:
         protected.update(sneaked)
         return PatchApplication(True, "nothing applied: git reads protected paths the patch headers hide",
@@ -113,6 +118,19 @@ def apply_patch_details(ws: Path, patch: bytes, allow_binary: bool = False,
                 protected[f.relative_to(ws).as_posix()] = "symlink (git mode 120000) refused"
                 f.unlink()
     return PatchApplication(True, "applied", dict(sorted(protected.items())))
+
+
+def patch_paths(ws: Path, patch: bytes) -> list[str] | None:
+    """Every path ``patch`` names in its headers or that ``git apply`` reads from it: the files
+    a sparse copy must hold for the patch to apply as on the whole snapshot (None: malformed)."""
+    try:
+        named = {p for s in split_patch(patch) for p in s.paths}
+    except ValueError:
+        return None
+    if not patch.strip():
+        return sorted(named)
+    seen = _git_paths(ws, patch)
+    return sorted(named | set(seen or ()))
 
 
 def apply_patch(ws: Path, patch: bytes, allow_binary: bool = False,

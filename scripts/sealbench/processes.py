@@ -280,7 +280,10 @@ def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: floa
             argv = guard.argv(argv)
             env = sandbox.adjust_env(env)
     limit_event = threading.Event() if guard is not None else None
-    before = set(descendants(os.getpid()))
+    # In the bwrap sandbox the command has its own PID namespace: when it ends, bwrap (its
+    # pid 1) ends and the kernel kills whatever is left in it, so no /proc scan is needed.
+    contained = isolation == "bwrap" and "--unshare-pid" in argv
+    before = set() if contained else set(descendants(os.getpid()))
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
@@ -313,10 +316,11 @@ def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: floa
     with _ACTIVE_LOCK:
         _ACTIVE.discard(proc.pid)
         others = set(_ACTIVE)
-    keep = set(before)
-    for other in others:  # commands other threads are running are not ours to kill
-        keep |= {other, *descendants(other)}
-    kill_descendants(keep=keep)
+    if not contained:
+        keep = set(before)
+        for other in others:  # commands other threads are running are not ours to kill
+            keep |= {other, *descendants(other)}
+        kill_descendants(keep=keep)
     for t in pumps:
         t.join(timeout=30)
     limit_hit = guard.finish(rc, stderr_path) if guard is not None else None

@@ -68,6 +68,7 @@ from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .task_layout import import_paths, pythonpath_env
 from .visible import VisibleServer, sealed_green, write_client_script
 from .processes import run_process
+from .layers import OVERLAY, remove_tree, workspace_kind
 from .workspace import WorkspaceError, make_workspace, scratch_dir, workspace_patch
 
 def read_attempts(path: Path) -> list[dict]:
@@ -146,7 +147,7 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
             record["agent_paths_withheld"] = withheld
             write_json(run_dir / "run.json", record)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
     if health is not None:
         note_health(health, record, start_failure(record, run_dir))
     return record
@@ -161,7 +162,7 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     # files only, no symlink followed, capped), so nothing it plants is followed on the host.
     out = scratch / "out"
     out.mkdir()
-    ws = make_workspace(sealed, scratch / "ws", scratch / "shadow.git")
+    ws = make_workspace(sealed, scratch / "ws", scratch / "private", workspace_kind(level))
     ctl = scratch / "ctl"
     ctl.mkdir()
     prompt = ctl / "prompt.md"
@@ -171,9 +172,12 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     clock = time_box(meta["time_box_sec"], envelope)
     command = plan.command
     command_run = plan.command_for(ws.root)  # relative words naming the agent's files made absolute
-    worker_box = make_sandbox(level, writable=[ws.root, out], hide=hide,
+    overlay = ws.kind == OVERLAY
+    worker_box = make_sandbox(level, writable=[out] if overlay else [ws.root, out], hide=hide,
                               readable=[ctl, *options.readonly_paths, *plan.mounts], limits=options.limits)
-    tests_box = make_sandbox(level, writable=[ws.root], hide=hide, limits=options.limits)
+    tests_box = make_sandbox(level, writable=[] if overlay else [ws.root], hide=hide, limits=options.limits)
+    if overlay:  # the worker holds the live mount; each visible run mounts the workspace as it stands
+        worker_box, tests_box = worker_box.with_overlay(ws.overlay()), tests_box.with_overlay(ws.view(ws.root))
     task_env, env_vars = None, {}
     if options.env is not None:  # the task's commands run in its environment; the agent keeps its own python
         built = load_env(options.env)
@@ -241,7 +245,7 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
         "time_box_s": clock, "task_time_box_s": meta["time_box_sec"],
         "wall_s": res.wall_s, "exit_code": res.returncode, "end_reason": end_reason, "timed_out": res.timed_out,
         "signal": res.signal,
-        "base_commit": ws.base_commit, "patch_bytes": len(patch), "patch_error": patch_error,
+        "base_commit": ws.base_commit, "workspace": ws.kind, "patch_bytes": len(patch), "patch_error": patch_error,
         "usage": usage, "stamp": stamp, "steer_count": count_steers(out / STEERS_FILE),
         "report_problems": [p for p in (usage_problem, stamp_problem) if p] + [f"out/{p}" for p in out_skipped],
         "usage_agent": usage_agent, "tokens_source": tokens_source,

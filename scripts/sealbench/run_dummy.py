@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import sys
 import traceback
 from collections.abc import Mapping
@@ -34,7 +33,7 @@ from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from .scoring import score_patch
 from .tamper_rules import path_rule, protected_reason
 from .task_layout import protected_paths
-from .workspace import make_workspace, scratch_dir, workspace_patch
+from .gitdiff import Change, git_mode, tree_patch
 from .contract import INFRA_FAIL, PASS
 
 #: Comment syntax per language for the stub edit (a trailing comment changes no behaviour).
@@ -77,9 +76,10 @@ def stub_target(repo: Path, language: str, task_paths: Mapping[str, str] | None 
     return None
 
 
-def stub_patch(sealed: Path, meta: dict, workdir: Path) -> tuple[bytes, str]:
+def stub_patch(sealed: Path, meta: dict) -> tuple[bytes, str]:
     """Append a comment line to the file :func:`stub_target` picks; return (patch, path).
-    A repo with no such file is an error naming the task (the stub would test no source edit)."""
+    A repo with no such file is an error naming the task (the stub would test no source edit).
+    The patch is written straight from the two versions of that file (no workspace)."""
     lang = meta["language"].lower()
     source = stub_target(Path(sealed) / "repo", lang, protected_paths(Path(sealed), meta))
     if source is None:
@@ -87,15 +87,13 @@ def stub_patch(sealed: Path, meta: dict, workdir: Path) -> tuple[bytes, str]:
         raise SealbenchError(f"task {meta['id']}: the stub control found no {kind} in repo/ that is not a test, "
                              "a test-config file or otherwise protected by the tamper rules (conftest.py, pytest "
                              "configuration, tests/, visible_tests/, hidden_tests/ …): it cannot test a source edit")
-    ws = make_workspace(sealed, workdir / "ws", workdir / "shadow.git")
     rel = source.relative_to(Path(sealed) / "repo")
-    target = ws.root / rel
     marker = COMMENT.get(lang)
-    data = target.read_bytes()
+    data = source.read_bytes()
     sep = b"" if data.endswith(b"\n") or not data else b"\n"
     addition = (f"{marker} sealbench stub: no behaviour change\n" if marker else "\n").encode()
-    target.write_bytes(data + sep + addition)
-    return workspace_patch(ws), rel.as_posix()
+    mode = git_mode(source.stat().st_mode | 0o600)
+    return tree_patch([Change(rel.as_posix(), data, data + sep + addition, mode, mode)]), rel.as_posix()
 
 
 def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: float = 300,
@@ -109,11 +107,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         box = box.with_readable(env.path)
     meta = read_json(sealed / "meta.json")
     out_dir.mkdir(parents=True, exist_ok=True)
-    scratch = scratch_dir("stub")
-    try:
-        stub, stub_path = stub_patch(sealed, meta, scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    stub, stub_path = stub_patch(sealed, meta)
     patches = {"empty_diff": b"", "stub": stub, "oracle": (sealed / "oracle.patch").read_bytes()}
     for name, data in patches.items():
         (out_dir / f"{name}.patch").write_bytes(data)

@@ -201,6 +201,10 @@ class Sandbox:
     #: folders inside a writable one that stay read-only (the sealed test folders of a scoring
     #: workspace: code imported by one test module must not rewrite the modules collected after)
     frozen: tuple[Path, ...] = ()
+    #: copy-on-write workspaces (``layers.Overlay``) mounted after the writable folders
+    overlays: tuple = ()
+    #: (source, destination) pairs mounted read-only last: sealed files over an overlay workspace
+    frozen_from: tuple[tuple[Path, Path], ...] = ()
     #: a session of its own (``--new-session``: no controlling terminal to push keystrokes into);
     #: False only for a person's interactive sealed shell (``session_shell``)
     new_session: bool = True
@@ -211,6 +215,18 @@ class Sandbox:
 
     def with_frozen(self, *paths: Path) -> "Sandbox":
         return replace(self, frozen=self.frozen + tuple(Path(p).absolute() for p in paths))
+
+    def with_overlay(self, overlay: Any, frozen_from: Iterable[tuple[Path, Path]] = ()) -> "Sandbox":
+        """The same sandbox with ``overlay`` (a ``layers.Overlay``) mounted, and ``frozen_from``
+        (sealed source, path inside it) mounted read-only over it."""
+        return replace(self, overlays=self.overlays + (overlay,),
+                       frozen_from=self.frozen_from + tuple((Path(a), Path(b)) for a, b in frozen_from))
+
+    def usage_roots(self) -> list[Path]:
+        """The host folders the commands' writes land in: the writable ones and the overlays'
+        upper folders (what ``max_workspace_mb`` counts)."""
+        roots = list(self.writable) + [o.upper for o in self.overlays if o.upper is not None]
+        return [p for p in roots if p.exists()]
 
     def with_writable(self, *paths: Path) -> "Sandbox":
         return replace(self, writable=self.writable + tuple(Path(p).absolute() for p in paths))
@@ -250,6 +266,8 @@ class Sandbox:
         """The argv that runs ``argv`` in this sandbox with ``cwd`` as working folder (limits
         excepted: those are applied by :meth:`guard` around it)."""
         if self.level == "none":
+            if self.overlays:
+                raise SealbenchError("an overlay workspace needs the bwrap sandbox (level none cannot mount it)")
             return list(argv)
         exe, version = bwrap_executable()
         exe = exe or "bwrap"
@@ -294,9 +312,13 @@ class Sandbox:
         for w in sorted(self.writable, key=lambda p: len(p.parts)):
             w.mkdir(parents=True, exist_ok=True) if not w.exists() else None
             cmd += ["--bind", str(w), str(w)]
+        for ov in self.overlays:
+            cmd += ov.bwrap_args()
         for f in sorted(self.frozen, key=lambda p: len(p.parts)):
             if f.exists():
                 cmd += ["--ro-bind", str(f), str(f)]
+        for src, dst in sorted(self.frozen_from, key=lambda sd: len(sd[1].parts)):
+            cmd += ["--ro-bind", str(src), str(dst)]
         cmd += ["--remount-ro", "/", "--chdir", str(Path(cwd).absolute()), "--"]
         return cmd + list(argv)
 

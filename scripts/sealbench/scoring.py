@@ -27,10 +27,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .patch_apply import apply_patch_details
+from .layers import OVERLAY, remove_tree, sparse_copy, workspace_kind
+from .patch_apply import apply_patch_details, patch_paths
+from .patches import unsafe_path
+from .scoring_layers import as_layer, scoring_overlay
 from .sealed_command import CommandOutcome, _run_check, judge
 from .similarity import GOLD_LIKE_THRESHOLD, gold_similarity
-from .task_layout import import_paths, packages, protected_paths, test_trees
+from .task_layout import import_paths, packages, protected_paths, test_trees, tests_layout
 from .workspace import TEST_DIRS, copy_tree, scratch_dir
 from .contract import FAIL, INFRA_FAIL, PASS, TAMPER
 
@@ -116,12 +119,20 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     sim = gold_similarity(patch, oracle) if oracle is not None else None
     gold = {"gold_similarity": sim, "gold_like": None if sim is None else sim >= GOLD_LIKE_THRESHOLD}
     scratch = scratch_dir("score")
+    level = getattr(sandbox, "level", "none")
+    overlay = hasattr(sandbox, "with_overlay") and workspace_kind(level) == OVERLAY
+    repo = sealed_task / "repo"
     try:
-        base = scratch / "base"
-        base.mkdir()
-        copy_tree(sealed_task / "repo", base)
         own = protected_paths(sealed_task, meta)
-        app = apply_patch_details(base, patch, bool(meta.get("allow_binary")), own)
+        base = scratch / ("patched" if overlay else "base")
+        base.mkdir()
+        if overlay:   # only the files the patch touches, applied; the rest stays the sealed repo/
+            rels = patch_paths(base, patch)
+            sparse_copy((repo,), [p for p in rels or () if not unsafe_path(p)], base)
+            app = apply_patch_details(base, patch, bool(meta.get("allow_binary")), own, pristine=repo)
+        else:
+            copy_tree(repo, base)
+            app = apply_patch_details(base, patch, bool(meta.get("allow_binary")), own)
         tamper = sorted(app.protected)
         tamper_text = "; ".join(f"{p} ({w})" for p, w in sorted(app.protected.items()))
         if not app.applied:
@@ -136,18 +147,31 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
                 else:
                     (base / d).unlink()
         for rel in meta.get("support_files") or ():   # the sealed copy, whatever happened
-            shutil.copyfile(sealed_task / "repo" / rel, base / rel)
-        imports = {"import_paths": tuple(import_paths(sealed_task / "repo", meta)),
-                   "packages": tuple(packages(sealed_task / "repo", meta))}
+            if overlay:
+                (base / rel).unlink(missing_ok=True)
+            else:
+                shutil.copyfile(repo / rel, base / rel)
+        if overlay:
+            as_layer(base, repo, rels or (), hide=TEST_DIRS)
+        imports = {"import_paths": tuple(import_paths(repo, meta)),
+                   "packages": tuple(packages(repo, meta))}
         junit_dir = scratch / "reports"
         junit_dir.mkdir()
         ws = scratch / "ws"
+        runs = iter(range(1, 3))
 
         def fresh(test_dirs: tuple[str, ...]) -> object | None:
-            # Each command gets a fresh copy of the patched snapshot with only the test folders
+            # Each command gets a fresh view of the patched snapshot with only the test folders
             # it needs (the visible command never sees hidden_tests/), read-only inside the
             # sandbox: nothing the tested code does in one run reaches the tests of the next, or
             # the test modules collected after the one that imported it.
+            if overlay:
+                n = next(runs)
+                remove_tree(ws) if ws.exists() else None
+                ws.mkdir()
+                ov, frozen_from = scoring_overlay(sealed_task, meta, test_dirs, own, (repo, base), ws,
+                                                  scratch / f"upper{n}", scratch / f"work{n}")
+                return sandbox.with_writable(junit_dir).with_overlay(ov, frozen_from)
             if ws.exists():
                 shutil.rmtree(ws)
             copy_tree(base, ws)
@@ -160,17 +184,20 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
             frozen += [ws / p for p in sorted(own) if (ws / p).exists()]   # support files, tests at repo paths
             return box.with_frozen(*frozen) if hasattr(box, "with_frozen") else box
 
+        def names(test_dirs: tuple[str, ...]) -> list[Path] | None:
+            return [sealed_task / d for d in test_dirs if tests_layout(meta) == "folders"] if overlay else None
+
         visible = hidden = None
         if "visible" in commands:
             box = fresh(("visible_tests",))
             visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, junit_dir,
-                                 task_env=task_env, **imports)
+                                 task_env=task_env, test_folders=names(("visible_tests",)), **imports)
         if "hidden" in commands:
             box = fresh(TEST_DIRS)
             hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir,
-                                task_env=task_env, **imports)
+                                task_env=task_env, test_folders=names(TEST_DIRS), **imports)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
     v_status, v_why = judge("visible", visible) if visible is not None else (PASS, None)
     h_status, h_why = (judge("hidden", hidden, max(int(meta.get("failing_tests") or 0), int(expected_hidden or 0)))
                        if hidden is not None else (PASS, None))

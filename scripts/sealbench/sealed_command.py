@@ -18,7 +18,7 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .core import harness_env
 from .task_layout import task_pythonpath
@@ -114,18 +114,21 @@ def _read_stream(fd: int, sink: dict) -> None:
 def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float,
                sandbox: object | None = None, junit_dir: Path | None = None, *,
                import_paths: tuple[str, ...] = (), packages: tuple[str, ...] = (),
-               task_env: Mapping[str, str] | None = None) -> CommandOutcome:
+               task_env: Mapping[str, str] | None = None,
+               test_folders: Sequence[Path] | None = None) -> CommandOutcome:
     """Run one task command under the sealed report. ``import_paths`` (workspace-relative) go
     first on ``PYTHONPATH``; ``packages`` (the code under test) and the workspace root reach the
     plugin with the canary secret, and the stream says where each package was imported from.
-    ``task_env``: the task's test environment (environments.BuiltEnv.command_env), or none."""
+    ``task_env``: the task's test environment (environments.BuiltEnv.command_env), or none.
+    ``test_folders``: where the canary names' words come from when ``ws`` is an overlay's
+    mount point (see ``make_canary_secret``)."""
     logdir.mkdir(parents=True, exist_ok=True)
     junit_dir = junit_dir or logdir
     junit_dir.mkdir(parents=True, exist_ok=True)
     junit_path = junit_dir / f"{name}.junit.xml"
     junit_path.unlink(missing_ok=True)          # a stale report must never count
     kwargs = {} if sandbox is None else {"sandbox": sandbox}
-    secret = make_canary_secret(ws)
+    secret = make_canary_secret(ws, test_folders)
     secret.update(packages=list(packages), root=str(Path(ws).resolve()))
     sec_r, sec_w = os.pipe()
     out_r, out_w = os.pipe()

@@ -19,7 +19,7 @@ import random
 import re
 import secrets
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,10 +74,10 @@ _WORDS = ("total", "rate", "stay", "berth", "refund", "window", "order", "value"
 _TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(test_?\w*)\s*\(", re.MULTILINE)
 
 
-def _suite_names(ws: Path) -> set[str]:
+def _suite_names(ws: Path, folders: Sequence[Path] | None = None) -> set[str]:
     names: set[str] = set()
-    for d in TEST_DIRS:
-        for f in sorted((ws / d).rglob("*.py")) if (ws / d).is_dir() else []:
+    for top in (folders if folders is not None else [ws / d for d in TEST_DIRS]):
+        for f in sorted(Path(top).rglob("*.py")) if Path(top).is_dir() else []:
             try:
                 names.update(_TEST_DEF.findall(f.read_text("utf-8", "replace")))
             except OSError:
@@ -85,11 +85,13 @@ def _suite_names(ws: Path) -> set[str]:
     return names
 
 
-def make_canary_secret(ws: Path) -> dict:
+def make_canary_secret(ws: Path, test_folders: Sequence[Path] | None = None) -> dict:
     """A one-time canary secret: two test names built from the words of the suite's own test
-    names (never one of them), the failing canary's message and a shuffle seed."""
+    names (never one of them), the failing canary's message and a shuffle seed. The names are
+    read from ``ws``'s test folders, or from ``test_folders`` (an overlay workspace, whose
+    ``ws`` is only a mount point outside the sandbox)."""
     rng = random.Random(secrets.randbits(64))
-    existing = _suite_names(ws)
+    existing = _suite_names(ws, test_folders)
     words = sorted({w for n in existing for w in n.split("_") if w.isalpha() and len(w) > 2 and w != "test"})
     pool = words if len(words) >= 4 else sorted(set(words) | set(_WORDS))
     names: list[str] = []

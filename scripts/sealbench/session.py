@@ -143,7 +143,7 @@ class Session:
         return round(self.data["time_box_s"] - self.elapsed(now), 3)
 
     def workspace(self) -> Workspace:
-        return Workspace(Path(self.data["workspace"]), Path(self.data["shadow"]), self.data["base_commit"])
+        return Workspace.from_dict(self.data["ws"])
 
 
 def _load(results: Path, session_id: str) -> Session:
@@ -260,7 +260,7 @@ def start_session(task_id: str, who: str, role: str = "human", config: Path = Pa
             n += 1
     scratch = scratch_dir("session")
     try:
-        ws = make_workspace(task.dir, scratch / "ws", scratch / "shadow.git")
+        ws = make_workspace(task.dir, scratch / "ws", scratch / "private")   # a copy: the person's editor works on it
         prompt = sdir / "prompt.md"
         shutil.copyfile(task.dir / "prompt.md", prompt)
         prompt.chmod(0o444)
@@ -270,7 +270,7 @@ def start_session(task_id: str, who: str, role: str = "human", config: Path = Pa
             "session_id": sdir.name, "task_id": task_id, "task_digest": digest, "pack": str(pack),
             "who": who, "role": role, "started_at": _now(), "time_box_s": time_box(task.meta, envelope),
             "task_time_box_s": task.meta["time_box_sec"], "envelope": envelope,
-            "base_commit": ws.base_commit, "workspace": str(ws.root), "shadow": str(ws.shadow),
+            "base_commit": ws.base_commit, "workspace": str(ws.root), "ws": ws.to_dict(),
             "scratch": str(scratch), "visible_command": task.meta["visible_command"],
             "import_paths": import_paths(task.dir / "repo", task.meta),
             "prompt": str(prompt), "results": str(Path(results).absolute()), "status": "open",

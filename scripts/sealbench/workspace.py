@@ -1,12 +1,14 @@
-"""Workspaces and their patches: the worker's copy of a task and the diff taken from it.
+"""Workspaces and their patches: the worker's view of a task and the diff taken from it.
 
-- :func:`make_workspace` builds the worker's workspace (docs/contract.md §1): a copy of ``repo/`` with
+- :func:`make_workspace` builds the worker's workspace (docs/contract.md §1): ``repo/`` with
   ``visible_tests/`` inside (with ``tests_layout: "repo"``, its files at their repository
-  paths), a git repository with exactly one commit. The same commit is
-  also kept in a *shadow* git folder outside the workspace, so the patch is computed against
-  the recorded base even if the worker rewrites ``.git``.
-- :func:`workspace_patch` is the diff of the workspace against its base (build artefacts
-  never enter it).
+  paths), a git repository with exactly one commit. It starts from read-only *layers*
+  (:func:`base_layers`: the sealed ``repo/`` and a base layer holding ``.git`` and the visible
+  tests, built once per sealed task) and is either an **overlay** over them (no copy: writes go
+  to an upper folder; mounted by the sandbox) or a **copy** of them (:mod:`sealbench.layers`).
+- :func:`workspace_patch` is the diff of the workspace against those layers, taken from the
+  upper folder or the copy without git (:mod:`sealbench.gitdiff`), so whatever the worker does
+  to ``.git`` changes nothing; build artefacts never enter it.
 Commands run in them through :mod:`sealbench.processes`; scoring a patch is :mod:`sealbench.scoring`.
 """
 
@@ -21,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from .core import ARTEFACT_NAMES, ARTEFACT_SUFFIXES
+from .core import ARTEFACT_NAMES
+from .gitdiff import Change, tree_patch
+from .layers import COPY, OVERLAY, Overlay, remove_tree, tree_changes, upper_changes
 
 #: Fixed identity and date: the same snapshot always gets the same commit id.
 GIT_ENV = {
@@ -85,61 +89,148 @@ def copy_tree(src: Path, dst: Path) -> None:
         os.chmod(dirpath, 0o755)
 
 
-def _is_artefact(relpath: str) -> bool:
-    parts = relpath.split("/")
-    return any(p in ARTEFACT_NAMES for p in parts) or relpath.endswith(ARTEFACT_SUFFIXES)
-
-
 @dataclass(frozen=True)
 class Workspace:
-    root: Path          # the worker's folder (cwd of the agent)
-    shadow: Path        # git dir outside the workspace holding the one base commit
+    """The worker's workspace. ``root`` is its folder (the agent's cwd); ``lowers`` the sealed
+    folders it starts from, lowest first (``repo/`` and the base layer: ``.git`` and the visible
+    tests). ``kind`` is ``overlay`` (``root`` exists only inside a sandbox that mounts
+    :meth:`overlay`; writes land in ``upper``) or ``copy`` (``root`` is a real copy)."""
+
+    root: Path
+    lowers: tuple[Path, ...]
     base_commit: str
+    kind: str = COPY
+    upper: Path | None = None
+    work: Path | None = None
+
+    def overlay(self) -> Overlay:
+        """The mount a sandbox needs for an overlay workspace (``Sandbox.with_overlay``)."""
+        if self.kind != OVERLAY or self.upper is None:
+            raise WorkspaceError(f"{self.root}: a {self.kind} workspace has no overlay")
+        return Overlay(self.root, self.lowers, self.upper, self.work)
+
+    def view(self, dest: Path) -> Overlay:
+        """A throw-away overlay of the workspace as it stands now (its upper folder as one more
+        read-only lower) at ``dest``: how the harness runs the visible tests in it while the
+        worker's own sandbox holds the live mount."""
+        if self.kind == OVERLAY and self.upper is not None:
+            return Overlay(Path(dest), self.lowers + (self.upper,))
+        return Overlay(Path(dest), (self.root,))
+
+    def to_dict(self) -> dict:
+        return {"root": str(self.root), "lowers": [str(p) for p in self.lowers], "base_commit": self.base_commit,
+                "kind": self.kind, "upper": str(self.upper) if self.upper else None,
+                "work": str(self.work) if self.work else None}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Workspace":
+        return cls(Path(d["root"]), tuple(Path(p) for p in d["lowers"]), d["base_commit"], d.get("kind", COPY),
+                   Path(d["upper"]) if d.get("upper") else None, Path(d["work"]) if d.get("work") else None)
 
 
-def make_workspace(sealed_task: Path, root: Path, shadow: Path) -> Workspace:
-    """Build the worker's workspace from a sealed task copy (see module docstring)."""
-    sealed_task = Path(sealed_task).resolve()
-    root, shadow = Path(root).absolute(), Path(shadow).absolute()
-    for p in (root, shadow):
-        if p.exists():
-            shutil.rmtree(p)
-    root.mkdir(parents=True)
-    copy_tree(sealed_task / "repo", root)
-    if (root / ".git").exists():
-        raise WorkspaceError(f"{sealed_task / 'repo'}: contains .git; a snapshot carries no history")
+def _build_layer(sealed_task: Path, meta: Mapping, layer: Path) -> None:
+    """Write the base layer at ``layer``: the visible tests where the workspace has them and
+    ``.git`` holding one commit of ``repo/`` plus those tests (fixed identity and date)."""
     from .task_layout import test_trees  # (task_layout imports this module)
+
+    if (sealed_task / "repo" / ".git").exists():
+        raise WorkspaceError(f"{sealed_task / 'repo'}: contains .git; a snapshot carries no history")
+    tmp = Path(tempfile.mkdtemp(prefix=".layer-", dir=layer.parent))
+    full = tmp / "full"
+    try:
+        full.mkdir()
+        copy_tree(sealed_task / "repo", full)
+        out = tmp / "layer"
+        out.mkdir()
+        for src, dst in test_trees(meta, ("visible_tests",)):
+            copy_tree(sealed_task / src, full / dst)
+            copy_tree(sealed_task / src, out / dst)
+        run_git(["init", "-q", str(full)], cwd=tmp)
+        run_git(["add", "-A", "-f", "--", "."], cwd=full)
+        run_git(["commit", "-q", "--allow-empty", "-m", "sealbench snapshot"], cwd=full)
+        shutil.move(str(full / ".git"), str(out / ".git"))
+        for dirpath, _dirs, _files in os.walk(out):
+            os.chmod(dirpath, 0o755)
+        try:
+            os.rename(out, layer)
+        except OSError:
+            if not (layer / ".git").is_dir():  # not another builder's finished layer
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _writable_files(repo: Path) -> None:
+    """Sealed copies made before overlays were files of mode 0444: make them 0644 (the digest
+    does not count modes), so a file the worker opens for writing can be copied up."""
+    for dirpath, _dirs, files in os.walk(repo):
+        for n in files:
+            f = os.path.join(dirpath, n)
+            st = os.lstat(f)
+            if not st.st_mode & 0o200 and not os.path.islink(f):
+                os.chmod(f, (st.st_mode & 0o777) | 0o200)
+
+
+def base_layers(sealed_task: Path, private: Path) -> tuple[Path, ...]:
+    """The read-only folders a workspace starts from, lowest first: the sealed ``repo/`` and
+    the base layer (:func:`_build_layer`). A hash_pack sealed copy (``…/sealed`` beside
+    ``sealed.json``) keeps one base layer for all its workspaces (``…/layer``, built once);
+    any other task folder gets one in ``private``."""
+    sealed_task = Path(sealed_task).resolve()
     meta = json.loads((sealed_task / "meta.json").read_text("utf-8"))
-    for src, dst in test_trees(meta, ("visible_tests",)):
-        copy_tree(sealed_task / src, root / dst)
-    shadow.parent.mkdir(parents=True, exist_ok=True)
-    senv = {"GIT_DIR": str(shadow), "GIT_WORK_TREE": str(root)}
-    run_git(["init", "-q", "--bare", str(shadow)], cwd=shadow.parent)
-    run_git(["config", "core.bare", "false"], cwd=root, env=senv)
-    run_git(["add", "-A", "-f", "--", "."], cwd=root, env=senv)
-    run_git(["commit", "-q", "--allow-empty", "-m", "sealbench snapshot"], cwd=root, env=senv)
-    base = run_git(["rev-parse", "HEAD"], cwd=root, env=senv).stdout.decode().strip()
-    # The worker's own .git: a copy of the shadow (one commit, one ref, no reflog, no remotes).
-    shutil.copytree(shadow, root / ".git")
-    run_git(["config", "core.bare", "false"], cwd=root)
-    run_git(["reset", "-q"], cwd=root)  # populate the worker's index from HEAD
-    return Workspace(root, shadow, base)
+    cached = sealed_task.name == "sealed" and (sealed_task.parent / "sealed.json").is_file()
+    layer = sealed_task.parent / "layer" if cached else Path(private) / "layer"
+    if not (layer / ".git").is_dir():
+        layer.parent.mkdir(parents=True, exist_ok=True)
+        if cached:
+            _writable_files(sealed_task / "repo")
+        _build_layer(sealed_task, meta, layer)
+    return (sealed_task / "repo", layer)
+
+
+def _head(layer: Path) -> str:
+    return (layer / ".git" / "refs" / "heads" / "main").read_text().strip()
+
+
+def make_workspace(sealed_task: Path, root: Path, private: Path, kind: str = COPY) -> Workspace:
+    """The worker's workspace (see module docstring). ``private`` is a folder of the harness
+    beside it (the overlay's upper and work folders; a base layer that is not cached). An
+    ``overlay`` workspace costs no copy: ``root`` is an empty mount point until a sandbox mounts
+    :meth:`Workspace.overlay` there; a ``copy`` copies the layers into ``root``."""
+    root, private = Path(root).absolute(), Path(private).absolute()
+    for p in (root, private):
+        if p.exists():
+            remove_tree(p)
+    private.mkdir(parents=True)
+    lowers = base_layers(sealed_task, private)
+    base = _head(lowers[-1])
+    root.mkdir(parents=True)
+    if kind == OVERLAY:
+        upper, work = private / "upper", private / "work"
+        upper.mkdir()
+        work.mkdir()
+        return Workspace(root, lowers, base, OVERLAY, upper, work)
+    if kind != COPY:
+        raise WorkspaceError(f"workspace kind {kind!r} is not one of {OVERLAY}, {COPY}")
+    for low in lowers:
+        copy_tree(low, root)
+    return Workspace(root, lowers, base, COPY)
+
+
+def workspace_changes(ws: Workspace) -> list[Change]:
+    """What the worker changed (see :mod:`sealbench.layers`): never read through ``.git``."""
+    if ws.kind == OVERLAY and ws.upper is not None:
+        return upper_changes(ws.upper, ws.lowers)
+    return tree_changes(ws.root, ws.lowers)
 
 
 def workspace_patch(ws: Workspace) -> bytes:
-    """The workspace's diff against its base commit, via the shadow git folder.
+    """The workspace's diff against its base, in git's format (:mod:`sealbench.gitdiff`).
 
     Everything the worker left (new, changed, deleted files, ignored or not) is included,
     except ``.git`` and build artefacts (``__pycache__``, ``.pytest_cache``, ``*.pyc`` …).
     """
-    env = {"GIT_DIR": str(ws.shadow), "GIT_WORK_TREE": str(ws.root),
-           "GIT_INDEX_FILE": str(ws.shadow / "sealbench-index")}
-    run_git(["read-tree", ws.base_commit], cwd=ws.root, env=env)
-    excludes = []
-    for name in sorted(ARTEFACT_NAMES):
-        excludes += [f":(exclude,glob)**/{name}/**", f":(exclude,glob){name}/**"]
-    excludes += [f":(exclude,glob)**/*{suf}" for suf in ARTEFACT_SUFFIXES]
-    run_git(["add", "-A", "-f", "--", ".", *excludes], cwd=ws.root, env=env)
-    diff = run_git(["diff", "--cached", "--binary", "--full-index", "--no-color", "--no-ext-diff",
-                 "--no-renames", ws.base_commit], cwd=ws.root, env=env).stdout
-    return diff
+    try:
+        return tree_patch(workspace_changes(ws))
+    except OSError as exc:
+        raise WorkspaceError(f"{ws.root}: the workspace could not be read: {exc}") from exc
