@@ -213,13 +213,17 @@ def test_other_runs_scratch_under_custom_tmpdir_is_invisible(world, monkeypatch,
             ENVELOPE, options))
         victim.start()
         deadline = time.monotonic() + 15
-        while not list(scratch_base.glob("*/ws/secret.txt")):
+        # where the victim's write lands on the host: its overlay's upper folder (or a copied workspace)
+        written = ("*/private/upper/secret.txt", "*/ws/secret.txt")
+        while not [p for g in written for p in scratch_base.glob(g)]:
             assert time.monotonic() < deadline, "the victim run never wrote its secret"
             time.sleep(0.05)
-        victim_scratch = list(scratch_base.glob("*/ws/secret.txt"))[0].parent.parent.name
+        found = [p for g in written for p in scratch_base.glob(g)][0]
+        victim_scratch = found.relative_to(scratch_base).parts[0]
         spy_dir = world["base"] / "results" / "spy"
         cmd = (f"ls -a {scratch_base} > \"$SEALBENCH_OUT/ls.txt\" 2>&1; "
-               f"cat {scratch_base}/*/ws/secret.txt > \"$SEALBENCH_OUT/cat.txt\" 2>/dev/null; "
+               f"cat {scratch_base}/*/ws/secret.txt {scratch_base}/*/private/upper/secret.txt "
+               f"> \"$SEALBENCH_OUT/cat.txt\" 2>/dev/null; "
                f"find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -name secret.txt -print "
                f"> \"$SEALBENCH_OUT/find.txt\" 2>/dev/null; true")
         rec = run_agent.run_agent(world["sealed"], spy_dir, "spy", "0" * 16, cmd, {}, 1, ENVELOPE, options)

@@ -77,7 +77,7 @@ def _is_binary(data: bytes | None) -> bool:
 
 
 def _binary_literal(data: bytes) -> bytes:
-    packed = zlib.compress(data)
+    packed = zlib.compress(data, 1)   # git deflates binary patches at Z_BEST_SPEED
     lines = [b"literal %d\n" % len(data)]
     for i in range(0, len(packed), 52):
         chunk = packed[i:i + 52]
