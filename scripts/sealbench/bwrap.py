@@ -10,10 +10,12 @@ import re
 import shutil
 import subprocess
 
+from .processes import registered_run
+
 
 def _version(exe: str) -> tuple[int, ...] | None:
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10).stdout
+        out = registered_run([exe, "--version"], timeout=10, text=True).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)

@@ -33,6 +33,7 @@ from typing import Iterable, Sequence
 
 from .core import ARTEFACT_NAMES, ARTEFACT_SUFFIXES
 from .gitdiff import Change, git_mode
+from .processes import registered_run
 
 #: The two workspace kinds (on every run row as ``workspace``, and on the card).
 OVERLAY, COPY = "overlay", "copy"
@@ -239,7 +240,7 @@ def overlay_problem() -> str | None:
         box = Sandbox(level="bwrap", readable=(), hidden=(), overlays=(ov,))
         argv = box.wrap(["/bin/sh", "-c", "test ! -e gone && echo upper > f && cat f"], ov.dest)
         try:
-            proc = subprocess.run(argv, capture_output=True, timeout=20)
+            proc = registered_run(argv, timeout=20)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bwrap could not mount an overlay: {exc}"
         if proc.returncode != 0 or proc.stdout != b"upper\n":

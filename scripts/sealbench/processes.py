@@ -164,6 +164,73 @@ def _reap(pids: set[int]) -> None:
             pids.discard(pid)
 
 
+def registered_run(argv: list[str], timeout: float, text: bool = False) -> subprocess.CompletedProcess:
+    """``subprocess.run`` (output captured) for a short harness command such as a bwrap probe,
+    registered while it runs so that no reaping in another thread takes its exit status."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text)
+    with _ACTIVE_LOCK:
+        _ACTIVE.add(proc.pid)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE.discard(proc.pid)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _adopted_inits() -> list[int]:
+    """Children of this process named ``bwrap`` that no command of :func:`run_process` is
+    waiting for: the PID-1 processes of finished sandboxes, adopted (this process is a
+    subreaper) when their outer bwrap exited first. Read from ``/proc/self/task/*/children``
+    (this process's own children only, not all of ``/proc``)."""
+    kids: set[int] = set()
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return []
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children", "rb") as fh:
+                kids.update(int(x) for x in fh.read().split())
+        except OSError:
+            continue
+    with _ACTIVE_LOCK:
+        kids -= _ACTIVE
+    out = []
+    for pid in kids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        end = data.rindex(b")")
+        if data[data.index(b"(") + 1:end] == b"bwrap":
+            out.append(pid)
+    return out
+
+
+def _reap_adopted_inits(wait_s: float = 2.0) -> None:
+    """Reap the adopted sandbox inits (:func:`_adopted_inits`), waiting up to ``wait_s`` for
+    those still ending (the kernel kills what is left in their PID namespace first)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = []
+        for pid in _adopted_inits():
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if not done:
+                left.append(pid)
+        if not left or time.monotonic() > deadline:
+            return
+        time.sleep(0.005)
+
+
 def _kill_group(pgid: int) -> list[str]:
     """SIGTERM the process group, then 0.2 s later SIGKILL it; returns the signals sent (none
     when the group was already gone)."""
@@ -316,7 +383,9 @@ def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: floa
     with _ACTIVE_LOCK:
         _ACTIVE.discard(proc.pid)
         others = set(_ACTIVE)
-    if not contained:
+    if contained:
+        _reap_adopted_inits()
+    else:
         keep = set(before)
         for other in others:  # commands other threads are running are not ours to kill
             keep |= {other, *descendants(other)}

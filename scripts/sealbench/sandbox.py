@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .bwrap import bwrap_executable
+from .processes import registered_run
 from .core import SealbenchError
 from .limits import DEFAULT_LIMITS, Guard, Limits
 
@@ -95,7 +96,7 @@ def bwrap_problem() -> str | None:
     probe = Sandbox(level="bwrap", readable=(), hidden=(), limits=Limits())
     argv = probe.wrap(["true"], Path("/"))
     try:
-        proc = subprocess.run(argv, capture_output=True, timeout=20)
+        proc = registered_run(argv, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not start: {exc}"
     if proc.returncode != 0:

@@ -384,7 +384,7 @@ def submit(session_id: str | None = None, results: Path = Path("results")) -> di
         "epoch": epoch, "role": "human", "command": HUMAN_COMMAND,
         "time_box_s": d["time_box_s"], "task_time_box_s": d["task_time_box_s"],
         "wall_s": wall, "exit_code": 0, "end_reason": "time_box" if timed_out else "submit",
-        "timed_out": timed_out, "base_commit": d["base_commit"], "patch_bytes": len(patch),
+        "timed_out": timed_out, "base_commit": d["base_commit"], "workspace": d["ws"]["kind"], "patch_bytes": len(patch),
         "usage": {k: None for k in USAGE_KEYS}, "stamp": dict(HUMAN_STAMP),
         "steer_count": len(steers), "report_problems": [], "attempts": read_jsonl(s.attempts_path),
         "stdout_bytes": 0, "stderr_bytes": 0, "envelope": dict(d["envelope"]),
