@@ -71,6 +71,9 @@ def _card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
         "isolation": {
             "mode": cfg.get("sandbox", "auto"),
             "levels": sorted({str(x) for x in runs[runs.role == "agent"].isolation.dropna()}),
+            # copy-on-write overlays over the sealed task, or copies (where overlays cannot be mounted)
+            "workspaces": {role: sorted({str(x) for x in runs[runs.role == role].workspace.dropna()})
+                           for role in ("agent", "control") if "workspace" in runs},
             "sandbox": "bubblewrap: allowlisted read-only system and interpreter, workspace and SEALBENCH_OUT "
                        "writable, private /tmp, unprivileged uid without capabilities or user namespaces, PID "
                        "namespace, no network; pack, results/, home, project and scratch folders not mounted",

@@ -118,7 +118,7 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
         "time_to_green_s": time_to_green(run.get("attempts", []), res.visible_pass),
         "tamper_paths": res.tamper_paths, "patch_applied": res.patch_applied,
         "gold_like": res.gold_like, "gold_similarity": res.gold_similarity, "scoring_isolation": level,
-        "score": res.to_dict(), "run": run,
+        "scoring_workspace": res.workspace, "score": res.to_dict(), "run": run,
     }
     if env is not None:
         record["environment"] = {k: v for k, v in env.card().items() if k != "lock"}
@@ -146,7 +146,7 @@ def _infra_record(out: Path, task_id: str, run: dict, reason: str) -> dict:
         "agent_exit_code": run.get("exit_code"), "agent_signal": run.get("signal"),
         "agent_error": ended_in_error(run.get("end_reason"), run.get("exit_code"), run.get("signal")),
         "time_to_green_s": None, "tamper_paths": [], "patch_applied": False, "gold_like": None,
-        "gold_similarity": None, "scoring_isolation": None, "score": None, "run": run,
+        "gold_similarity": None, "scoring_isolation": None, "scoring_workspace": None, "score": None, "run": run,
     }
     write_json(out, record)
     return record

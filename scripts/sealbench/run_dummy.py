@@ -126,6 +126,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
             "hidden_ran": res.hidden.junit.ran if res.hidden and res.hidden.junit else None,
             "import_outside": res.import_outside,
             "missing_modules": missing_modules(res),
+            "workspace": res.workspace,
         })
     # every control failed collecting on a missing module: the task's set-up, not a verdict
     missing = mark_controls(results, env.describe() if env else None)
@@ -148,6 +149,8 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         # hidden tests the gold patch ran (JUnit): a scored patch must run at least as many
         "oracle_hidden_ran": min((r["hidden_ran"] for r in oracle if r["hidden_ran"] is not None), default=None),
         "isolation": level,
+        # the scoring workspaces of the controls: overlays over the sealed copy, or copies
+        "workspace": next((r["workspace"] for r in results if r.get("workspace")), None),
     }
     if missing:
         record["missing_modules"] = missing

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .layers import OVERLAY, remove_tree, sparse_copy, workspace_kind
+from .layers import COPY, OVERLAY, remove_tree, sparse_copy, workspace_kind
 from .patch_apply import apply_patch_details, patch_paths
 from .patches import unsafe_path
 from .scoring_layers import as_layer, scoring_overlay
@@ -57,6 +57,8 @@ class ScoreResult:
     #: where a package under test was imported from outside the scoring workspace ("pkg from
     #: path"); None: every one came from inside (or none was imported)
     import_outside: str | None = None
+    #: the scoring workspace: ``overlay`` (layers over the sealed copy) or ``copy``
+    workspace: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -80,7 +82,9 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
                 expected_hidden: int | None = None,
                 commands: tuple[str, ...] = ("visible", "hidden"), task_check: bool = False,
                 task_env: Mapping[str, str] | None = None) -> ScoreResult:
-    """Score ``patch`` on a sealed task (docs/contract.md §1 scoring workspace).
+    """Score ``patch`` on a sealed task (docs/contract.md §1 scoring workspace): over an overlay
+    of the sealed copy where the sandbox can mount one (:mod:`sealbench.scoring_layers`), else
+    on a copy; ``ScoreResult.workspace`` says which.
 
     The patch's protected sections (:func:`protected_reason`) are not applied; the rest is,
     then the sealed test folders are copied in and both commands run with a JUnit report
@@ -115,12 +119,22 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     compiled extensions, bytecode or shadowing top-level modules is ``tamper``
     (:func:`section_rule`, :func:`path_rule`).
     """
+    kind = (workspace_kind(getattr(sandbox, "level", "none")) if hasattr(sandbox, "with_overlay") else COPY)
+    res = _score(sealed_task, meta, patch, logdir, timeout_s, oracle=oracle, sandbox=sandbox,
+                 expected_hidden=expected_hidden, commands=commands, task_check=task_check, task_env=task_env,
+                 overlay=kind == OVERLAY)
+    res.workspace = kind
+    return res
+
+
+def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout_s: float, *,
+           oracle: bytes | None, sandbox: object | None, expected_hidden: int | None,
+           commands: tuple[str, ...], task_check: bool, task_env: Mapping[str, str] | None,
+           overlay: bool) -> ScoreResult:
     sealed_task, logdir = Path(sealed_task).resolve(), Path(logdir).absolute()
     sim = gold_similarity(patch, oracle) if oracle is not None else None
     gold = {"gold_similarity": sim, "gold_like": None if sim is None else sim >= GOLD_LIKE_THRESHOLD}
     scratch = scratch_dir("score")
-    level = getattr(sandbox, "level", "none")
-    overlay = hasattr(sandbox, "with_overlay") and workspace_kind(level) == OVERLAY
     repo = sealed_task / "repo"
     try:
         own = protected_paths(sealed_task, meta)

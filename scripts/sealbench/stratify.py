@@ -134,7 +134,7 @@ def _nulls() -> dict[str, Any]:
     return {k: None for k in ("time_to_green_s", "wall_s", "time_box_s", "end_reason", "exit_code", "steps",
                               "tokens_in", "tokens_out", "cost_usd", "steer_count", "visible_attempts",
                               "excluded_reason", "server_id", "queue_ms", "retries", "quota_state", "route_changed",
-                              "isolation", "over_envelope", "tamper_paths", "gold_like", "gold_similarity",
+                              "isolation", "workspace", "over_envelope", "tamper_paths", "gold_like", "gold_similarity",
                               "stdout_truncated_bytes", "stderr_truncated_bytes", "tokens_source")}
 
 
@@ -153,6 +153,7 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
                 "visible_pass": r["visible_pass"], "hidden_pass": r["hidden_pass"], "end_reason": "control",
                 "patch_bytes": r["patch_bytes"], "reason": r["reason"], "task_digest": t["task_digest"],
                 "pack_digest": pack_digest, "agent_error": False, "isolation": c.get("isolation"),
+                "workspace": r.get("workspace") or c.get("workspace"),
             })
             rows.append(row)
     for s in sorted(scores, key=lambda r: (r["task_id"], r["solver"], r["epoch"])):
@@ -177,6 +178,7 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             "quota_state": stamp.get("quota_state"), "route_changed": stamp.get("route_changed"),
             "task_digest": t["task_digest"], "pack_digest": pack_digest,
             "isolation": "human" if run.get("role") == "human" else run.get("isolation", "none"),
+            "workspace": run.get("workspace"),
             "over_envelope": (None if usage.get("steps") is None and usage.get("tokens_out") is None
                               else bool(run.get("over_envelope"))),
             "tamper_paths": ";".join(s.get("tamper_paths") or []) or None,

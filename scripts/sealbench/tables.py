@@ -72,6 +72,7 @@ RUNS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("visible_attempts", "int64", True, "runs of SEALBENCH_VISIBLE_CMD"),
     ("patch_bytes", "int64", True, "size of the worker's patch"),
     ("isolation", "string", True, "`bwrap` (sandboxed), `none` (unsandboxed), `human` (a person's own machine); for controls, the isolation their scoring ran in"),
+    ("workspace", "string", True, "`overlay` (copy-on-write layers over the sealed task) or `copy`: the agent's workspace; for controls, their scoring workspace (null: not recorded)"),
     ("over_envelope", "bool", True, "reported steps or output tokens exceed the envelope (null: usage unknown)"),
     ("tamper_paths", "string", True, "protected paths the patch touched (test folders, test config), `;`-separated"),
     ("gold_like", "bool", True, "the patch is >= 0.95 similar to the gold patch"),
