@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from .core import ARTEFACT_NAMES
+from .core import ARTEFACT_NAMES, ARTEFACT_SUFFIXES
 from .gitdiff import Change, tree_patch
 from .layers import COPY, OVERLAY, Overlay, remove_tree, tree_changes, upper_changes
 
@@ -130,25 +130,30 @@ class Workspace:
 
 def _build_layer(sealed_task: Path, meta: Mapping, layer: Path) -> None:
     """Write the base layer at ``layer``: the visible tests where the workspace has them and
-    ``.git`` holding one commit of ``repo/`` plus those tests (fixed identity and date)."""
+    ``.git`` holding one commit of ``repo/`` plus those tests (fixed identity and date), indexed
+    straight from the sealed folders (no copy of the snapshot)."""
     from .task_layout import test_trees  # (task_layout imports this module)
 
     if (sealed_task / "repo" / ".git").exists():
         raise WorkspaceError(f"{sealed_task / 'repo'}: contains .git; a snapshot carries no history")
     tmp = Path(tempfile.mkdtemp(prefix=".layer-", dir=layer.parent))
-    full = tmp / "full"
     try:
-        full.mkdir()
-        copy_tree(sealed_task / "repo", full)
         out = tmp / "layer"
         out.mkdir()
+        git = {"GIT_DIR": str(out / ".git")}
+        run_git(["init", "-q", "--bare", str(out / ".git")], cwd=tmp)
+        run_git(["config", "core.bare", "false"], cwd=tmp, env=git)
+        excludes = [f":(exclude,glob)**/{n}/**" for n in sorted(ARTEFACT_NAMES)]
+        excludes += [f":(exclude,glob){n}/**" for n in sorted(ARTEFACT_NAMES)]
+        excludes += [f":(exclude,glob)**/*{suf}" for suf in ARTEFACT_SUFFIXES]
+        run_git(["add", "-A", "-f", "--", ".", *excludes], cwd=sealed_task / "repo",
+                env={**git, "GIT_WORK_TREE": str(sealed_task / "repo")})
         for src, dst in test_trees(meta, ("visible_tests",)):
-            copy_tree(sealed_task / src, full / dst)
             copy_tree(sealed_task / src, out / dst)
-        run_git(["init", "-q", str(full)], cwd=tmp)
-        run_git(["add", "-A", "-f", "--", "."], cwd=full)
-        run_git(["commit", "-q", "--allow-empty", "-m", "sealbench snapshot"], cwd=full)
-        shutil.move(str(full / ".git"), str(out / ".git"))
+            # the tests at their workspace place, over the repo's files (a later tree wins)
+            run_git(["add", "--ignore-removal", "-f", "--", "." if dst == "." else dst, *excludes], cwd=out,
+                    env={**git, "GIT_WORK_TREE": str(out)})
+        run_git(["commit", "-q", "--allow-empty", "-m", "sealbench snapshot"], cwd=out, env=git)
         for dirpath, _dirs, _files in os.walk(out):
             os.chmod(dirpath, 0o755)
         try:
