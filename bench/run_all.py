@@ -96,9 +96,22 @@ def _copy(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, dirs_exist_ok=True)
 
 
-def _run(cmd: str, cwd: Path, env: dict) -> int:
-    return subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+#: Set in the pool's workers when the ideal runs sandboxed (``bench_overhead(sandbox=True)``).
+IDEAL_SANDBOX = {"on": False}
+
+
+def _run(cmd: str, cwd: Path, env: dict, writable: tuple[Path, ...] = ()) -> int:
+    argv = ["bash", "-c", cmd]
+    if IDEAL_SANDBOX["on"]:  # the same bwrap recipe the pipeline uses, one launch per command
+        from sealbench.sandbox import make_sandbox
+
+        argv = make_sandbox("bwrap", writable=[cwd, *writable]).wrap(argv, cwd)
+    return subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60).returncode
+
+
+def _sandboxed_worker(on: bool) -> None:
+    IDEAL_SANDBOX["on"] = on
 
 
 def ideal_controls(task: str, oracle_runs: int, scratch: str) -> list[str]:
@@ -137,7 +150,7 @@ def ideal_agent(task: str, command: str, scratch: str) -> str:
     _copy(task / "repo", ws)
     _copy(task / "visible_tests", ws / "visible_tests")
     env = harness_env({"SEALBENCH_OUT": str(outd), "SEALBENCH_TASK_ID": meta["id"]})
-    _run(command, ws, env)
+    _run(command, ws, env, (outd,))
     _copy(task / "hidden_tests", ws / "hidden_tests")
     ok = _run(meta["visible_command"], ws, env) == 0 and _run(meta["hidden_command"], ws, env) == 0
     shutil.rmtree(ws)
@@ -145,11 +158,11 @@ def ideal_agent(task: str, command: str, scratch: str) -> str:
     return "pass" if ok else "fail"
 
 
-def ideal_pool(pack: Path, oracle_runs: int = 2, workers: int = 2) -> tuple[float, dict]:
+def ideal_pool(pack: Path, oracle_runs: int = 2, workers: int = 2, sandbox: bool = False) -> tuple[float, dict]:
     scratch = tmpdir("ideal")
     tasks = sorted((pack / "tasks").iterdir())
     t0 = time.perf_counter()
-    with cf.ProcessPoolExecutor(workers) as pool:
+    with cf.ProcessPoolExecutor(workers, initializer=_sandboxed_worker, initargs=(sandbox,)) as pool:
         ctl = [pool.submit(ideal_controls, str(t), oracle_runs, str(scratch)) for t in tasks]
         fix = [pool.submit(ideal_agent, str(t), FIX_AGENT, str(scratch)) for t in tasks]
         idle = [pool.submit(ideal_agent, str(t), NOOP_AGENT, str(scratch)) for t in tasks]
@@ -163,23 +176,28 @@ def ideal_pool(pack: Path, oracle_runs: int = 2, workers: int = 2) -> tuple[floa
     return secs, {"sane": sane, "jobs": 3 * len(tasks)}
 
 
-def bench_overhead(state: dict, n: int = 200, batch_size: int = BATCH_SIZE) -> dict:
+def bench_overhead(state: dict, n: int = 200, batch_size: int = BATCH_SIZE, sandbox: bool = False) -> dict:
+    """The pipeline against an ideal 2-process pool doing the same commands, both unsandboxed
+    (copy workspaces) or both in bwrap (the pipeline then uses overlay workspaces)."""
     lb = loadavg()
     wd = tmpdir(f"pipe{n}")
     state.setdefault("cleanup", []).append(wd)
     make_pack(wd / "pack", n)
-    write_config(wd / "cfg.yaml", wd / "pack", batch_size=batch_size)  # sandbox: off, oracle_runs: 2, fixer + idle
+    # oracle_runs: 2, fixer + idle; sandbox off unless asked
+    write_config(wd / "cfg.yaml", wd / "pack", batch_size=batch_size, **({"sandbox": "required"} if sandbox else {}))
     secs, res = smk(wd, "--cores", "2", "gate")
     if res.returncode != 0:
         return row("overhead", "pipeline failed", "<= 1.3x", False, res.stderr[-500:], load_before=lb)
     jobs = jobs_to_run(res.stdout + res.stderr)  # a run prints the compact console (docs/pipeline.md#console)
-    state.setdefault("done", {})[n] = wd
-    state.setdefault("run_secs", {})[n] = secs
-    ideal, info = ideal_pool(wd / "pack", oracle_runs=2, workers=2)
+    if not sandbox:
+        state.setdefault("done", {})[n] = wd
+        state.setdefault("run_secs", {})[n] = secs
+    ideal, info = ideal_pool(wd / "pack", oracle_runs=2, workers=2, sandbox=sandbox)
     ratio = secs / ideal
-    return row("overhead", f"{ratio:.2f}x ({secs:.0f} s / {ideal:.0f} s)", "<= 1.3x", ratio <= 1.3,
+    both = "bwrap both sides (pipeline: overlay workspaces)" if sandbox else "sandbox off both sides (copy workspaces)"
+    return row(f"overhead {'bwrap' if sandbox else 'off'}", f"{ratio:.2f}x ({secs:.0f} s / {ideal:.0f} s)", "<= 1.3x", ratio <= 1.3,
                f"N={n}, batch_size={batch_size}, {jobs} snakemake jobs ({secs / jobs * 1000:.0f} ms wall/job at --cores 2) vs a 2-process pool "
-               f"over {info['jobs']} jobs (controls | agent+scoring); sandbox off both sides; ideal scores in the agent's "
+               f"over {info['jobs']} jobs (controls | agent+scoring); {both}; ideal scores in the agent's "
                f"copy (no patch/git step); ideal results sane={info['sane']}",
                load_before=lb, n=n, batch_size=batch_size, pipeline_s=secs, ideal_s=ideal, ratio=ratio, jobs=jobs, ideal_sane=info["sane"])
 
@@ -554,7 +572,7 @@ def machine() -> dict:
 
 def run(names: list[str], quick: bool) -> tuple[list[dict], dict]:
     state: dict = {}
-    sizes = dict(overhead={"n": 24} if quick else {"n": 200},
+    sizes = dict(overhead=[{"n": 24}, {"n": 24, "sandbox": True}] if quick else [{"n": 200}, {"n": 200, "sandbox": True}],
                  replan={"n": 1000, "use_n": 24} if quick else {"n": 1000},
                  incremental={"n": 24} if quick else {"n": 200},
                  hashing={"tasks": 20} if quick else {},

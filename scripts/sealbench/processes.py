@@ -8,7 +8,9 @@ time box, its output captured up to a cap (the first and the last half of it).
 - :func:`ended_in_error`: whether a run ended on its own in an error (a crash), never at the
   harness's doing.
 - :func:`become_subreaper`, :func:`descendants`, :func:`kill_descendants`: a worker's
-  double-forked daemons are adopted and killed too.
+  double-forked daemons are adopted and killed too. A command in the bwrap sandbox needs no
+  such sweep (no scan of ``/proc``): it has its own PID namespace, which the kernel empties when
+  bwrap ends; only the sandbox's own init, adopted, is reaped (:func:`_reap_adopted_inits`).
 - :func:`tail_text`: the end of a log, for error messages.
 
 Used by every stage that runs untrusted commands (run_agent, the controls, scoring, visible
