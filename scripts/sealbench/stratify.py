@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -203,30 +202,58 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
     return rows
 
 
-def build_strata(runs: list[dict], strata_order: list[str], method: str = "wilson") -> list[dict]:
-    """Per (solver, split, stratum): n tasks, per-task pass share, 95% interval, rates."""
-    cells: dict[tuple, list[dict]] = defaultdict(list)
-    for r in runs:
-        cells[(r["solver"], r["role"], r["split"], r["stratum"])].append(r)
+#: The runs columns :func:`build_strata` reads.
+STRATA_INPUTS = ("solver", "role", "split", "stratum", "task_id", "status")
+
+
+def _strata_inputs(runs: Any) -> Any:
+    """The columns build_strata reads, as a DataFrame, from row dicts, a mapping of columns or a
+    DataFrame (the runs table in any of the forms ``tables.write_table`` takes)."""
+    import pandas as pd
+
+    if isinstance(runs, pd.DataFrame):
+        return runs.loc[:, list(STRATA_INPUTS)]
+    if isinstance(runs, Mapping):
+        return pd.DataFrame({c: runs[c] for c in STRATA_INPUTS})
+    return pd.DataFrame({c: [r[c] for r in runs] for c in STRATA_INPUTS})
+
+
+def build_strata(runs: Any, strata_order: list[str], method: str = "wilson") -> list[dict]:
+    """Per (solver, split, stratum): n tasks, per-task pass share, 95% interval, rates.
+
+    ``runs``: row dicts, a mapping of columns or a DataFrame. Each cell's ``passes`` is the sum
+    of its per-task shares in the order the tasks first appear (the same floating-point sum
+    whatever form the rows come in)."""
+    df = _strata_inputs(runs)
+    if not len(df):
+        return []
+    keys = ["solver", "role", "split", "stratum"]
+    status = df["status"]
+    abstained = status.isin(list(RATE_EXCLUDED)).to_numpy()
+    flags = df[keys].assign(total=1, timeouts=status.eq(TIMEOUT).to_numpy(int),
+                            infra=status.eq(INFRA_FAIL).to_numpy(int), abstained=abstained.astype(int))
+    counts = flags.groupby(keys, sort=False, dropna=False).sum()
+    kept = df[~abstained]
+    won = kept.assign(won=kept["status"].eq(PASS).to_numpy(int)).groupby(
+        keys + ["task_id"], sort=False, dropna=False)["won"].agg(["sum", "size"])
+    share = won["sum"] / won["size"]  # exactly sum(v) / len(v) of the 0/1 outcomes
+    shares = {cell: g.tolist() for cell, g in share.groupby(level=keys, sort=False, dropna=False)}
     order = {s: i for i, s in enumerate(strata_order)}
     out = []
-    for (solver, role, split, stratum), rows in sorted(
-            cells.items(), key=lambda kv: (kv[0][1] != "agent", kv[0][0], kv[0][2], order.get(kv[0][3], 99), kv[0][3])):
-        per_task: dict[str, list[float]] = defaultdict(list)
-        for r in rows:
-            if r["status"] not in RATE_EXCLUDED:
-                per_task[r["task_id"]].append(1.0 if r["status"] == PASS else 0.0)
+    for (solver, role, split, stratum), c in sorted(
+            counts.iterrows(), key=lambda kv: (kv[0][1] != "agent", kv[0][0], kv[0][2], order.get(kv[0][3], 99), kv[0][3])):
+        per_task = shares.get((solver, role, split, stratum), [])
         n = len(per_task)
-        passes = float(sum(sum(v) / len(v) for v in per_task.values()))
+        passes = float(sum(per_task))
         lo, hi = rate_interval(passes, n, method)
-        total = len(rows)
+        total = int(c["total"])
         out.append({
             "solver": solver, "role": role, "split": split, "stratum": stratum, "n": n, "passes": passes,
             "pass_rate": passes / n if n else None, "ci_low": lo, "ci_high": hi,
-            "timeout_rate": sum(r["status"] == TIMEOUT for r in rows) / total,
-            "infra_rate": sum(r["status"] == INFRA_FAIL for r in rows) / total,
+            "timeout_rate": int(c["timeouts"]) / total,
+            "infra_rate": int(c["infra"]) / total,
             # infra failures are left out of the denominator and counted as exclusions
-            "excluded_rate": sum(r["status"] in RATE_EXCLUDED for r in rows) / total,
+            "excluded_rate": int(c["abstained"]) / total,
         })
     return out
 
