@@ -69,7 +69,7 @@ def dominant_failure(runs, solver: str, split: str, strata: list[str] | None = N
     that outcome share the key, the sentence says how many do: ``… (12 of the 20)``. Ties go to
     the earlier status in ``contract.STATUSES``, then the alphabetically first key. None when
     the solver has no row there."""
-    sub = runs[(runs.solver == solver) & (runs.split == split)]
+    sub = runs.loc[(runs.solver == solver) & (runs.split == split), ["stratum", "status", "reason", "excluded_reason"]]
     if strata is not None:
         sub = sub[sub.stratum.isin(list(strata))]
     total = int(len(sub))
@@ -82,10 +82,12 @@ def dominant_failure(runs, solver: str, split: str, strata: list[str] | None = N
         out["sentence"] = f"{solver}: no failure ({total}/{total} pass)"
         return out
     order = {st: i for i, st in enumerate(STATUSES)}
-    by_status = Counter(str(x) for x in bad.status)
+    by_status = Counter(map(str, bad.status))
     status = min(by_status, key=lambda st: (-by_status[st], order.get(st, len(order)), st))
     rows = bad[bad.status == status]
-    keys = Counter(_row_key(status, r, e) for r, e in zip(rows.reason, rows.excluded_reason))
+    keys: Counter = Counter()
+    for (r, e), m in Counter(zip(rows.reason, rows.excluded_reason)).items():  # each distinct pair keyed once
+        keys[_row_key(status, r, e)] += m
     key = min(keys, key=lambda k: (-keys[k], k))
     n, k = by_status[status], keys[key]
     out.update(status=status, count=n, reason=key, reason_count=k,
@@ -96,8 +98,10 @@ def dominant_failure(runs, solver: str, split: str, strata: list[str] | None = N
 def dominant_failures(runs, split: str) -> list[dict]:
     """:func:`dominant_failure` of every agent and person with rows on the split (the controls
     fail by design and have their own refusals), agents first, then by name."""
-    sub = runs[(runs.split == split) & runs.role.isin(["agent", "human"])]
-    workers = sorted({(str(r), str(s)) for r, s in zip(sub.role, sub.solver)}, key=lambda rs: (rs[0] != "agent", rs[1]))
+    sub = runs.loc[(runs.split == split) & runs.role.isin(["agent", "human"]),
+                   ["role", "solver", "split", "stratum", "status", "reason", "excluded_reason"]]
+    pairs = sub[["role", "solver"]].drop_duplicates()
+    workers = sorted({(str(r), str(s)) for r, s in zip(pairs.role, pairs.solver)}, key=lambda rs: (rs[0] != "agent", rs[1]))
     return [d for _role, solver in workers if (d := dominant_failure(sub, solver, split)) is not None]
 
 
