@@ -70,7 +70,7 @@ def _card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
         "envelope": {**cfg["envelope"], "health": cfg["health"]},
         "isolation": {
             "mode": cfg.get("sandbox", "auto"),
-            "levels": sorted({str(x) for x in runs[runs.role == "agent"].isolation.dropna()}),
+            "levels": sorted({str(x) for x in runs.loc[runs.role == "agent", "isolation"].dropna().unique()}),
             "sandbox": "bubblewrap: allowlisted read-only system and interpreter, workspace and SEALBENCH_OUT "
                        "writable, private /tmp, unprivileged uid without capabilities or user namespaces, PID "
                        "namespace, no network; pack, results/, home, project and scratch folders not mounted",

@@ -171,7 +171,8 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
                                     public_comparison(s.cfg, s.exp, s.cand, facts["rate"], True), public_sens)
     if sens_reason is not None:
         reasons.append(sens_reason)
-    counts = {x: abstention_counts(s.runs[(s.runs.split == s.split) & (s.runs.solver == x)]) for x in (s.cand, s.base)}
+    counts = {x: abstention_counts(s.runs.loc[(s.runs.split == s.split) & (s.runs.solver == x), ["status"]])
+              for x in (s.cand, s.base)}
     comparison["exclusion_rates"] = counts
     comparison["exclusion_note"] = exclusion_note(counts, s.cand, s.base, sens["delta"], sens["verdict"])
     publishable = not reasons                            # 7. the decision and its sentences

@@ -45,7 +45,8 @@ def _oracle_failed(s: Slice) -> dict | None:
 
 def _dummy_passed(s: Slice) -> dict | None:
     runs = s.runs
-    ctl = runs[(runs.role == "control") & (runs.solver.isin(["empty_diff", "stub"])) & (runs.status == PASS)]
+    ctl = runs.loc[(runs.role == "control") & (runs.solver.isin(["empty_diff", "stub"])) & (runs.status == PASS),
+                   ["solver", "task_id"]]
     if len(ctl):
         ev = sorted(f"{r.solver}:{r.task_id}" for r in ctl.itertuples())
         return refusal("DUMMY_PASSED", f"A do-nothing control passed {len(ctl)} time(s) ({', '.join(ev)}); "
@@ -135,7 +136,8 @@ def _too_few_clean_tasks(s: Slice) -> dict | None:
 
 def _unsandboxed(s: Slice) -> dict | None:
     runs = s.runs
-    compared = runs[(runs.split == s.split) & (runs.role == "agent") & (runs.solver.isin([s.cand, s.base]))]
+    compared = runs.loc[(runs.split == s.split) & (runs.role == "agent") & (runs.solver.isin([s.cand, s.base])),
+                        ["solver", "isolation"]]
     loose = compared[compared.isolation != "bwrap"]
     if len(loose):
         ev = sorted({f"{r.solver}:{r.isolation}" for r in loose.itertuples()})
@@ -190,7 +192,7 @@ RULES: list[tuple[str, Callable[[Slice], dict | None]]] = [
 def tamper_note(s: Slice) -> dict | None:
     """The TAMPER note: every run on the scored split scored tamper, whoever the solver (the
     candidate's own also refuse the headline: CANDIDATE_TAMPERED)."""
-    tampered = s.runs[(s.runs.split == s.split) & (s.runs.status == TAMPER)]
+    tampered = s.runs.loc[(s.runs.split == s.split) & (s.runs.status == TAMPER), ["solver", "task_id"]]
     if len(tampered):
         return {"code": "TAMPER", "sentence": f"{len(tampered)} run(s) touched tests or test configuration and "
                                               "were scored tamper (not pass): "

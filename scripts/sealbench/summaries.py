@@ -20,7 +20,7 @@ def per_task_scores(runs, solver: str, split: str, abstained_as_failures: bool =
     """Per-task pass share for a solver on a split (epochs averaged; excluded/infra rows left
     out, or counted as failures with ``abstained_as_failures`` — the sensitivity rate — or as
     passes with ``abstained_as_passes``: the worst case for a claim against this solver)."""
-    sub = runs[(runs.solver == solver) & (runs.split == split)]
+    sub = runs.loc[(runs.solver == solver) & (runs.split == split), ["task_id", "status"]]
     if not (abstained_as_failures or abstained_as_passes):
         sub = sub[~sub.status.isin(ABSTAINED)]
     won = sub.status.eq(PASS) | (sub.status.isin(ABSTAINED) if abstained_as_passes else False)
@@ -108,7 +108,8 @@ def dominant_failures(runs, split: str) -> list[dict]:
 def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
     """Tokens and cost per passing task, per solver and stratum (null when unknown or no pass)."""
     out = []
-    sub = runs[(runs.split == split) & (runs.role.isin(["agent", "human"]))]
+    sub = runs.loc[(runs.split == split) & (runs.role.isin(["agent", "human"])),
+                   ["solver", "stratum", "status", "tokens_in", "tokens_out", "cost_usd"]]
     for (solver, stratum), g in sub.groupby(["solver", "stratum"]):
         passes = int((g.status == PASS).sum())
         tok_known = g.tokens_in.notna().all() and g.tokens_out.notna().all()
@@ -138,7 +139,8 @@ def pass_at_k_table(runs, split: str, epochs: int) -> dict:
     if epochs < 2:
         return {}
     out = {}
-    sub = runs[(runs.split == split) & (runs.role == "agent") & (~runs.status.isin(list(ABSTAINED)))]
+    sub = runs.loc[(runs.split == split) & (runs.role == "agent") & (~runs.status.isin(list(ABSTAINED))),
+                   ["solver", "task_id", "status"]]
     for solver, g in sub.groupby("solver"):
         counts = g.status.eq(PASS).groupby(g.task_id).agg(["size", "sum"])
         # tasks share few (n, c) pairs: compute each once
@@ -168,13 +170,16 @@ def dummy_deltas(runs, cand_scores: Mapping[str, float], split: str, strata_of: 
     """Per stratum: the candidate's rate minus each do-nothing control's rate on the same tasks
     (seed 002: "stratum table + dummy deltas")."""
     out = []
+    # the do-nothing controls' rows on the split, once (the rows per_task_scores reads)
+    ctl_rows = runs.loc[runs.solver.isin(["empty_diff", "stub"]) & (runs.split == split),
+                        ["solver", "split", "task_id", "status"]]
     for s in order:
         ids = sorted(t for t in cand_scores if strata_of.get(t) == s)
         if not ids:
             continue
         row: dict[str, Any] = {"stratum": s, "n": len(ids), "candidate_rate": fmt(sum(cand_scores[t] for t in ids) / len(ids), 6)}
         for ctl in ("empty_diff", "stub"):
-            sc = per_task_scores(runs[runs.task_id.isin(ids)], ctl, split)
+            sc = per_task_scores(ctl_rows[ctl_rows.task_id.isin(ids)], ctl, split)
             got = [t for t in ids if t in sc]
             rate = sum(sc[t] for t in got) / len(got) if got else None
             row[f"{ctl}_rate"] = fmt(rate, 6)
