@@ -20,7 +20,7 @@ def _failure_words(s: Slice, strata: list[str] | None = None) -> str:
     """The words that end such a refusal, ``Most common failure: flip: 24/24 infra_fail: …``,
     for the candidate on the scored split (its rows in ``strata`` only, when given); empty
     when it has no row other than a pass."""
-    d = dominant_failure(s.runs, s.cand, s.split, strata)
+    d = dominant_failure(s.split_runs, s.cand, s.split, strata)
     if d is None or d["status"] is None:
         return ""
     return f" Most common failure: {d['sentence']}" + ("" if d["sentence"].endswith((".", "…")) else ".")
@@ -135,7 +135,7 @@ def _too_few_clean_tasks(s: Slice) -> dict | None:
 
 
 def _unsandboxed(s: Slice) -> dict | None:
-    runs = s.runs
+    runs = s.split_runs
     compared = runs.loc[(runs.split == s.split) & (runs.role == "agent") & (runs.solver.isin([s.cand, s.base])),
                         ["solver", "isolation"]]
     loose = compared[compared.isolation != "bwrap"]
@@ -192,7 +192,7 @@ RULES: list[tuple[str, Callable[[Slice], dict | None]]] = [
 def tamper_note(s: Slice) -> dict | None:
     """The TAMPER note: every run on the scored split scored tamper, whoever the solver (the
     candidate's own also refuse the headline: CANDIDATE_TAMPERED)."""
-    tampered = s.runs.loc[(s.runs.split == s.split) & (s.runs.status == TAMPER), ["solver", "task_id"]]
+    tampered = s.split_runs.loc[s.split_runs.status == TAMPER, ["solver", "task_id"]]
     if len(tampered):
         return {"code": "TAMPER", "sentence": f"{len(tampered)} run(s) touched tests or test configuration and "
                                               "were scored tamper (not pass): "

@@ -27,6 +27,8 @@ def cell(x: Any) -> str:
     """A value as the reports print it: "—" for unknown, three decimals for a float."""
     if type(x) is str:
         return x
+    if type(x) is bool:
+        return "True" if x else "False"
     if x is None or type(x).__name__ == "NAType" or (isinstance(x, float) and x != x):
         return "—"
     if isinstance(x, float):
