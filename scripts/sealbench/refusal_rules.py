@@ -45,8 +45,8 @@ def _oracle_failed(s: Slice) -> dict | None:
 
 def _dummy_passed(s: Slice) -> dict | None:
     runs = s.runs
-    ctl = runs.loc[(runs.role == "control") & (runs.solver.isin(["empty_diff", "stub"])) & (runs.status == PASS),
-                   ["solver", "task_id"]]
+    ctl = runs.loc[runs.solver.isin(["empty_diff", "stub"]), ["role", "solver", "task_id", "status"]]
+    ctl = ctl[(ctl.role == "control") & (ctl.status == PASS)]
     if len(ctl):
         ev = sorted(f"{r.solver}:{r.task_id}" for r in ctl.itertuples())
         return refusal("DUMMY_PASSED", f"A do-nothing control passed {len(ctl)} time(s) ({', '.join(ev)}); "

@@ -102,7 +102,9 @@ def dominant_failures(runs, split: str) -> list[dict]:
                    ["role", "solver", "split", "stratum", "status", "reason", "excluded_reason"]]
     pairs = sub[["role", "solver"]].drop_duplicates()
     workers = sorted({(str(r), str(s)) for r, s in zip(pairs.role, pairs.solver)}, key=lambda rs: (rs[0] != "agent", rs[1]))
-    return [d for _role, solver in workers if (d := dominant_failure(sub, solver, split)) is not None]
+    by_solver = dict(iter(sub.groupby("solver", sort=False)))  # each solver's rows (in order), split once
+    return [d for _role, solver in workers
+            if (d := dominant_failure(by_solver.get(solver, sub), solver, split)) is not None]
 
 
 def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
