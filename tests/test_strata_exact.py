@@ -78,3 +78,29 @@ def test_epoch_shares_are_summed_in_task_order() -> None:
                   "status": "pass" if e < k else "fail"} for e in range(5)]
     assert build_strata(rows[::-1], ["s"]) == loop_strata(rows[::-1], ["s"])
     assert build_strata(rows, ["s"]) == loop_strata(rows, ["s"])
+
+
+def loop_task_means(rows: list[dict], task_col: str, value_col: str) -> dict:
+    """The reference: epoch_stats.per_task_means as the loop over rows computes it."""
+    sums: dict = {}
+    counts: dict = {}
+    for row in rows:
+        task, value = row[task_col], row[value_col]
+        if value is None or (isinstance(value, float) and value != value):
+            continue
+        sums[task] = sums.get(task, 0.0) + float(value)
+        counts[task] = counts.get(task, 0) + 1
+    return {task: sums[task] / counts[task] for task in sums}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["t1", "t2", "t3", "t4"]),
+                          st.one_of(st.floats(-5, 5, allow_nan=False), st.sampled_from([0.0, 1.0, 0.2, float("nan")]))),
+                max_size=60))
+def test_per_task_means_of_a_frame_equals_the_loop(pairs) -> None:
+    from sealbench import epoch_stats
+
+    rows = [{"task_id": t, "v": v} for t, v in pairs]
+    want = loop_task_means(rows, "task_id", "v")
+    got = epoch_stats.per_task_means(pd.DataFrame(rows, columns=["task_id", "v"]), "task_id", "v")
+    assert got == want and list(got) == list(want)
