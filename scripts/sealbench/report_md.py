@@ -42,7 +42,8 @@ def _table(rows: Sequence[Sequence[Any]], header: list[str], heading: str) -> Ta
 
 def _markdown(t: Table) -> str:
     out = ["| " + " | ".join(t.header) + " |", "|" + "---|" * len(t.header)]
-    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in t.rows]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" if "|" in "".join(r)
+            else "| " + " | ".join(r) + " |" for r in t.rows]  # a row without a pipe needs no escape
     return "\n".join(out)
 
 
