@@ -86,3 +86,25 @@ def test_large_samples_at_the_default_block_size(n: int, strata: int) -> None:
     d = (rng.integers(0, 6, n) - rng.integers(0, 6, n)) / 5
     assert_same(labels, d.tolist())
     assert_same(labels, d, n_resamples=2000, seed=7)
+
+
+def test_the_int64_draw_as_written_gives_the_same_draws(monkeypatch) -> None:
+    """Where int32 draws could differ (another numpy), the int64 draw of the reference is used."""
+    monkeypatch.setattr(bootstrap, "_int32_draws_agree", lambda n_h: False)
+    rng = np.random.default_rng(3)
+    labels = [f"s{i % 3}" for i in range(600)]
+    d = ((rng.integers(0, 6, 600) - rng.integers(0, 6, 600)) / 5).tolist()
+    assert_same(labels, d)
+    assert bootstrap._draw_indices(np.random.default_rng(1), 7, 2000).dtype == np.int64
+
+
+def test_the_int32_draw_is_taken_only_where_it_agrees() -> None:
+    """The smaller, faster int32 draw is taken where this numpy draws the same numbers with it
+    (numpy 2.x: below 2**32 both dtypes use one 32-bit bounded generator), else the int64 one."""
+    for n_h in (1, 2, 3, 1667, 5000, 2**20 + 7):
+        agree = bootstrap._int32_draws_agree(n_h)
+        a, b = np.random.default_rng(5), np.random.default_rng(5)
+        got = bootstrap._draw_indices(a, n_h, 5)
+        assert got.dtype == (np.int32 if agree else np.int64)
+        assert np.array_equal(got, b.integers(0, n_h, size=(5, n_h)))
+        assert a.bit_generator.state == b.bit_generator.state
