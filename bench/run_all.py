@@ -68,6 +68,34 @@ def loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def reset_peak_rss() -> float | None:
+    """Reset this process's peak resident set (Linux: ``5`` into /proc/self/clear_refs) and
+    return the resident set now, in MB; None where that is not possible."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return _proc_status_mb("VmRSS")
+    except OSError:
+        return None
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set since the last :func:`reset_peak_rss` (VmHWM), else the process's
+    ``ru_maxrss``, in MB."""
+    try:
+        return _proc_status_mb("VmHWM")
+    except (OSError, ValueError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _proc_status_mb(key: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    raise ValueError(f"no {key} in /proc/self/status")
+
+
 def row(figure: str, measured: str, target: str, met: bool | None, notes: str, **data) -> dict:
     return {"figure": figure, "measured": measured, "target": target, "met": met, "notes": notes,
             "load_before": data.pop("load_before", None), "load_after": loadavg(), "data": data}
@@ -428,7 +456,14 @@ def bench_setup(state: dict, repo_mb: int = 50, reps: int = 10) -> dict:
 # ------------------------------------------------------------------------------ 6. stratify + gate
 
 def synthetic_spec(n_tasks: int, n_agents: int = 4, epochs: int = 5, seed: int = 1) -> dict:
-    """An experiment as plain data, built like tests/test_gate_refusals.build_spec (bigger)."""
+    """An experiment as plain data, built like tests/test_gate_refusals.build_spec (bigger).
+
+    ``tasks`` are row dicts (10,000 of them at most); ``runs`` is a DataFrame with the runs
+    table's dtypes, built column by column (the same rows, in the same order, as one dict per
+    run would give; the random draws are taken in task, agent, epoch order)."""
+    import numpy as np
+    import pandas as pd
+
     from sealbench import configuration, tables
 
     strata = ["xs", "s", "m"]
@@ -440,10 +475,9 @@ def synthetic_spec(n_tasks: int, n_agents: int = 4, epochs: int = 5, seed: int =
            "health": {"allowed_quota_states": ["ok", "unmetered"], "max_queue_ms": 60000, "max_retries": 3,
                       "required_server_id": None},
            "mde": 0.1, "planning_discordance": 0.3, "min_kept_tasks": 6, "strata": strata}
-    cols = [c[0] for c in tables.RUNS_COLUMNS]
     rng = random.Random(seed)
     base_p = {"xs": 0.8, "s": 0.5, "m": 0.2}
-    tasks, runs = [], []
+    tasks = []
     for i in range(n_tasks):
         st = strata[i % 3]
         tid = f"{st}{i:05d}"
@@ -451,34 +485,48 @@ def synthetic_spec(n_tasks: int, n_agents: int = 4, epochs: int = 5, seed: int =
                       "task_digest": f"{i:064x}", "title": f"task {tid}", "time_box_sec": 1800, "leak_suspect": False,
                       "leak_checks": "denylist", "oracle_ok": True, "oracle_passes": 3, "oracle_runs": 3,
                       "weak_test": False, "stub_passes": False, "flaky": False, "control_infra_fail": False})
-    for t in tasks:
-        def mk(solver, role, epoch, status):
-            r = dict.fromkeys(cols)
-            r.update({"task_id": t["task_id"], "stratum": t["stratum"], "split": t["split"], "solver": solver,
-                      "role": role, "fingerprint": f"fp-{solver}", "epoch": epoch, "status": status,
-                      "visible_pass": status == "pass", "hidden_pass": status == "pass",
-                      "task_digest": t["task_digest"], "pack_digest": "p" * 64, "patch_bytes": 0,
-                      "reason": None if status == "pass" else "hidden tests failed"})
-            if role == "control":
-                r["end_reason"] = "control"
-            else:
-                r.update({"wall_s": 120.0, "time_box_s": 1800.0, "end_reason": "exit", "exit_code": 0, "steps": 12,
-                          "tokens_in": 5000, "tokens_out": 900, "cost_usd": 0.01, "steer_count": 0,
-                          "visible_attempts": 2, "patch_bytes": 300, "isolation": "bwrap", "over_envelope": False,
-                          "server_id": "srv-1", "queue_ms": 100, "retries": 0, "quota_state": "ok",
-                          "route_changed": False, "time_to_green_s": 60.0 if status == "pass" else None})
-            return r
-        runs += [mk("empty_diff", "control", 1, "fail"), mk("stub", "control", 1, "fail")]
-        runs += [mk("oracle", "control", e, "pass") for e in (1, 2, 3)]
-        for k, a in enumerate(agents):
-            p = base_p[t["stratum"]] + 0.05 * (len(agents) - k) / len(agents)
-            runs += [mk(a, "agent", e, "pass" if rng.random() < p else "fail") for e in range(1, epochs + 1)]
+    # per task: the empty diff, the stub, three oracle runs (controls), then each agent's epochs
+    solvers = ["empty_diff", "stub", "oracle", "oracle", "oracle"] + [a for a in agents for _ in range(epochs)]
+    per_task = len(solvers)
+    agent_pass = [rng.random() < base_p[t["stratum"]] + 0.05 * (n_agents - k) / n_agents
+                  for t in tasks for k in range(n_agents) for _ in range(epochs)]
+    is_agent = np.tile(np.arange(per_task) >= 5, n_tasks)
+    passed = np.tile(np.array([False, False, True, True, True] + [False] * (per_task - 5)), n_tasks)
+    passed[is_agent] = agent_pass
+    on_task = {k: np.repeat(np.array([t[k] for t in tasks], dtype=object), per_task)
+               for k in ("task_id", "stratum", "split", "task_digest")}
+    solver = np.tile(np.array(solvers, dtype=object), n_tasks)
+
+    def agents_only(value, dtype):  # the agent rows' value, null on the control rows
+        if dtype == "float64":
+            return np.where(is_agent, value, np.nan)
+        return pd.array(np.where(is_agent, value, None), dtype=dtype)
+
+    dtypes = tables.pandas_dtypes("runs")
+    cols = {**on_task, "solver": solver, "role": np.where(is_agent, "agent", "control").astype(object),
+            "fingerprint": np.char.add("fp-", solver.astype(str)).astype(object),
+            "epoch": np.tile(np.array([1, 1, 1, 2, 3] + list(range(1, epochs + 1)) * n_agents), n_tasks),
+            "status": np.where(passed, "pass", "fail").astype(object),
+            "visible_pass": pd.array(passed, dtype="boolean"), "hidden_pass": pd.array(passed, dtype="boolean"),
+            "pack_digest": np.full(len(solver), "p" * 64, dtype=object),
+            "patch_bytes": pd.array(np.where(is_agent, 300, 0), dtype="Int64"),
+            "reason": np.where(passed, None, "hidden tests failed"),
+            "end_reason": np.where(is_agent, "exit", "control").astype(object),
+            "time_to_green_s": np.where(is_agent & passed, 60.0, np.nan)}
+    for k, v in {"wall_s": 120.0, "time_box_s": 1800.0, "exit_code": 0, "steps": 12, "tokens_in": 5000,
+                 "tokens_out": 900, "cost_usd": 0.01, "steer_count": 0, "visible_attempts": 2, "isolation": "bwrap",
+                 "over_envelope": False, "server_id": "srv-1", "queue_ms": 100, "retries": 0, "quota_state": "ok",
+                 "route_changed": False}.items():
+        cols[k] = agents_only(v, dtypes[k])
+    runs = pd.DataFrame({k: pd.Series(cols[k], dtype=dtypes[k]) for k in dtypes if k in cols})
     return {"cfg": cfg, "tasks": tasks, "runs": runs}
 
 
 def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: int = 5) -> dict:
     """stratify.build_strata + writing the tables + gate.decide on a synthetic experiment,
-    written the way tests/test_gate_refusals.write_experiment does."""
+    written the way tests/test_gate_refusals.write_experiment does (the runs as columns: a
+    DataFrame, as stratify's inputs could stay). Also the peak resident memory of that timed
+    part (Linux VmHWM, reset just before it; elsewhere the process's ru_maxrss)."""
     from sealbench import core, gate, identity, paired, split, tables
     from sealbench.stratify import build_strata
     from sealbench.toolchain import toolchain_digest
@@ -513,6 +561,8 @@ def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: in
         exp_dir = root / "experiments" / exp["exp_id"]
         core.write_json(exp_dir / "experiment.json", exp)
 
+        rss_before = reset_peak_rss()
+        cpu0 = time.process_time()
         t0 = time.perf_counter()
         strata = build_strata(runs, cfg["strata"])
         strata_s = time.perf_counter() - t0
@@ -544,6 +594,8 @@ def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: in
             t0 = time.perf_counter()
             decision, card, report = gate.decide(exp_dir, split_path, pack_hash)
             decide_s = time.perf_counter() - t0
+            cpu_s = time.process_time() - cpu0
+            peak_mb = peak_rss_mb()
         finally:
             for (mod, name), fn in saved.items():
                 setattr(mod, name, fn)
@@ -551,14 +603,19 @@ def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: in
         shutil.rmtree(root, ignore_errors=True)
     total = strata_s + write_s + decide_s
     other = decide_s - sum(parts.values())
+    mem_how = ("VmHWM, the peak reset just before build_strata; "
+               f"{rss_before:.0f} MB resident then, the synthetic rows included") if rss_before is not None \
+        else "ru_maxrss of the whole process"
     split_txt = ", ".join(f"{k} {v:.2f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1]))
     return row("stratify+gate", f"{total:.2f} s", "<= 3 s", total <= 3,
                f"{n_tasks} tasks x {n_agents} agents x {epochs} epochs + controls = {len(runs)} run rows; "
                f"build_strata {strata_s:.2f} s, write tables {write_s:.2f} s, decide {decide_s:.2f} s "
-               f"(inside decide: {split_txt}, rest {other:.2f}); rows built in memory in {build_s:.1f} s (not counted); "
+               f"(inside decide: {split_txt}, rest {other:.2f}); CPU time {cpu_s:.2f} s; peak RSS of the timed part {peak_mb:.0f} MB "
+               f"({mem_how}); rows built in memory (columns) in {build_s:.1f} s (not counted); "
                f"publishable={decision['publishable']} {[r['code'] for r in decision['reasons']]}",
                load_before=lb, runs=len(runs), build_strata_s=strata_s, write_tables_s=write_s, decide_s=decide_s,
-               decide_parts_s=parts, decide_rest_s=other, total_s=total)
+               decide_parts_s=parts, decide_rest_s=other, total_s=total, cpu_s=cpu_s, peak_rss_mb=round(peak_mb, 1),
+               rss_before_mb=None if rss_before is None else round(rss_before, 1))
 
 
 # ------------------------------------------------------------------------------ main

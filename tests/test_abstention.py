@@ -327,6 +327,8 @@ def test_a_file_git_refuses_to_add_is_the_agents_fail_not_infra(pyt, tmp_path: P
     sealed, controls = pyt
     rec, score = _agent(sealed, controls, tmp_path, f"mkdir -p sub; echo x > '{name}'; {STAMP}")
     assert rec["end_reason"] != "harness_error"
-    assert rec["patch_error"] and rec["patch_bytes"] == 0
+    # the patch is read without git (the workspace's layers), so it carries the file; applying
+    # it to the scoring workspace is what git refuses: the agent's fail, never infra
+    assert rec["patch_error"] is None and rec["patch_bytes"] > 0
     assert score["status"] == "fail", score["reason"]
-    assert "patch" in score["reason"]
+    assert "git apply failed" in score["reason"] and name.rsplit("/", 1)[-1] in score["reason"], score["reason"]

@@ -70,9 +70,9 @@ def _card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
         "envelope": {**cfg["envelope"], "health": cfg["health"]},
         "isolation": {
             "mode": cfg.get("sandbox", "auto"),
-            "levels": sorted({str(x) for x in runs[runs.role == "agent"].isolation.dropna()}),
+            "levels": sorted({str(x) for x in runs.loc[runs.role == "agent", "isolation"].dropna().unique()}),
             # copy-on-write overlays over the sealed task, or copies (where overlays cannot be mounted)
-            "workspaces": {role: sorted({str(x) for x in runs[runs.role == role].workspace.dropna()})
+            "workspaces": {role: sorted({str(x) for x in runs.loc[runs.role == role, "workspace"].dropna().unique()})
                            for role in ("agent", "control") if "workspace" in runs},
             "sandbox": "bubblewrap: allowlisted read-only system and interpreter, workspace and SEALBENCH_OUT "
                        "writable, private /tmp, unprivileged uid without capabilities or user namespaces, PID "

@@ -44,6 +44,9 @@ def per_task_means(
     the result. Order follows first appearance of each task.
     """
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):
+        means = _frame_task_means(rows, task_col, value_col)
+        if means is not None:
+            return means
         rows = rows.to_dict("records")
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -57,6 +60,27 @@ def per_task_means(
         sums[task] = sums.get(task, 0.0) + float(value)
         counts[task] = counts.get(task, 0) + 1
     return {task: sums[task] / counts[task] for task in sums}
+
+
+def _frame_task_means(frame: Any, task_col: str, value_col: str) -> dict | None:
+    """:func:`per_task_means` of a DataFrame, column-wise: the same sums, each task's values
+    added one by one in row order (``np.add.at``), so the same floats as the loop over rows.
+    None (use the loop) when the value column is not plain numpy numbers or a task id is
+    missing: the loop's own handling of those stays the one definition."""
+    import pandas as pd
+
+    if not len(frame) or task_col not in frame.columns or value_col not in frame.columns:
+        return None
+    values, tasks = frame[value_col], frame[task_col]
+    if not isinstance(values.dtype, np.dtype) or values.dtype.kind not in "biuf" or tasks.isna().any():
+        return None
+    v = values.to_numpy(dtype=float)
+    known = ~np.isnan(v)
+    codes, uniques = pd.factorize(tasks.to_numpy()[known])
+    sums = np.zeros(len(uniques))
+    np.add.at(sums, codes, v[known])  # unbuffered: in row order, like sums[task] += value
+    counts = np.bincount(codes, minlength=len(uniques))
+    return dict(zip(pd.Index(uniques).tolist(), (sums / counts).tolist()))
 
 
 # -------------------------------------------------------------------------- epochs

@@ -50,7 +50,7 @@ from .contract import ABSTAINED, TIMEOUT
 def compare(s: Slice, alpha: float) -> tuple[dict, list[dict]]:
     """The paired comparison candidate vs baseline on the matched tasks, and its notes."""
     cfg, notes = s.cfg, []
-    base_scores = per_task_scores(s.runs, s.base, s.split)
+    base_scores = per_task_scores(s.split_runs, s.base, s.split)
     cand_scores = s.cand_scores
     common = sorted(set(cand_scores) & set(base_scores))
     strata_of = s.exp["strata_of"]
@@ -127,7 +127,7 @@ def headline_form(s: Slice) -> tuple[bool, list[dict], list[dict]]:
         notes.append(note_for("UNBALANCED_STRATA", f"{shares[big]:.0%} of the {s.split} tasks are in stratum "
                                                    f"'{big}': a pooled rate would mostly measure it. Quote the "
                                                    "per-stratum rates, never one pooled number."))
-    dummies = dummy_deltas(s.runs, s.cand_scores, s.split, s.exp["strata_of"], cfg["strata"])
+    dummies = dummy_deltas(s.split_runs, s.cand_scores, s.split, s.exp["strata_of"], cfg["strata"])
     beaten = [d for d in dummies if d["beats_dummies"]]
     not_beaten = [d for d in dummies if not d["beats_dummies"]]
     easy_only = len(dummies) > 1 and bool(beaten) and bool(not_beaten)
@@ -163,15 +163,16 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     facts = headline_facts(s)
     public_sens = None                                   # 6. abstention must not pay
     if s.cfg.get("public_results"):
-        cand_all = per_task_scores(s.runs, s.cand, s.split, abstained_as_failures=True)
+        cand_all = per_task_scores(s.split_runs, s.cand, s.split, abstained_as_failures=True)
         public_sens = public_comparison(s.cfg, s.exp, s.cand,
                                         sum(cand_all.values()) / len(cand_all) if cand_all else None, True)
-    sens, sens_reason = sensitivity(s.runs, s.cfg, s.cand, s.base, s.split, s.exp["strata_of"], s.cand_scores,
+    sens, sens_reason = sensitivity(s.split_runs, s.cfg, s.cand, s.base, s.split, s.exp["strata_of"], s.cand_scores,
                                     comparison, s.cand_strata, not no_pooled,
                                     public_comparison(s.cfg, s.exp, s.cand, facts["rate"], True), public_sens)
     if sens_reason is not None:
         reasons.append(sens_reason)
-    counts = {x: abstention_counts(s.runs[(s.runs.split == s.split) & (s.runs.solver == x)]) for x in (s.cand, s.base)}
+    counts = {x: abstention_counts(s.split_runs.loc[s.split_runs.solver == x, ["status"]])
+              for x in (s.cand, s.base)}
     comparison["exclusion_rates"] = counts
     comparison["exclusion_note"] = exclusion_note(counts, s.cand, s.base, sens["delta"], sens["verdict"])
     publishable = not reasons                            # 7. the decision and its sentences
@@ -211,8 +212,8 @@ def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], c
     if public is not None:
         (allowed if public["allowed"] else refused).append(
             public["sentence"] if public["allowed"] else {"sentence": public["sentence"], "why": public["why"]})
-    roles = roles_table(s.runs, split)
-    allowed_h, refused_h = human_sentences(roles, s.runs, cand, split, publishable)
+    roles = roles_table(s.split_runs, split)
+    allowed_h, refused_h = human_sentences(roles, s.split_runs, cand, split, publishable)
     allowed += allowed_h
     refused += refused_h
     steer_known = s.cand_rows.steer_count.notna().all() if len(s.cand_rows) else False
@@ -239,9 +240,9 @@ def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], c
         "comparison_summary": comparison_summary(comparison, cfg),
         "sensitivity": sens, "reasons": reasons, "notes": notes, "allowed_sentences": allowed,
         "refused_sentences": refused, "comparison": comparison, "roles": roles,
-        "dominant_failures": dominant_failures(s.runs, split),
-        "cost_per_pass": cost_per_pass(s.runs, split, cfg["strata"]),
-        "pass_at_k": pass_at_k_table(s.runs, split, int(cfg["epochs"])),
+        "dominant_failures": dominant_failures(s.split_runs, split),
+        "cost_per_pass": cost_per_pass(s.split_runs, split, cfg["strata"]),
+        "pass_at_k": pass_at_k_table(s.split_runs, split, int(cfg["epochs"])),
         "interval_method": cfg.get("interval_method", "wilson"),
         "public_minus_holdout": public, "ledger_entry": memory.entry, "digests": digests,
         "toolchain": {"python": exp["toolchain"]["python"], "packages": exp["toolchain"]["packages"]},

@@ -20,7 +20,7 @@ def _failure_words(s: Slice, strata: list[str] | None = None) -> str:
     """The words that end such a refusal, ``Most common failure: flip: 24/24 infra_fail: …``,
     for the candidate on the scored split (its rows in ``strata`` only, when given); empty
     when it has no row other than a pass."""
-    d = dominant_failure(s.runs, s.cand, s.split, strata)
+    d = dominant_failure(s.split_runs, s.cand, s.split, strata)
     if d is None or d["status"] is None:
         return ""
     return f" Most common failure: {d['sentence']}" + ("" if d["sentence"].endswith((".", "…")) else ".")
@@ -45,7 +45,8 @@ def _oracle_failed(s: Slice) -> dict | None:
 
 def _dummy_passed(s: Slice) -> dict | None:
     runs = s.runs
-    ctl = runs[(runs.role == "control") & (runs.solver.isin(["empty_diff", "stub"])) & (runs.status == PASS)]
+    ctl = runs.loc[runs.solver.isin(["empty_diff", "stub"]), ["role", "solver", "task_id", "status"]]
+    ctl = ctl[(ctl.role == "control") & (ctl.status == PASS)]
     if len(ctl):
         ev = sorted(f"{r.solver}:{r.task_id}" for r in ctl.itertuples())
         return refusal("DUMMY_PASSED", f"A do-nothing control passed {len(ctl)} time(s) ({', '.join(ev)}); "
@@ -134,8 +135,9 @@ def _too_few_clean_tasks(s: Slice) -> dict | None:
 
 
 def _unsandboxed(s: Slice) -> dict | None:
-    runs = s.runs
-    compared = runs[(runs.split == s.split) & (runs.role == "agent") & (runs.solver.isin([s.cand, s.base]))]
+    runs = s.split_runs
+    compared = runs.loc[(runs.split == s.split) & (runs.role == "agent") & (runs.solver.isin([s.cand, s.base])),
+                        ["solver", "isolation"]]
     loose = compared[compared.isolation != "bwrap"]
     if len(loose):
         ev = sorted({f"{r.solver}:{r.isolation}" for r in loose.itertuples()})
@@ -190,7 +192,7 @@ RULES: list[tuple[str, Callable[[Slice], dict | None]]] = [
 def tamper_note(s: Slice) -> dict | None:
     """The TAMPER note: every run on the scored split scored tamper, whoever the solver (the
     candidate's own also refuse the headline: CANDIDATE_TAMPERED)."""
-    tampered = s.runs[(s.runs.split == s.split) & (s.runs.status == TAMPER)]
+    tampered = s.split_runs.loc[s.split_runs.status == TAMPER, ["solver", "task_id"]]
     if len(tampered):
         return {"code": "TAMPER", "sentence": f"{len(tampered)} run(s) touched tests or test configuration and "
                                               "were scored tamper (not pass): "

@@ -25,6 +25,10 @@ class Table(NamedTuple):
 
 def cell(x: Any) -> str:
     """A value as the reports print it: "—" for unknown, three decimals for a float."""
+    if type(x) is str:
+        return x
+    if type(x) is bool:
+        return "True" if x else "False"
     if x is None or type(x).__name__ == "NAType" or (isinstance(x, float) and x != x):
         return "—"
     if isinstance(x, float):
@@ -38,7 +42,8 @@ def _table(rows: Sequence[Sequence[Any]], header: list[str], heading: str) -> Ta
 
 def _markdown(t: Table) -> str:
     out = ["| " + " | ".join(t.header) + " |", "|" + "---|" * len(t.header)]
-    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in t.rows]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" if "|" in "".join(r)
+            else "| " + " | ".join(r) + " |" for r in t.rows]  # a row without a pipe needs no escape
     return "\n".join(out)
 
 
@@ -109,9 +114,9 @@ def pass_at_k_table(decision: Mapping) -> Table | None:
 
 
 def tasks_table(tasks) -> Table:
-    cols = ("task_id", "stratum", "split", "oracle_ok", "weak_test", "flaky", "leak_suspect")
-    return _table([[getattr(t, c, None) for c in cols] + [str(getattr(t, "task_digest", "") or "")[:12]]
-                   for t in tasks.itertuples()],
+    cols = ("task_id", "stratum", "split", "oracle_ok", "weak_test", "flaky", "leak_suspect", "task_digest")
+    values = [tasks[c].tolist() if c in tasks.columns else [None] * len(tasks) for c in cols]  # column by column
+    return _table([[*t[:-1], str(t[-1] or "")[:12]] for t in zip(*values)],
                   ["task", "stratum", "split", "oracle_ok", "weak_test", "flaky", "leak", "digest"], "Tasks")
 
 

@@ -27,6 +27,7 @@ class Slice:
     cand: str
     base: str
     slice_tasks: Any = None
+    split_runs: Any = None
     cand_rows: Any = None
     cand_strata: Any = None
     cand_scores: dict = field(default_factory=dict)
@@ -35,10 +36,13 @@ class Slice:
     def aggregate(self) -> "Slice":
         """Compute the candidate's aggregates on the split from ``runs`` (call after the pin)."""
         self.slice_tasks = self.tasks[self.tasks.split == self.split]
-        self.cand_rows = self.runs[(self.runs.solver == self.cand) & (self.runs.split == self.split)]
+        # the split's runs, filtered once: what reads one split's runs reads these (the same rows
+        # in the same order, with their labels, as filtering ``runs`` by the split again)
+        self.split_runs = self.runs[self.runs.split == self.split]
+        self.cand_rows = self.split_runs[self.split_runs.solver == self.cand]
         self.cand_strata = self.strata[(self.strata.solver == self.cand)
                                        & (self.strata.split == self.split)].set_index("stratum")
-        self.cand_scores = per_task_scores(self.runs, self.cand, self.split)
+        self.cand_scores = per_task_scores(self.split_runs, self.cand, self.split)
         unclean = set(self.slice_tasks.task_id[self.slice_tasks.weak_test | self.slice_tasks.flaky])
         self.clean = {t for t in self.cand_scores if t not in unclean}
         return self

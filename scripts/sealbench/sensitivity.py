@@ -33,7 +33,7 @@ def sensitivity(runs, cfg: Mapping, cand: str, base: str, split: str, strata_of:
     published one by more than chance: the verdict changes, the public-vs-holdout sentence
     flips, or the rate moves by more than the half-width of the headline's 95% interval (per
     stratum when there is no pooled headline). Returns (record, reason or None)."""
-    rows = runs[(runs.split == split) & (runs.solver.isin([cand, base]))]
+    rows = runs.loc[(runs.split == split) & (runs.solver.isin([cand, base])), ["solver", "status"]]
     counts = {s: abstention_counts(rows[rows.solver == s]) for s in (cand, base)}
     method = cfg.get("interval_method", "wilson")
     passes, n = float(sum(cand_scores.values())), len(cand_scores)

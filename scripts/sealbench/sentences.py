@@ -90,25 +90,30 @@ def roles_table(runs, split: str) -> list[dict]:
     least half of them never went green (the median is infinite: not reached). A median over
     the greens alone made 1 green and 9 timeouts "faster" than 10 greens (issue 11).
     """
+    import numpy as np
+
     out = []
     inf = float("inf")
-    sub = runs[(runs.split == split) & (runs.role.isin(["agent", "human"]))]
-    for (solver, role), g in sorted(sub.groupby(["solver", "role"]), key=lambda kv: (kv[0][1], kv[0][0])):
+    sub = runs.loc[(runs.split == split) & (runs.role.isin(["agent", "human"])),
+                   ["solver", "role", "task_id", "status", "time_to_green_s", "time_box_s", "steer_count"]]
+    # iter(): sorted() of the groupby itself would first ask its length, which builds every group's index
+    for (solver, role), g in sorted(iter(sub.groupby(["solver", "role"])), key=lambda kv: (kv[0][1], kv[0][0])):
         scored = g[~g.status.isin(ABSTAINED)]
         per_task = scored.status.eq(PASS).groupby(scored.task_id).mean()
         steers = g.steer_count
-        times = []  # one per scored attempt: seconds to a green within the clock, or +inf
-        for ttg, status, box in zip(scored.time_to_green_s, scored.status, scored.time_box_s):
-            green = (ttg is not None and ttg == ttg and status not in (TIMEOUT, TAMPER)
-                     and (box is None or box != box or float(ttg) <= float(box)))
-            times.append(float(ttg) if green else inf)
-        med = median_of(times)
+        # one per scored attempt: seconds to a green within the clock, or +inf
+        ttg = scored.time_to_green_s.astype(float).to_numpy()
+        box = scored.time_box_s.astype(float).to_numpy()
+        with np.errstate(invalid="ignore"):
+            green = ~np.isnan(ttg) & ~scored.status.isin((TIMEOUT, TAMPER)).to_numpy() & (np.isnan(box) | (ttg <= box))
+        times = np.where(green, ttg, inf)
+        med = median_of(times.tolist())
         out.append({
             "solver": solver, "role": role, "tasks": int(per_task.size), "runs": int(len(g)),
             "hidden_pass_rate": fmt(per_task.mean() if per_task.size else None, 6),
             "scored_attempts": len(times),
             "median_time_to_green_s": None if med is None or med == inf else fmt(med, 3),
-            "greens": sum(t != inf for t in times),
+            "greens": int((times != inf).sum()),
             "steers": None if steers.isna().any() else int(steers.sum()),
             "timeouts": int((g.status == TIMEOUT).sum()),
             "time_box_s": sorted(float(x) for x in g.time_box_s.dropna().unique()),

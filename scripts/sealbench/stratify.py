@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -205,30 +204,85 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
     return rows
 
 
-def build_strata(runs: list[dict], strata_order: list[str], method: str = "wilson") -> list[dict]:
-    """Per (solver, split, stratum): n tasks, per-task pass share, 95% interval, rates."""
-    cells: dict[tuple, list[dict]] = defaultdict(list)
-    for r in runs:
-        cells[(r["solver"], r["role"], r["split"], r["stratum"])].append(r)
+#: The runs columns :func:`build_strata` reads.
+STRATA_INPUTS = ("solver", "role", "split", "stratum", "task_id", "status")
+
+
+def _strata_inputs(runs: Any) -> Any:
+    """The columns build_strata reads, as a DataFrame, from row dicts, a mapping of columns or a
+    DataFrame (the runs table in any of the forms ``tables.write_table`` takes)."""
+    import pandas as pd
+
+    if isinstance(runs, pd.DataFrame):
+        return runs.loc[:, list(STRATA_INPUTS)]
+    if isinstance(runs, Mapping):
+        return pd.DataFrame({c: runs[c] for c in STRATA_INPUTS})
+    return pd.DataFrame({c: [r[c] for r in runs] for c in STRATA_INPUTS})
+
+
+def build_strata(runs: Any, strata_order: list[str], method: str = "wilson") -> list[dict]:
+    """Per (solver, split, stratum): n tasks, per-task pass share, 95% interval, rates.
+
+    ``runs``: row dicts, a mapping of columns or a DataFrame. Each cell's ``passes`` is the sum
+    of its per-task shares in the order the tasks first appear (the same floating-point sum
+    whatever form the rows come in)."""
+    import numpy as np
+    import pandas as pd
+
+    df = _strata_inputs(runs)
+    if not len(df):
+        return []
+    keys = ["solver", "role", "split", "stratum"]
+    values = {k: df[k].to_numpy(dtype=object) for k in keys}
+    # every column as codes in first-appearance order (None is a value of its own, as in a dict key)
+    cell = np.zeros(len(df), dtype=np.int64)
+    for k in keys:
+        codes, uniques = pd.factorize(values[k], use_na_sentinel=False)
+        cell = cell * max(1, len(uniques)) + codes
+    cell, cells = pd.factorize(cell)
+    first_row = np.unique(cell, return_index=True)[1]  # cells are numbered as they first appear
+    status_codes, statuses = pd.factorize(df["status"].to_numpy(dtype=object), use_na_sentinel=False)
+
+    def has(wanted) -> Any:
+        return np.isin(status_codes, [i for i, st in enumerate(statuses) if st in wanted])
+
+    abstained = has(RATE_EXCLUDED)
+    n_cells = len(cells)
+
+    def count(mask: Any) -> list[int]:
+        return np.bincount(cell[mask], minlength=n_cells).tolist()
+
+    totals, timeouts, infra, excluded = (count(np.ones(len(df), bool)), count(has({TIMEOUT})),
+                                         count(has({INFRA_FAIL})), count(abstained))
+    # the per-task pass share of each (cell, task) among the rows not left out, in first-appearance order
+    kept = ~abstained
+    task_codes, tasks = pd.factorize(df["task_id"].to_numpy(dtype=object), use_na_sentinel=False)
+    pair, pairs = pd.factorize(cell[kept] * max(1, len(tasks)) + task_codes[kept])
+    size = np.bincount(pair)
+    won = np.bincount(pair[has({PASS})[kept]], minlength=len(pairs))
+    share = won / size  # exactly sum(v) / len(v) of the 0/1 outcomes
+    pair_cell = pairs // max(1, len(tasks))
+    by_cell = np.argsort(pair_cell, kind="stable")  # stable: tasks keep their order within a cell
+    bounds = np.searchsorted(pair_cell[by_cell], np.arange(n_cells + 1))
+    shares = share[by_cell].tolist()
     order = {s: i for i, s in enumerate(strata_order)}
+    labels = [tuple(values[k][r] for k in keys) for r in first_row]
     out = []
-    for (solver, role, split, stratum), rows in sorted(
-            cells.items(), key=lambda kv: (kv[0][1] != "agent", kv[0][0], kv[0][2], order.get(kv[0][3], 99), kv[0][3])):
-        per_task: dict[str, list[float]] = defaultdict(list)
-        for r in rows:
-            if r["status"] not in RATE_EXCLUDED:
-                per_task[r["task_id"]].append(1.0 if r["status"] == PASS else 0.0)
+    for c in sorted(range(n_cells), key=lambda c: (labels[c][1] != "agent", labels[c][0], labels[c][2],
+                                                   order.get(labels[c][3], 99), labels[c][3])):
+        solver, role, split, stratum = labels[c]
+        per_task = shares[bounds[c]:bounds[c + 1]]
         n = len(per_task)
-        passes = float(sum(sum(v) / len(v) for v in per_task.values()))
+        passes = float(sum(per_task))
         lo, hi = rate_interval(passes, n, method)
-        total = len(rows)
+        total = totals[c]
         out.append({
             "solver": solver, "role": role, "split": split, "stratum": stratum, "n": n, "passes": passes,
             "pass_rate": passes / n if n else None, "ci_low": lo, "ci_high": hi,
-            "timeout_rate": sum(r["status"] == TIMEOUT for r in rows) / total,
-            "infra_rate": sum(r["status"] == INFRA_FAIL for r in rows) / total,
+            "timeout_rate": timeouts[c] / total,
+            "infra_rate": infra[c] / total,
             # infra failures are left out of the denominator and counted as exclusions
-            "excluded_rate": sum(r["status"] in RATE_EXCLUDED for r in rows) / total,
+            "excluded_rate": excluded[c] / total,
         })
     return out
 

@@ -20,7 +20,7 @@ def per_task_scores(runs, solver: str, split: str, abstained_as_failures: bool =
     """Per-task pass share for a solver on a split (epochs averaged; excluded/infra rows left
     out, or counted as failures with ``abstained_as_failures`` — the sensitivity rate — or as
     passes with ``abstained_as_passes``: the worst case for a claim against this solver)."""
-    sub = runs[(runs.solver == solver) & (runs.split == split)]
+    sub = runs.loc[(runs.solver == solver) & (runs.split == split), ["task_id", "status"]]
     if not (abstained_as_failures or abstained_as_passes):
         sub = sub[~sub.status.isin(ABSTAINED)]
     won = sub.status.eq(PASS) | (sub.status.isin(ABSTAINED) if abstained_as_passes else False)
@@ -69,7 +69,7 @@ def dominant_failure(runs, solver: str, split: str, strata: list[str] | None = N
     that outcome share the key, the sentence says how many do: ``… (12 of the 20)``. Ties go to
     the earlier status in ``contract.STATUSES``, then the alphabetically first key. None when
     the solver has no row there."""
-    sub = runs[(runs.solver == solver) & (runs.split == split)]
+    sub = runs.loc[(runs.solver == solver) & (runs.split == split), ["stratum", "status", "reason", "excluded_reason"]]
     if strata is not None:
         sub = sub[sub.stratum.isin(list(strata))]
     total = int(len(sub))
@@ -82,10 +82,12 @@ def dominant_failure(runs, solver: str, split: str, strata: list[str] | None = N
         out["sentence"] = f"{solver}: no failure ({total}/{total} pass)"
         return out
     order = {st: i for i, st in enumerate(STATUSES)}
-    by_status = Counter(str(x) for x in bad.status)
+    by_status = Counter(map(str, bad.status))
     status = min(by_status, key=lambda st: (-by_status[st], order.get(st, len(order)), st))
     rows = bad[bad.status == status]
-    keys = Counter(_row_key(status, r, e) for r, e in zip(rows.reason, rows.excluded_reason))
+    keys: Counter = Counter()
+    for (r, e), m in Counter(zip(rows.reason, rows.excluded_reason)).items():  # each distinct pair keyed once
+        keys[_row_key(status, r, e)] += m
     key = min(keys, key=lambda k: (-keys[k], k))
     n, k = by_status[status], keys[key]
     out.update(status=status, count=n, reason=key, reason_count=k,
@@ -96,15 +98,20 @@ def dominant_failure(runs, solver: str, split: str, strata: list[str] | None = N
 def dominant_failures(runs, split: str) -> list[dict]:
     """:func:`dominant_failure` of every agent and person with rows on the split (the controls
     fail by design and have their own refusals), agents first, then by name."""
-    sub = runs[(runs.split == split) & runs.role.isin(["agent", "human"])]
-    workers = sorted({(str(r), str(s)) for r, s in zip(sub.role, sub.solver)}, key=lambda rs: (rs[0] != "agent", rs[1]))
-    return [d for _role, solver in workers if (d := dominant_failure(sub, solver, split)) is not None]
+    sub = runs.loc[(runs.split == split) & runs.role.isin(["agent", "human"]),
+                   ["role", "solver", "split", "stratum", "status", "reason", "excluded_reason"]]
+    pairs = sub[["role", "solver"]].drop_duplicates()
+    workers = sorted({(str(r), str(s)) for r, s in zip(pairs.role, pairs.solver)}, key=lambda rs: (rs[0] != "agent", rs[1]))
+    by_solver = dict(iter(sub.groupby("solver", sort=False)))  # each solver's rows (in order), split once
+    return [d for _role, solver in workers
+            if (d := dominant_failure(by_solver.get(solver, sub), solver, split)) is not None]
 
 
 def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
     """Tokens and cost per passing task, per solver and stratum (null when unknown or no pass)."""
     out = []
-    sub = runs[(runs.split == split) & (runs.role.isin(["agent", "human"]))]
+    sub = runs.loc[(runs.split == split) & (runs.role.isin(["agent", "human"])),
+                   ["solver", "stratum", "status", "tokens_in", "tokens_out", "cost_usd"]]
     for (solver, stratum), g in sub.groupby(["solver", "stratum"]):
         passes = int((g.status == PASS).sum())
         tok_known = g.tokens_in.notna().all() and g.tokens_out.notna().all()
@@ -134,7 +141,8 @@ def pass_at_k_table(runs, split: str, epochs: int) -> dict:
     if epochs < 2:
         return {}
     out = {}
-    sub = runs[(runs.split == split) & (runs.role == "agent") & (~runs.status.isin(list(ABSTAINED)))]
+    sub = runs.loc[(runs.split == split) & (runs.role == "agent") & (~runs.status.isin(list(ABSTAINED))),
+                   ["solver", "task_id", "status"]]
     for solver, g in sub.groupby("solver"):
         counts = g.status.eq(PASS).groupby(g.task_id).agg(["size", "sum"])
         # tasks share few (n, c) pairs: compute each once
@@ -164,13 +172,16 @@ def dummy_deltas(runs, cand_scores: Mapping[str, float], split: str, strata_of: 
     """Per stratum: the candidate's rate minus each do-nothing control's rate on the same tasks
     (seed 002: "stratum table + dummy deltas")."""
     out = []
+    # the do-nothing controls' rows on the split, once (the rows per_task_scores reads)
+    ctl_rows = runs.loc[runs.solver.isin(["empty_diff", "stub"]) & (runs.split == split),
+                        ["solver", "split", "task_id", "status"]]
     for s in order:
         ids = sorted(t for t in cand_scores if strata_of.get(t) == s)
         if not ids:
             continue
         row: dict[str, Any] = {"stratum": s, "n": len(ids), "candidate_rate": fmt(sum(cand_scores[t] for t in ids) / len(ids), 6)}
         for ctl in ("empty_diff", "stub"):
-            sc = per_task_scores(runs[runs.task_id.isin(ids)], ctl, split)
+            sc = per_task_scores(ctl_rows[ctl_rows.task_id.isin(ids)], ctl, split)
             got = [t for t in ids if t in sc]
             rate = sum(sc[t] for t in got) / len(got) if got else None
             row[f"{ctl}_rate"] = fmt(rate, 6)

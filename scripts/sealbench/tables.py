@@ -8,6 +8,7 @@ pyarrow is imported lazily so the per-task stages stay light.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 #: Run statuses, in report order, with what each means.
@@ -143,21 +144,51 @@ def arrow_schema(table: str) -> Any:
                      metadata={b"pandas": _pandas_metadata(table)})
 
 
-def write_table(rows: list[dict], table: str, path: Any) -> None:
-    """Write ``rows`` as a parquet file with the declared schema (atomically)."""
+def arrow_table(data: Any, table: str) -> Any:
+    """``data`` as a pyarrow table with the declared schema. ``data`` is either
+
+    - a list of row dicts: a key a row lacks is null, ``None`` is null;
+    - a mapping of column name to column (a list, a numpy array, a pyarrow array): a column
+      left out is all null, ``None`` in a list is null (as in a row);
+    - a pandas DataFrame: a column left out is all null, and its missing values (``None``,
+      ``NaN``, ``pd.NA``) are null, as ``pd.read_parquet`` hands them back.
+
+    Columns stay columns: a mapping or a DataFrame is never turned into row dicts."""
+    import pyarrow as pa
+
+    schema = arrow_schema(table)
+    names = set(schema.names)
+    if isinstance(data, Mapping) or _is_frame(data):
+        frame = _is_frame(data)
+        cols = {str(k): data[k] for k in data.columns} if frame else dict(data)
+        extra = set(cols) - names
+        if extra:
+            raise ValueError(f"{table}: columns carry undeclared names {sorted(extra)}")
+        lengths = {len(v) for v in cols.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"{table}: columns differ in length {sorted(lengths)}")
+        n = lengths.pop() if lengths else 0
+        return pa.Table.from_arrays([pa.array(cols[f.name], type=f.type, from_pandas=frame) if f.name in cols
+                                     else pa.nulls(n, f.type) for f in schema], schema=schema)
+    extra = set().union(*data) - names
+    if extra:
+        raise ValueError(f"{table}: rows carry undeclared columns {sorted(extra)}")
+    return pa.Table.from_pylist(data, schema=schema)  # a key a row lacks is null
+
+
+def _is_frame(data: Any) -> bool:
+    return hasattr(data, "columns") and hasattr(data, "dtypes") and hasattr(data, "iloc")
+
+
+def write_table(rows: Any, table: str, path: Any) -> None:
+    """Write ``rows`` (row dicts, a mapping of columns or a DataFrame: :func:`arrow_table`) as a
+    parquet file with the declared schema (atomically)."""
     import io
 
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from .core import atomic_write_bytes
 
-    schema = arrow_schema(table)
-    names = [f.name for f in schema]
-    extra = {k for r in rows for k in r} - set(names)
-    if extra:
-        raise ValueError(f"{table}: rows carry undeclared columns {sorted(extra)}")
-    tbl = pa.Table.from_pylist(rows, schema=schema)  # a key a row lacks is null
     buf = io.BytesIO()
-    pq.write_table(tbl, buf, compression="zstd")
+    pq.write_table(arrow_table(rows, table), buf, compression="zstd")
     atomic_write_bytes(path, buf.getvalue())
