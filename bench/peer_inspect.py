@@ -101,6 +101,11 @@ def empty():
 '''
 
 
+def say(n: int, what: str) -> None:
+    """A progress line on stderr (a 200-task run takes a while; the table prints at the end)."""
+    print(f"  [peer N={n}] {what} (load {loadavg()})", file=sys.stderr, flush=True)
+
+
 def inspect_missing() -> str | None:
     return None if importlib.util.find_spec("inspect_ai") else f"inspect-ai is not installed: {INSTALL}"
 
@@ -235,6 +240,7 @@ def bench_peer(state: dict, n: int = 14, workers: int = 2) -> dict:
     if res.returncode != 0:
         return row(f"peer N={n}", "pipeline failed", tgt, False, res.stderr[-500:], load_before=lb)
     scoring_s = scoring_seconds(wd)
+    say(n, f"sealbench `snakemake gate` {seal_s:.1f} s")
     # (b) the (task, patch) pairs sealbench scored
     samples = scored_runs(wd)
     k = len(samples)
@@ -247,6 +253,7 @@ def bench_peer(state: dict, n: int = 14, workers: int = 2) -> dict:
     empty_s, empty = inspect_eval(task_file, "empty", peer / "logs-empty", workers)
     insp_s, ires = inspect_eval(task_file, "peer", peer / "logs", workers)
     verdicts = inspect_verdicts(peer / "logs")
+    say(n, f"{k} scored runs; import inspect_ai {imp_s:.1f} s, empty eval {empty_s:.1f} s, inspect eval {insp_s:.1f} s")
     if ires.returncode != 0 or len(verdicts) != k:
         return row(f"peer N={n}", "inspect eval failed", tgt, False,
                    f"N={n}, {k} scored runs, {len(verdicts)} samples logged; exit {ires.returncode}: "
@@ -255,6 +262,7 @@ def bench_peer(state: dict, n: int = 14, workers: int = 2) -> dict:
     disagree = [s["id"] for s in samples if verdicts[s["id"]]["pass"] != bool(s["hidden_pass"])]
     # (d) the ideal pool: the same per-run work in a plain process pool
     ideal_s, ideal_res = ideal_pool(samples, workers)
+    say(n, f"ideal pool {ideal_s:.1f} s")
     ideal_disagree = sum(1 for s, r in zip(samples, ideal_res) if bool(r) != bool(s["hidden_pass"]))
     per = {name: 1000 * secs / k for name, secs in (("sealbench", seal_s), ("inspect", insp_s), ("ideal", ideal_s))}
     ratio = seal_s / insp_s
