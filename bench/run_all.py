@@ -2,7 +2,7 @@
 
     python bench/run_all.py [--quick] [--only NAME] [--keep]
 
-NAME is one of: overhead, replan, incremental, hashing, setup, gate. Each benchmark is also a
+NAME is one of: overhead, replan, incremental, hashing, setup, gate, peer (bench/peer_inspect.py). Each benchmark is also a
 plain function (``bench_overhead(state, n=200)`` …) that returns a row for the table.
 
 Every pipeline run is ``python -m snakemake -s Snakefile -d WORKDIR --configfile cfg.yaml``
@@ -44,7 +44,7 @@ SMK_FLAGS = ["--scheduler", "greedy"]
 BATCH_SIZE = 20
 PER_TASK_JOBS = {"hash_pack": 1, "leak_check": 1, "run_dummy": 1, "run_agent": 2, "hidden_score": 2}
 AGGREGATE_JOBS = {"pack_digests": 1, "stratify": 1, "decide": 1, "gate": 1}  # + split on a first run
-BENCHES = ("overhead", "replan", "incremental", "hashing", "setup", "gate")
+BENCHES = ("overhead", "replan", "incremental", "hashing", "setup", "gate", "peer")
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -618,6 +618,15 @@ def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: in
                rss_before_mb=None if rss_before is None else round(rss_before, 1))
 
 
+# ------------------------------------------------------------------------------ 7. a peer
+
+def bench_peer(state: dict, n: int = 14) -> dict:
+    """The same scoring work through sealbench and inspect-ai: bench/peer_inspect.py."""
+    from peer_inspect import bench_peer as peer
+
+    return peer(state, n)
+
+
 # ------------------------------------------------------------------------------ main
 
 def machine() -> dict:
@@ -634,9 +643,10 @@ def run(names: list[str], quick: bool) -> tuple[list[dict], dict]:
                  incremental={"n": 24} if quick else {"n": 200},
                  hashing={"tasks": 20} if quick else {},
                  setup=[{"repo_mb": 5}] if quick else [{"repo_mb": 50}, {"repo_mb": 200, "reps": 5}],
-                 gate={"n_tasks": 1000} if quick else {})
+                 gate={"n_tasks": 1000} if quick else {},
+                 peer=[{"n": 14}] if quick else [{"n": 14}, {"n": 200}])  # a list: one row per size
     funcs = {"overhead": bench_overhead, "replan": bench_replan, "incremental": bench_incremental,
-             "hashing": bench_hashing, "setup": bench_setup, "gate": bench_gate}
+             "hashing": bench_hashing, "setup": bench_setup, "gate": bench_gate, "peer": bench_peer}
     rows = []
     try:
         for name in names:
