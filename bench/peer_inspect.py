@@ -21,7 +21,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import importlib.util
 import json
-import shlex
 import shutil
 import statistics
 import subprocess
