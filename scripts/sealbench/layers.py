@@ -214,19 +214,21 @@ def workspace_kind(level: str) -> str:
     ``SEALBENCH_WORKSPACE=copy`` asks for copies (both give the same patch)."""
     if level != "bwrap" or os.environ.get("SEALBENCH_WORKSPACE", "").strip().lower() == COPY:
         return COPY
-    return OVERLAY if overlay_problem() is None else COPY
+    return OVERLAY if overlay_problem(os.environ.get("SEALBENCH_TMPDIR") or None) is None else COPY
 
 
 @functools.cache
-def overlay_problem() -> str | None:
+def overlay_problem(base: str | None = None) -> str | None:
     """None when bubblewrap can mount an overlay here (and writes land in the upper folder,
-    leaving the lower unchanged); else why not, in words."""
+    leaving the lower unchanged); else why not, in words. ``base``: where workspaces are made
+    (``$SEALBENCH_TMPDIR``; None: the system temp folder), since the upper folder's file system
+    must support overlays."""
     from .sandbox import Sandbox, bwrap_problem
 
     problem = bwrap_problem()
     if problem:
         return problem
-    tmp = Path(tempfile.mkdtemp(prefix="sealbench-overlay-probe-"))
+    tmp = Path(tempfile.mkdtemp(prefix="sealbench-overlay-probe-", dir=base))
     try:
         for d in ("low", "mid", "up", "work", "dest"):
             (tmp / d).mkdir()
