@@ -185,3 +185,33 @@ def test_scoring_over_an_overlay_matches_a_copy(suite_task: Path, tmp_path: Path
         verdicts[kind] = (res.status, res.visible_pass, res.hidden_pass, res.tamper_paths)
     assert verdicts["overlay"] == verdicts["copy"]
     assert verdicts["overlay"][0] == {"oracle": "pass"}.get(which, "fail")
+
+
+@needs_overlay
+def test_a_folder_made_again_a_folder_made_a_file_a_symlink_and_a_fifo(tmp_path: Path) -> None:
+    """An opaque folder (deleted and made again), a folder replaced by a file, a symlink and a
+    FIFO: the overlay's patch equals the copy's, and applied to the pristine tree it gives the
+    worker's final tree (the FIFO is no file: never in a patch)."""
+    task = _task(tmp_path)
+    worker = ("rm -rf old && mkdir old && echo new > old/a.py && rm -rf pkg && echo file > pkg && "
+              "mkdir -p calc2 && ln -s ../calc.py calc2/link && mkfifo fifo")
+    patches, final = {}, None
+    for kind in (layers.OVERLAY, layers.COPY):
+        ws = workspace.make_workspace(task, tmp_path / kind / "ws", tmp_path / kind / "private", kind)
+        box = make_sandbox("bwrap", writable=[] if kind == layers.OVERLAY else [ws.root])
+        box = box.with_overlay(ws.overlay()) if kind == layers.OVERLAY else box
+        res = run_process(worker, ws.root, dict(os.environ), 60, tmp_path / kind / "o", tmp_path / kind / "e", sandbox=box)
+        assert res.returncode == 0, (tmp_path / kind / "e").read_text()
+        patches[kind] = workspace.workspace_patch(ws)
+        if kind == layers.COPY:
+            final = {p.relative_to(ws.root).as_posix(): (os.readlink(p) if p.is_symlink() else p.read_bytes())
+                     for p in ws.root.rglob("*") if ".git" not in p.parts and (p.is_symlink() or p.is_file())}
+    assert patches[layers.OVERLAY] == patches[layers.COPY]
+    assert b"deleted file mode 100644" in patches[layers.COPY] and b"old/b.py" in patches[layers.COPY]
+    pristine = tmp_path / "pristine"
+    workspace.copy_tree(task / "repo", pristine)
+    workspace.copy_tree(task / "visible_tests", pristine / "visible_tests")
+    workspace.run_git(["apply", "--binary", "-"], cwd=pristine, input_bytes=patches[layers.COPY])
+    after = {p.relative_to(pristine).as_posix(): (os.readlink(p) if p.is_symlink() else p.read_bytes())
+             for p in pristine.rglob("*") if p.is_symlink() or p.is_file()}
+    assert after == final
