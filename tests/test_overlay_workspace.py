@@ -215,3 +215,24 @@ def test_a_folder_made_again_a_folder_made_a_file_a_symlink_and_a_fifo(tmp_path:
     after = {p.relative_to(pristine).as_posix(): (os.readlink(p) if p.is_symlink() else p.read_bytes())
              for p in pristine.rglob("*") if p.is_symlink() or p.is_file()}
     assert after == final
+
+
+@needs_overlay
+def test_a_task_sealed_again_keeps_its_files_writable_in_the_overlay(tmp_path: Path) -> None:
+    """hash_pack seals a task again (a changed code digest) beside a base layer that already
+    exists: the worker must still be able to open a file of the snapshot for writing (the
+    overlay copies it up; a sealed file without its owner's write bit would refuse it)."""
+    from sealbench import core, hash_pack
+
+    task = _task(tmp_path)
+    sealed, record = tmp_path / "res" / "sealed", tmp_path / "res" / "sealed.json"
+    hash_pack.seal_task(task, core.task_digest(task), sealed, record)
+    workspace.make_workspace(sealed, tmp_path / "a" / "ws", tmp_path / "a" / "private", layers.OVERLAY)
+    assert (sealed.parent / "layer" / ".git").is_dir()
+    hash_pack.seal_task(task, core.task_digest(task), sealed, record)   # sealed again, the layer kept
+    ws = workspace.make_workspace(sealed, tmp_path / "b" / "ws", tmp_path / "b" / "private", layers.OVERLAY)
+    box = make_sandbox("bwrap").with_overlay(ws.overlay())
+    res = run_process("python3 -c \"open('calc.py', 'a').write('# edited\\n')\"", ws.root, dict(os.environ), 60,
+                      tmp_path / "o", tmp_path / "e", sandbox=box)
+    assert res.returncode == 0, (tmp_path / "e").read_text()
+    assert b"+# edited" in workspace.workspace_patch(ws)

@@ -90,8 +90,8 @@ def plan_pack(pack: Path, strata: list[str] | None = None, cache_path: Path | No
 
 
 def seal_task(task_dir: Path, expected: str, out_dir: Path, record: Path) -> dict:
-    """Copy ``task_dir`` to ``out_dir``, verify the copy's digest equals ``expected``, make it
-    read-only, and write a record. Later jobs read only this verified copy."""
+    """Copy ``task_dir`` to ``out_dir``, verify the copy's digest equals ``expected``, set its
+    files to 0644, and write a record. Later jobs read only this verified copy."""
     task_dir, out_dir = Path(task_dir), Path(out_dir)
     tmp = out_dir.with_name(out_dir.name + ".partial")
     for p in (tmp, out_dir):
@@ -110,7 +110,10 @@ def seal_task(task_dir: Path, expected: str, out_dir: Path, record: Path) -> dic
         )
     for dirpath, _dirs, files in os.walk(tmp):
         for name in files:
-            os.chmod(Path(dirpath, name), 0o444)
+            # read-only to every command (sandboxes mount it read-only; a workspace is an overlay
+            # over it), but owner-writable: the overlay copies a file up when the worker opens it
+            # for writing, and a copy-up keeps the mode (0444 would refuse the worker's write)
+            os.chmod(Path(dirpath, name), 0o644)
     os.replace(tmp, out_dir)
     meta = read_json(out_dir / "meta.json")
     rec = {
