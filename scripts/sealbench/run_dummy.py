@@ -34,6 +34,7 @@ from .scoring import score_patch
 from .tamper_rules import path_rule, protected_reason
 from .task_layout import protected_paths
 from .gitdiff import Change, git_mode, tree_patch
+from .workspace import check_snapshot
 from .contract import INFRA_FAIL, PASS
 
 #: Comment syntax per language for the stub edit (a trailing comment changes no behaviour).
@@ -101,6 +102,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
     """Run every control on one sealed task and write ``controls.json`` (see module docstring).
     ``env``: the task's test environment (its commands run in it; none: sealbench's interpreter)."""
     sealed, out_dir = Path(sealed).resolve(), Path(out_dir).absolute()
+    check_snapshot(sealed)   # a repo/ with history: the task is broken (controls infra_fail)
     level = resolve_level(sandbox_mode)
     box = make_sandbox(level, hide=[sealed.parent.parent.parent], limits=limits)
     if env is not None:

@@ -128,14 +128,20 @@ class Workspace:
                    Path(d["upper"]) if d.get("upper") else None, Path(d["work"]) if d.get("work") else None)
 
 
+def check_snapshot(sealed_task: Path) -> None:
+    """A task's ``repo/`` must carry no history: a ``.git`` in it is the harness's error to
+    report (the task is broken), before any control or agent uses it."""
+    if os.path.lexists(Path(sealed_task) / "repo" / ".git"):
+        raise WorkspaceError(f"{Path(sealed_task) / 'repo'}: contains .git; a snapshot carries no history")
+
+
 def _build_layer(sealed_task: Path, meta: Mapping, layer: Path) -> None:
     """Write the base layer at ``layer``: the visible tests where the workspace has them and
     ``.git`` holding one commit of ``repo/`` plus those tests (fixed identity and date), indexed
     straight from the sealed folders (no copy of the snapshot)."""
     from .task_layout import test_trees  # (task_layout imports this module)
 
-    if (sealed_task / "repo" / ".git").exists():
-        raise WorkspaceError(f"{sealed_task / 'repo'}: contains .git; a snapshot carries no history")
+    check_snapshot(sealed_task)
     tmp = Path(tempfile.mkdtemp(prefix=".layer-", dir=layer.parent))
     try:
         out = tmp / "layer"
