@@ -354,7 +354,8 @@ def test_disabled_user_namespaces_are_explained(monkeypatch) -> None:
     msg = (b"bwrap: No permissions to create a new namespace, likely because the kernel does not allow "
            b"non-privileged user namespaces.")
     bwrap_executable()  # found before the probe is made to fail
-    monkeypatch.setattr(sandbox.subprocess, "run",
+    # the probe runs bwrap through processes.registered_run (so no reap takes its status)
+    monkeypatch.setattr(sandbox, "registered_run",
                         lambda *a, **k: subprocess.CompletedProcess(a[0], 1, b"", msg))
     sandbox.bwrap_problem.cache_clear()
     try:
