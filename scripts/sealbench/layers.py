@@ -79,7 +79,7 @@ def _opaque(path: str) -> bool:
     return False
 
 
-def _lookup(lowers: Sequence[Path], rel: str) -> Path | None:
+def lookup(lowers: Sequence[Path], rel: str) -> Path | None:
     """The topmost lower entry at ``rel`` (None: absent, or hidden by a whiteout above it)."""
     for low in reversed(lowers):
         p = low / rel
@@ -112,7 +112,7 @@ def _lower_files(lowers: Sequence[Path], rel_dir: str) -> set[str]:
             rd = "" if rd == "." else rd
             for n in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
                 rel = (f"{rd}/{n}" if rd else n).replace(os.sep, "/")
-                top = _lookup(lowers, rel)
+                top = lookup(lowers, rel)
                 if top is not None and (top.is_symlink() or not top.is_dir()):
                     out.add(rel)
     return out
@@ -157,13 +157,13 @@ def upper_changes(upper: Path, lowers: Sequence[Path]) -> list[Change]:
             full = Path(dirpath) / n
             st = os.lstat(full)
             if _is_whiteout(st):
-                low = _lookup(lowers, rel)
+                low = lookup(lowers, rel)
                 if low is not None and os.path.isdir(low) and not os.path.islink(low):
                     deleted |= {f for f in _lower_files(lowers, rel)}
                 else:
                     deleted.add(rel)
                 continue
-            low = _lookup(lowers, rel)
+            low = lookup(lowers, rel)
             if low is not None and os.path.isdir(low) and not os.path.islink(low):
                 deleted |= _lower_files(lowers, rel)   # a folder replaced by a file
                 low = None
@@ -174,7 +174,7 @@ def upper_changes(upper: Path, lowers: Sequence[Path]) -> list[Change]:
     for rel in deleted:
         if rel in changes or ignored(rel):
             continue
-        c = _change(rel, _lookup(lowers, rel), None)
+        c = _change(rel, lookup(lowers, rel), None)
         if c is not None:
             changes[rel] = c
     return list(changes.values())
@@ -203,7 +203,7 @@ def tree_changes(root: Path, lowers: Sequence[Path]) -> list[Change]:
         new = root / rel if rel in now else None
         if new is not None and not (new.is_symlink() or new.is_file()):
             new = None
-        c = _change(rel, _lookup(lowers, rel) if rel in before else None, new)
+        c = _change(rel, lookup(lowers, rel) if rel in before else None, new)
         if c is not None:
             changes.append(c)
     return changes
@@ -268,7 +268,7 @@ def remove_tree(path: Path) -> None:
 def sparse_copy(lowers: Sequence[Path], rels: Iterable[str], dest: Path) -> None:
     """Copy only ``rels`` (files of the merged lowers that exist) into ``dest``, keeping modes."""
     for rel in rels:
-        src = _lookup(lowers, rel)
+        src = lookup(lowers, rel)
         if src is None or not src.is_file() or src.is_symlink():
             continue
         out = dest / rel

@@ -17,7 +17,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .layers import Overlay
+from .layers import Overlay, lookup
 from .patches import unsafe_path
 from .task_layout import test_trees
 
@@ -50,16 +50,9 @@ def as_layer(layer: Path, repo: Path, touched: Iterable[str], hide: Iterable[str
 
 
 def _top(lowers: list[Path], rel: str) -> Path | None:
-    for low in reversed(lowers):
-        p = low / rel
-        try:
-            st = os.lstat(p)
-        except OSError:
-            continue
-        if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
-            return None
-        return p if stat.S_ISREG(st.st_mode) else None
-    return None
+    """The topmost lower file at ``rel`` (None: absent, hidden by a whiteout, or not a file)."""
+    p = lookup(lowers, rel)
+    return p if p is not None and stat.S_ISREG(os.lstat(p).st_mode) else None
 
 
 def scoring_overlay(sealed_task: Path, meta: Mapping, test_dirs: tuple[str, ...], own: Iterable[str],
