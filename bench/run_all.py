@@ -138,6 +138,14 @@ def _run(cmd: str, cwd: Path, env: dict, writable: tuple[Path, ...] = ()) -> int
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60).returncode
 
 
+def _both(meta: dict, ws: Path, env: dict) -> bool:
+    """The visible then the hidden command, both run whatever the first gave (as the pipeline's
+    scoring runs both: its tables record each); True when both pass."""
+    visible = _run(meta["visible_command"], ws, env)
+    hidden = _run(meta["hidden_command"], ws, env)
+    return visible == 0 and hidden == 0
+
+
 def _sandboxed_worker(on: bool) -> None:
     IDEAL_SANDBOX["on"] = on
 
@@ -161,7 +169,7 @@ def ideal_controls(task: str, oracle_runs: int, scratch: str) -> list[str]:
         elif name == "oracle":
             subprocess.run(["git", "apply", str(task / "oracle.patch")], cwd=ws, env=env, check=True,
                            capture_output=True)
-        ok = _run(meta["visible_command"], ws, env) == 0 and _run(meta["hidden_command"], ws, env) == 0
+        ok = _both(meta, ws, env)
         out.append(f"{name}:{'pass' if ok else 'fail'}")
         shutil.rmtree(ws)
     return out
@@ -180,7 +188,7 @@ def ideal_agent(task: str, command: str, scratch: str) -> str:
     env = harness_env({"SEALBENCH_OUT": str(outd), "SEALBENCH_TASK_ID": meta["id"]})
     _run(command, ws, env, (outd,))
     _copy(task / "hidden_tests", ws / "hidden_tests")
-    ok = _run(meta["visible_command"], ws, env) == 0 and _run(meta["hidden_command"], ws, env) == 0
+    ok = _both(meta, ws, env)
     shutil.rmtree(ws)
     shutil.rmtree(outd)
     return "pass" if ok else "fail"
@@ -226,7 +234,7 @@ def bench_overhead(state: dict, n: int = 200, batch_size: int = BATCH_SIZE, sand
     return row(f"overhead {'bwrap' if sandbox else 'off'}", f"{ratio:.2f}x ({secs:.0f} s / {ideal:.0f} s)", "<= 1.3x", ratio <= 1.3,
                f"N={n}, batch_size={batch_size}, {jobs} snakemake jobs ({secs / jobs * 1000:.0f} ms wall/job at --cores 2) vs a 2-process pool "
                f"over {info['jobs']} jobs (controls | agent+scoring); {both}; ideal scores in the agent's "
-               f"copy (no patch/git step); ideal results sane={info['sane']}",
+               f"copy (no patch/git step) and runs both commands per scoring, as the pipeline does; ideal results sane={info['sane']}",
                load_before=lb, n=n, batch_size=batch_size, pipeline_s=secs, ideal_s=ideal, ratio=ratio, jobs=jobs, ideal_sane=info["sane"])
 
 

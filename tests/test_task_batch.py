@@ -76,6 +76,86 @@ def test_batch_stops_before_work_when_a_member_fails_to_seal(tmp_path: Path, cap
     assert "FAILED steps: t01 hash_pack" in err and "changed" in err
 
 
+def _seal_spec(pack: Path, out: Path, tids: list[str], bad: str | None = None) -> dict:
+    """A spec whose members seal their task (prepare) and digest the sealed record (work)."""
+    members = []
+    for tid in tids:
+        seal = _seal_step(pack, tid, out, digest="0" * 64 if tid == bad else None)
+        txt = out / "work" / f"{tid}.txt"
+        work = {"module": "hash_pack", "argv": ["aggregate", "--denylist-digest", "d", "--out-txt", str(txt),
+                                                "--out-tsv", str(out / "work" / f"{tid}.tsv"), seal["outputs"][1]],
+                "outputs": [str(txt), str(out / "work" / f"{tid}.tsv")], "log": str(out / "work" / f"{tid}.log"),
+                "code": "c", "toolchain": None, "done_dir": str(out / "work" / ".done" / tid)}
+        members.append({"task": tid, "digest": "x", "prepare": [seal], "work": [work]})
+    return {"tasks": members, "summary": {"sealed": [], "leaks": [], "controls": [], "scores": []}}
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_workers_run_the_same_steps_and_write_the_same_files(tmp_path: Path, capsys) -> None:
+    pack = make_pack(tmp_path / "pack")
+    tids = sorted(p.name for p in (pack / "tasks").iterdir())[:5]
+    trees, summaries = {}, {}
+    for workers in (1, 3):
+        out = tmp_path / f"w{workers}"
+        (out / "spec.json").parent.mkdir(parents=True)
+        spec = _seal_spec(pack, out, tids)
+        (out / "spec.json").write_text(json.dumps(spec))
+        rc = task_batch.main(["--spec", str(out / "spec.json"), "--out", str(out / "done.json"),
+                              "--workers", str(workers)])
+        assert rc == 0, capsys.readouterr().err
+        printed = capsys.readouterr().out
+        # every step's line, each whole (a worker's lines come back to the batch process)
+        ran = [line for line in printed.splitlines() if " ran (" in line]
+        assert all(re.fullmatch(rf"task_batch ({'|'.join(tids)}): hash_pack ran \(\d+\.\d\d s\)", line)
+                   for line in ran), ran
+        assert sum(" ran (" in l for l in printed.splitlines()) == 2 * len(tids)
+        summaries[workers] = json.loads((out / "done.json").read_text())
+        trees[workers] = {k: v for k, v in _tree(out).items() if k != "spec.json" and k != "done.json"}
+        # the work outputs name the sealed records of this run's folder: compare them relative to it
+        trees[workers] = {k: v.replace(str(out).encode(), b"OUT") for k, v in trees[workers].items()}
+        # a step's marker is named by its key, which digests its arguments (this run's folder)
+        markers = [k for k in trees[workers] if "/.done/" in k]
+        assert len(markers) == 2 * len(tids)
+        trees[workers] = {k: v for k, v in trees[workers].items() if k not in markers}
+    assert summaries[3]["workers"] == 3 and summaries[1]["workers"] == 1
+    assert {k: v for k, v in summaries[3].items() if k != "workers"} == \
+        {k: v for k, v in summaries[1].items() if k != "workers"}
+    assert trees[3] == trees[1]
+    # run again with workers: every step is reused
+    out = tmp_path / "w3"
+    assert task_batch.main(["--spec", str(out / "spec.json"), "--out", str(out / "done.json"), "--workers", "3"]) == 0
+    again = json.loads((out / "done.json").read_text())
+    assert (again["ran"], again["reused"]) == (0, 2 * len(tids))
+
+
+def test_workers_stop_before_work_when_a_member_fails_to_seal(tmp_path: Path, capsys) -> None:
+    pack = make_pack(tmp_path / "pack")
+    tids = sorted(p.name for p in (pack / "tasks").iterdir())[:4]
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "spec.json").write_text(json.dumps(_seal_spec(pack, out, tids, bad=tids[2])))
+    rc = task_batch.main(["--spec", str(out / "spec.json"), "--out", str(out / "done.json"), "--workers", "2"])
+    assert rc == 1
+    assert not (out / "done.json").exists()
+    assert not list((out / "work").glob("*.txt")), "no work step runs while a member failed its preparation"
+    err = capsys.readouterr().err
+    assert f"FAILED steps: {tids[2]} hash_pack" in err and "changed" in err
+
+
+def test_batch_threads_share_the_cores_between_batches() -> None:
+    from sealbench.steps import batch_threads
+
+    assert batch_threads(14, 1, 2) == 2      # one batch smaller than batch_size x cores: both cores
+    assert batch_threads(14, 1, 4) == 4
+    assert batch_threads(3, 1, 8) == 3       # never more than its members
+    assert batch_threads(20, 2, 4) == 2
+    assert batch_threads(20, 10, 2) == 1     # more batches than cores: one member at a time each
+    assert batch_threads(20, 3, 2) == 1
+
+
 def test_unknown_stage_module_is_refused(tmp_path: Path) -> None:
     step = {"module": "os", "argv": [], "outputs": [], "log": str(tmp_path / "l"), "code": "", "toolchain": None,
             "done_dir": str(tmp_path)}
@@ -102,7 +182,8 @@ def test_batched_run_decides_like_per_task_jobs_and_reruns_only_changed_steps(tm
         wd = tmp_path / f"bs{bs}"
         make_pack(wd / "pack")
         write_config(wd / "cfg.yaml", wd / "pack", batch_size=bs)
-        res = smk(wd, "--cores", "2", "gate")
+        # batches of 5: three batches sharing 6 cores, so each runs 2 members at a time
+        res = smk(wd, "--cores", "6" if bs == 5 else "2", "gate")
         assert res.returncode == 0, res.stderr[-4000:]
         runs[bs] = wd
     one, five = runs[1] / "results" / "latest", runs[5] / "results" / "latest"
@@ -114,6 +195,7 @@ def test_batched_run_decides_like_per_task_jobs_and_reruns_only_changed_steps(tm
     batches = _done(wd)
     assert sorted(len(b["tasks"]) for b in batches.values()) == [2, 5, 5]
     assert all(b["reused"] == 0 for b in batches.values())
+    assert [b["workers"] for b in batches.values()] == [2, 2, 2]
     assert list((wd / "results" / "tasks").glob("*/*/logs/run_dummy.log"))  # per-task logs, as with per-task jobs
     assert "Nothing to be done" in smk(wd, "-n", "gate").stdout
 

@@ -241,6 +241,12 @@ def batch_specs(c: StepConfig, task_digests: Mapping[str, str], agents: Mapping[
     return out
 
 
+def batch_threads(members: int, batches: int, cores: int) -> int:
+    """Members one batch runs at a time when ``batches`` batches share ``cores`` cores: the
+    cores each batch gets when all run at once (at least 1), never more than its ``members``."""
+    return max(1, min(int(members), int(cores) // max(1, int(batches))))
+
+
 def batch_runtime_min(c: StepConfig, spec: Mapping[str, Any], agents: int, epochs: int) -> int:
     """Cluster runtime request of a batch: the sum of its members' per-task requests."""
     per_task = (run_dummy(c, "t", "d").runtime_min

@@ -23,13 +23,21 @@ Order: first every member is sealed and leak-checked; a leak suspect (or a task 
 since planning) fails the batch before any control or agent runs. Then each task's controls,
 agent attempts and scores. A step that fails (exit code not 0, or a missing output) skips the
 rest of its task; the others go on; the job then fails, naming each failed step and its log.
+
+Cores: ``--workers N`` (the job's ``threads``: the workflow gives a batch the cores the other
+batches leave, so a pack smaller than ``batch_size`` × cores still uses them all) runs N members
+at a time, each in a worker process of its own; both phases keep their order (every member
+sealed and leak-checked before any control runs). The steps and every file they write are the
+same for any N.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures as cf
 import contextlib
 import importlib
+import multiprocessing
 import os
 import shutil
 import sys
@@ -125,36 +133,96 @@ def _tail(path: Path, limit: int = 3000) -> str:
         return f"(log unreadable: {exc})"
 
 
-def run_batch(spec_path: Path, out: Path) -> dict[str, Any]:
+def run_member(steps: list[dict], task: str) -> dict[str, Any]:
+    """Run one member's steps in order until one fails (the rest of that task is skipped).
+    Returns ``{"ran", "reused", "failed", "lines", "errors"}``: the counts, the failed step (or
+    None), and what to print on stdout and stderr, so that a worker's lines reach the batch log
+    whole and in one piece."""
+    out: dict[str, Any] = {"ran": 0, "reused": 0, "failed": None, "lines": [], "errors": []}
+    for step in steps:
+        t0 = time.perf_counter()
+        result = run_step(step)
+        if result == "failed":
+            out["failed"] = {"task": task, "module": step["module"], "log": step["log"]}
+            out["lines"].append(f"task_batch {task}: {step['module']} FAILED ({time.perf_counter() - t0:.2f} s); "
+                                f"log {step['log']}")
+            out["errors"].append(f"--- {step['log']} (end)\n{_tail(Path(step['log']))}\n---")
+            return out
+        out[result] += 1
+        if result == "ran":
+            out["lines"].append(f"task_batch {task}: {step['module']} ran ({time.perf_counter() - t0:.2f} s)")
+    return out
+
+
+def _worker_init() -> None:
+    """A batch worker dies with the batch process (Linux ``PR_SET_PDEATHSIG``): a killed job
+    leaves no worker running steps behind it (their commands die with them: bwrap
+    ``--die-with-parent``, the limits' process group)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the batch process is already gone
+        os._exit(1)
+
+
+def _phase(members: list[dict], which: str, pool: cf.ProcessPoolExecutor | None) -> list[dict[str, Any]]:
+    """Run ``which`` (``prepare`` or ``work``) of every member: in this process one member after
+    the other, or over ``pool``'s workers, one member per worker at a time. Each member's lines are
+    printed when it ends; the results come back in member order."""
+    def show(res: dict[str, Any]) -> None:
+        for line in res["lines"]:
+            print(line, flush=True)
+        for err in res["errors"]:
+            print(err, file=sys.stderr, flush=True)
+
+    if pool is None:
+        results = []
+        for m in members:
+            results.append(run_member(m[which], m["task"]))
+            show(results[-1])
+        return results
+    futures = {pool.submit(run_member, m[which], m["task"]): i for i, m in enumerate(members)}
+    results: list[dict[str, Any] | None] = [None] * len(members)
+    for fut in cf.as_completed(futures):
+        try:
+            results[futures[fut]] = fut.result()
+        except cf.process.BrokenProcessPool as exc:
+            task = members[futures[fut]]["task"]
+            raise SealbenchError(f"a worker process of this batch died while it ran {task}'s {which} steps "
+                                 f"({exc}): out of memory, or killed; the steps that finished are kept, "
+                                 "rerun the batch to do the rest") from exc
+        show(results[futures[fut]])
+    return results  # type: ignore[return-value]
+
+
+def run_batch(spec_path: Path, out: Path, workers: int = 1) -> dict[str, Any]:
     """Run one batch spec; write ``out`` when every step succeeded. Returns the summary, whose
-    ``failed`` list is empty on success."""
+    ``failed`` list is empty on success.
+
+    ``workers`` > 1 runs that many members at a time, each in a worker process of its own (the
+    job's ``threads``: a pack smaller than ``batch_size`` × cores still uses every core). The
+    steps, their files and logs, and so the outputs, are the same whatever ``workers`` is; only
+    the order of the lines in the batch log may differ."""
     spec = read_json(spec_path)
-    counts = {"ran": 0, "reused": 0}
-    failed: list[dict[str, str]] = []
-
-    def run_all(steps: list[dict], task: str) -> bool:
-        for step in steps:
-            t0 = time.perf_counter()
-            result = run_step(step)
-            if result == "failed":
-                failed.append({"task": task, "module": step["module"], "log": step["log"]})
-                print(f"task_batch {task}: {step['module']} FAILED ({time.perf_counter() - t0:.2f} s); log {step['log']}")
-                print(f"--- {step['log']} (end)\n{_tail(Path(step['log']))}\n---", file=sys.stderr)
-                return False
-            counts[result] += 1
-            if result == "ran":
-                print(f"task_batch {task}: {step['module']} ran ({time.perf_counter() - t0:.2f} s)")
-        return True
-
-    # 1. seal and leak-check every member before any control or agent runs
-    for member in spec["tasks"]:
-        run_all(member["prepare"], member["task"])
-    if not failed:
-        # 2. controls, agent attempts and their scores, task by task
-        for member in spec["tasks"]:
-            run_all(member["work"], member["task"])
-    summary = dict(spec["summary"], ran=counts["ran"], reused=counts["reused"], failed=failed,
-                   tasks=[m["task"] for m in spec["tasks"]])
+    members = spec["tasks"]
+    workers = max(1, min(int(workers), len(members)))
+    with contextlib.ExitStack() as stack:
+        pool = None
+        if workers > 1:
+            pool = stack.enter_context(cf.ProcessPoolExecutor(
+                workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init))
+        # 1. seal and leak-check every member before any control or agent runs
+        results = _phase(members, "prepare", pool)
+        if not any(r["failed"] for r in results):
+            # 2. controls, agent attempts and their scores, task by task
+            results += _phase(members, "work", pool)
+    failed = [r["failed"] for r in results if r["failed"]]
+    summary = dict(spec["summary"], ran=sum(r["ran"] for r in results), reused=sum(r["reused"] for r in results),
+                   failed=failed, tasks=[m["task"] for m in members], workers=workers)
     if not failed:
         write_json(out, summary)
     return summary
@@ -164,14 +232,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.task_batch", description=__doc__.splitlines()[0])
     ap.add_argument("--spec", type=Path, required=True, help="the batch's spec.json")
     ap.add_argument("--out", type=Path, required=True, help="done.json, written when every step succeeded")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="members run at a time, each in its own worker process (the job's threads; default 1)")
     args = ap.parse_args(argv)
+    if args.workers < 1:
+        ap.error("--workers must be at least 1")
     try:
-        summary = run_batch(args.spec, args.out)
+        summary = run_batch(args.spec, args.out, args.workers)
     except SealbenchError as exc:
         print(f"task_batch: {exc}", file=sys.stderr)
         return 1
     print(f"task_batch: {len(summary['tasks'])} tasks; steps ran={summary['ran']} reused={summary['reused']} "
-          f"failed={len(summary['failed'])}")
+          f"failed={len(summary['failed'])}; {summary['workers']} at a time")
     if summary["failed"]:
         where = "; ".join(f"{f['task']} {f['module']} (log {f['log']})" for f in summary["failed"])
         print(f"task_batch: FAILED steps: {where}", file=sys.stderr)

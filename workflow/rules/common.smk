@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
+
 SCRIPTS = str(Path(workflow.basedir) / "scripts")
 if SCRIPTS not in sys.path:
     sys.path.insert(0, SCRIPTS)
@@ -371,6 +373,20 @@ def batch_of_task():
 
 def all_batches():
     return [paths.batch_file(key, "done.json") for key in batches()]  # in task order
+
+
+def batch_threads(w):
+    """Members a batch runs at a time (its job's threads): on this machine, the cores left over
+    when every batch runs at once — ``--cores 4`` and one batch of 14 tasks: 4; two batches: 2
+    each; ten batches: 1 — never more than its members. On a cluster executor, 1 (as before:
+    each batch is a job of one CPU). Not part of any output: the files are the same for any value."""
+    if not workflow.local_exec:
+        return 1
+    try:
+        cores = int(workflow.cores)
+    except (TypeError, ValueError, WorkflowError):
+        return 1
+    return steps.batch_threads(len(batches()[w.key]["tasks"]), len(batches()), cores)
 
 
 def batch_runtime_min(w):

@@ -27,9 +27,11 @@ rule task_batch:
         paths.batch_file("{key}", "batch.log"),
     conda:
         CONDA_ENV
-    threads: 1
+    # the cores the other batches leave (a pack smaller than batch_size x cores uses them all);
+    # 1 on a cluster executor (batch_threads)
+    threads: batch_threads
     resources:
         mem_mb=2000,
         runtime=batch_runtime_min,
     shell:
-        "sealbench_job {log:q} sealbench.task_batch --spec {input.spec:q} --out {output:q}"
+        "sealbench_job {log:q} sealbench.task_batch --spec {input.spec:q} --out {output:q} --workers {threads}"
