@@ -379,8 +379,10 @@ def batch_threads(w):
     """Members a batch runs at a time (its job's threads): on this machine, the cores left over
     when every batch runs at once — ``--cores 4`` and one batch of 14 tasks: 4; two batches: 2
     each; ten batches: 1 — never more than its members. On a cluster executor, 1 (as before:
-    each batch is a job of one CPU). Not part of any output: the files are the same for any value."""
-    if not workflow.local_exec:
+    each batch is a job of one CPU; and so in the job's own Snakemake there, which knows neither
+    the main process's cores nor the allocation). Not part of any output: the files are the same
+    for any value."""
+    if not workflow.local_exec or not workflow.is_main_process:
         return 1
     try:
         cores = int(workflow.cores)
