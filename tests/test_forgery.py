@@ -127,7 +127,8 @@ def test_c_testreport_outcome_monkeypatched(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     res = score(t, meta, calc_patch(tmp_path, t, MONKEYPATCH_REPORT), tmp_path)
     not_pass(res)
-    assert res.status == "tamper" and res.reason.startswith("canary"), res.reason
+    # the seal's snapshot of pytest's callables names the replaced method (before it, the canaries)
+    assert res.status == "tamper" and "_pytest.reports.TestReport.__init__ was replaced" in res.reason, res.reason
 
 
 LIVE_CONFIG_PLUGIN = '''

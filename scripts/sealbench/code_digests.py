@@ -108,9 +108,10 @@ def _sealbench_closure(files: list[str], pkg_dir: Path) -> list[str]:
     return list(result)
 
 
-#: Modules loaded by name at run time, not imported: pytest loads the seal plugin with
-#: ``-p sealbench.pytest_seal`` in every scoring command.
-RUNTIME_LOADS: dict[str, tuple[str, ...]] = {"sealed_command": ("pytest_seal",)}
+#: Modules loaded by name at run time, not imported: every scoring command's interpreter runs
+#: the seal's bootstrap (``seal_site/sitecustomize.py``) and pytest loads the seal plugin with
+#: ``-p sealbench.pytest_seal``.
+RUNTIME_LOADS: dict[str, tuple[str, ...]] = {"sealed_command": ("pytest_seal", "seal_site/sitecustomize")}
 
 
 @functools.cache
@@ -125,7 +126,7 @@ def code_closure(*modules: str) -> tuple[str, ...]:
         closure = _sealbench_closure(files, here)
         names = {Path(f).resolve().relative_to(here).with_suffix("").as_posix().replace("/", ".") for f in closure}
         extra = [str(here / (x + ".py")) for n in names for x in RUNTIME_LOADS.get(n, ())
-                 if x not in names and (here / (x + ".py")).is_file()]
+                 if x.replace("/", ".") not in names and (here / (x + ".py")).is_file()]
         if not extra:
             break
         files += extra

@@ -23,7 +23,7 @@ Its parts, one concern each:
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -33,7 +33,7 @@ from .patches import unsafe_path
 from .scoring_layers import as_layer, scoring_overlay
 from .sealed_command import CommandOutcome, _run_check, judge
 from .similarity import GOLD_LIKE_THRESHOLD, gold_similarity
-from .task_layout import import_paths, packages, protected_paths, test_trees, tests_layout
+from .task_layout import import_paths, packages, protected_paths, test_paths, test_trees, tests_layout
 from .workspace import TEST_DIRS, copy_tree, scratch_dir
 from .contract import FAIL, INFRA_FAIL, PASS, TAMPER
 
@@ -81,7 +81,8 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
                 oracle: bytes | None = None, sandbox: object | None = None,
                 expected_hidden: int | None = None,
                 commands: tuple[str, ...] = ("visible", "hidden"), task_check: bool = False,
-                task_env: Mapping[str, str] | None = None) -> ScoreResult:
+                task_env: Mapping[str, str] | None = None,
+                expected_ids: Mapping[str, Sequence[str]] | None = None) -> ScoreResult:
     """Score ``patch`` on a sealed task (docs/contract.md §1 scoring workspace): over an overlay
     of the sealed copy where the sandbox can mount one (:mod:`sealbench.scoring_layers`), else
     on a copy; ``ScoreResult.workspace`` says which.
@@ -99,7 +100,9 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     ``oracle`` (the gold patch) fills ``gold_similarity``/``gold_like``. ``sandbox`` (a
     :class:`~sealbench.sandbox.Sandbox`) isolates both commands: only the scoring workspace and
     the report folder are writable. ``expected_hidden`` (hidden tests the gold patch ran)
-    raises the number of hidden tests that must run, so a patch cannot skip its way to a pass.
+    raises the number of hidden tests that must run, so a patch cannot skip its way to a pass;
+    ``expected_ids`` (``{"visible": ids, "hidden": ids}``, what the gold patch's runs collected,
+    from the controls) must be exactly the tests each command collects, or the run is ``tamper``.
     ``commands`` limits the run to some of ``visible``/``hidden`` (the other is None and does
     not count; a visible-only run is how an agent's session asks "am I green?"). ``task_env``
     (:meth:`sealbench.environments.BuiltEnv.command_env`) runs both in the task's environment.
@@ -122,7 +125,7 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     kind = (workspace_kind(getattr(sandbox, "level", "none")) if hasattr(sandbox, "with_overlay") else COPY)
     res = _score(sealed_task, meta, patch, logdir, timeout_s, oracle=oracle, sandbox=sandbox,
                  expected_hidden=expected_hidden, commands=commands, task_check=task_check, task_env=task_env,
-                 overlay=kind == OVERLAY)
+                 overlay=kind == OVERLAY, expected_ids=expected_ids or {})
     res.workspace = kind
     return res
 
@@ -130,7 +133,7 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
 def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout_s: float, *,
            oracle: bytes | None, sandbox: object | None, expected_hidden: int | None,
            commands: tuple[str, ...], task_check: bool, task_env: Mapping[str, str] | None,
-           overlay: bool) -> ScoreResult:
+           overlay: bool, expected_ids: Mapping[str, Sequence[str]]) -> ScoreResult:
     sealed_task, logdir = Path(sealed_task).resolve(), Path(logdir).absolute()
     sim = gold_similarity(patch, oracle) if oracle is not None else None
     gold = {"gold_similarity": sim, "gold_like": None if sim is None else sim >= GOLD_LIKE_THRESHOLD}
@@ -201,15 +204,22 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
         def names(test_dirs: tuple[str, ...]) -> list[Path] | None:
             return [sealed_task / d for d in test_dirs if tests_layout(meta) == "folders"] if overlay else None
 
+        def sealed(test_dirs: tuple[str, ...]) -> list[str]:
+            # the files whose code a test may run as: the sealed tests and the support files
+            return sorted({*test_paths(sealed_task, meta, test_dirs), *(meta.get("support_files") or ())})
+
         visible = hidden = None
         if "visible" in commands:
             box = fresh(("visible_tests",))
             visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, junit_dir,
-                                 task_env=task_env, test_folders=names(("visible_tests",)), **imports)
+                                 task_env=task_env, test_folders=names(("visible_tests",)),
+                                 sealed_files=sealed(("visible_tests",)), expected_ids=expected_ids.get("visible"),
+                                 **imports)
         if "hidden" in commands:
             box = fresh(TEST_DIRS)
             hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir,
-                                task_env=task_env, test_folders=names(TEST_DIRS), **imports)
+                                task_env=task_env, test_folders=names(TEST_DIRS), sealed_files=sealed(TEST_DIRS),
+                                expected_ids=expected_ids.get("hidden"), **imports)
     finally:
         remove_tree(scratch)
     v_status, v_why = judge("visible", visible) if visible is not None else (PASS, None)

@@ -1,9 +1,11 @@
-"""One scoring command run under the sealed report, and its verdict (docs/sealed-runs.md).
+"""One scoring command run under the seal, and its verdict (docs/sealed-runs.md#the-seal).
 
-:func:`_run_check` runs a task's visible or hidden command with pytest's sealed-report plugin
-loaded by name (``-p sealbench.pytest_seal``, :data:`SEAL_PLUGIN`, through ``PYTEST_ADDOPTS``;
-hence ``code_digests.RUNTIME_LOADS`` lists ``pytest_seal`` under this module), hands the plugin a fresh
-canary secret and reads its report stream from a pipe (:class:`CommandOutcome`).
+:func:`_run_check` runs a task's visible or hidden command with the seal's bootstrap
+(``seal_site/sitecustomize.py``, the only folder on ``PYTHONPATH``, with ``PYTHONSAFEPATH=1``) and
+pytest's seal plugin loaded by name (``-p sealbench.pytest_seal``, :data:`SEAL_PLUGIN`, through
+``PYTEST_ADDOPTS``; hence ``code_digests.RUNTIME_LOADS`` lists both under this module), hands the
+bootstrap a fresh secret (canaries, the record key, the sealed test files) and reads the signed
+report stream from a pipe (:class:`CommandOutcome`).
 :func:`classify_exit` names the exit codes that mean the harness broke; :func:`judge` gives one
 command's verdict from its sealed report (``sealed_report.judge_stream``).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import threading
@@ -22,7 +25,7 @@ from typing import Mapping, Sequence
 
 from .core import harness_env
 from .task_layout import task_pythonpath
-from .sealed_report import (JUnitSummary, import_outside, imported_from, judge_stream, make_canary_secret,
+from .sealed_report import (JUnitSummary, collected_ids, import_outside, imported_from, judge_stream, make_canary_secret,
                             parse_stream)
 from .processes import run_process, tail_text
 from .contract import FAIL, INFRA_FAIL, PASS, TAMPER
@@ -60,6 +63,8 @@ class CommandOutcome:
     #: the records are also saved as ``<name>.seal.jsonl`` beside the logs)
     stream: list | None = field(default=None, repr=False)
     secret: dict | None = field(default=None, repr=False)
+    #: the test ids the gold patch's run collected (None: not known)
+    expected_ids: list | None = field(default=None, repr=False)
 
 
 _MISSING_RUNNER = re.compile(r"No module named '?pytest'?\b|ModuleNotFoundError: No module named '?_?pytest")
@@ -81,15 +86,20 @@ def classify_exit(command: str, rc: int | None, output: str = "") -> str | None:
 #: The sealed-report plugin (``pytest_seal``) and the folder that makes it importable.
 SEAL_PLUGIN = "sealbench.pytest_seal"
 SCRIPTS_DIR = Path(__file__).resolve().parents[1]
+#: the folder whose ``sitecustomize.py`` starts the seal in the scoring command's interpreter
+SEAL_SITE = Path(__file__).resolve().parent / "seal_site"
 #: The most of a sealed-report stream kept (bytes); a longer stream is a ``fail``.
 STREAM_CAP = 32 << 20
 
 
-def _seal_env(junit_path: Path, fds: str, first: list[str] | None = None) -> dict[str, str]:
+def _seal_env(junit_path: Path, fds: str) -> dict[str, str]:
+    """The seal's variables: its bootstrap alone on ``PYTHONPATH`` and no folder of the workspace
+    put first on ``sys.path`` by the interpreter (``PYTHONSAFEPATH``); the bootstrap removes them
+    (and the secret's fds) from the environment before any tested code runs."""
     base = os.environ.get("PYTEST_ADDOPTS", "").strip()
     ours = f"--junitxml={shlex.quote(str(junit_path))} -o junit_family=xunit2 -p {SEAL_PLUGIN}"
-    path = os.pathsep.join([*(first or []), str(SCRIPTS_DIR)])
-    return {"PYTEST_ADDOPTS": f"{base} {ours}".strip(), "PYTHONPATH": path, "SEALBENCH_SEAL": fds}
+    return {"PYTEST_ADDOPTS": f"{base} {ours}".strip(), "PYTHONPATH": str(SEAL_SITE), "PYTHONSAFEPATH": "1",
+            "SEALBENCH_SEAL": fds}
 
 
 def _junit_env(junit_path: Path) -> dict[str, str]:
@@ -115,13 +125,16 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
                sandbox: object | None = None, junit_dir: Path | None = None, *,
                import_paths: tuple[str, ...] = (), packages: tuple[str, ...] = (),
                task_env: Mapping[str, str] | None = None,
-               test_folders: Sequence[Path] | None = None) -> CommandOutcome:
+               test_folders: Sequence[Path] | None = None,
+               sealed_files: Sequence[str] = (), expected_ids: Sequence[str] | None = None) -> CommandOutcome:
     """Run one task command under the sealed report. ``import_paths`` (workspace-relative) go
     first on ``PYTHONPATH``; ``packages`` (the code under test) and the workspace root reach the
     plugin with the canary secret, and the stream says where each package was imported from.
     ``task_env``: the task's test environment (environments.BuiltEnv.command_env), or none.
     ``test_folders``: where the canary names' words come from when ``ws`` is an overlay's
-    mount point (see ``make_canary_secret``)."""
+    mount point (see ``make_canary_secret``). ``sealed_files``: the workspace paths of the sealed
+    test files (the only code a test may run as). ``expected_ids``: the test ids the gold patch's
+    run of this command collected (None: not known); any other set is ``tamper``."""
     logdir.mkdir(parents=True, exist_ok=True)
     junit_dir = junit_dir or logdir
     junit_dir.mkdir(parents=True, exist_ok=True)
@@ -129,7 +142,10 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
     junit_path.unlink(missing_ok=True)          # a stale report must never count
     kwargs = {} if sandbox is None else {"sandbox": sandbox}
     secret = make_canary_secret(ws, test_folders)
-    secret.update(packages=list(packages), root=str(Path(ws).resolve()))
+    root = str(Path(ws).resolve())
+    secret.update(packages=list(packages), root=root, key=secrets.token_hex(32),
+                  paths=task_pythonpath(Path(root), import_paths),
+                  sealed_files=[str(Path(root) / rel) for rel in sealed_files if rel.endswith(".py")])
     sec_r, sec_w = os.pipe()
     out_r, out_w = os.pipe()
     sink: dict = {}
@@ -139,7 +155,7 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
         os.close(sec_w)
         reader.start()
         env = harness_env({**(task_env or {}),
-                           **_seal_env(junit_path, f"{sec_r}:{out_w}", task_pythonpath(ws, import_paths))})
+                           **_seal_env(junit_path, f"{sec_r}:{out_w}")})
         res = run_process(command, ws, env, timeout_s,
                           logdir / f"{name}.stdout", logdir / f"{name}.stderr", pass_fds=(sec_r, out_w), **kwargs)
     finally:
@@ -155,19 +171,22 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
     infra = None if res.timed_out else classify_exit(command, res.returncode, tail)
     data = sink.get("data", b"")
     (logdir / f"{name}.seal.jsonl").write_bytes(data)
-    recs, unreadable = parse_stream(data)
+    recs, unreadable = parse_stream(data, secret["key"])
     if sink.get("size", 0) > STREAM_CAP:
         unreadable = f"the report stream exceeds {STREAM_CAP} bytes"
     elif reader.is_alive():
         unreadable = "the report stream was still open 30 s after the command ended"
-    sv = judge_stream(recs, secret["names"], secret["message"], res.returncode, expected=0)
+    sv = judge_stream(recs, secret["names"], secret["message"], res.returncode, expected=0,
+                      expected_ids=expected_ids)
     report = {"records": len(recs), "started": sv.started, "finished": sv.finished, "canaries": sv.canaries,
               "canary_names": sorted(secret["names"].values()), "problem": sv.problem, "kind": sv.kind,
               "passed": sv.passed, "unreadable": unreadable,
-              "imports": imported_from(recs), "import_outside": import_outside(recs, secret["root"])}
+              "imports": imported_from(recs), "import_outside": import_outside(recs, secret["root"]),
+              "collected": collected_ids(recs)}
     return CommandOutcome(command, res.returncode, res.wall_s, res.timed_out, infra, tail, sv.summary,
                           unreadable, getattr(res, "limit_hit", None), runner_started=sv.started,
-                          report=report, stream=recs, secret=secret)
+                          report=report, stream=recs, secret=secret,
+                          expected_ids=None if expected_ids is None else list(expected_ids))
 
 
 def judge(name: str, out: CommandOutcome, expected: int = 0) -> tuple[str, str | None]:
@@ -190,7 +209,8 @@ def judge(name: str, out: CommandOutcome, expected: int = 0) -> tuple[str, str |
         return FAIL, f"{name} command: no sealed report"
     if out.secret is None:
         return FAIL, f"{name} command: no canary secret"
-    v = judge_stream(out.stream, out.secret["names"], out.secret["message"], out.returncode, expected)
+    v = judge_stream(out.stream, out.secret["names"], out.secret["message"], out.returncode, expected,
+                     expected_ids=out.expected_ids)
     if v.kind == INFRA_FAIL:
         if out.infra_reason:
             return INFRA_FAIL, f"{name} command: {out.infra_reason} (exit {out.returncode})"
