@@ -84,6 +84,7 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     oracle = oracle_file.read_bytes() if oracle_file.exists() else None
     res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle,
                       sandbox=box, expected_hidden=expected,
+                      expected_ids=(ctl.get("oracle_ids") or None) if ctl else None,
                       task_check=bool(ctl and ctl.get("import_outside")),
                       task_env=env.command_env() if env else None)
     status, reason = res.status, res.reason

@@ -234,6 +234,9 @@ def _plugin_codes() -> set:
 
 def boot(site_dir: str) -> None:
     """Set the process up before pytest and any workspace code run (see the module docstring)."""
+    import time
+
+    t0 = time.perf_counter()
     spec = os.environ.pop(_ENV, None)
     # the environment a test's subprocess inherits is the task's, not the seal's
     for var in ("PYTHONSAFEPATH", "PYTHONPATH"):
@@ -269,13 +272,13 @@ def boot(site_dir: str) -> None:
             sys.path.append(p)
     if secret["root"] not in sys.path:
         sys.path.append(secret["root"])
-    _install(secret, fd, root, trusted, sealed_files, codes, module_codes, bindings)
+    _install(secret, fd, root, trusted, sealed_files, codes, module_codes, bindings, t0)
 
 
 # ----------------------------------------------------------------------------- the audit hook
 
 def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files: list[str], codes: set,
-             module_codes: set, bindings: dict) -> None:
+             module_codes: set, bindings: dict, t0: float) -> None:
     import _thread
     import sysconfig
 
@@ -551,7 +554,8 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
             busy.discard(me)
 
     write({"kind": "start", "pid": os.getpid(), "secret": True, "safe_path": bool(sys.flags.safe_path),
-           "sealed_files": len(sealed_files), "sealed_code": len(codes)})
+           "sealed_files": len(sealed_files), "sealed_code": len(codes),
+           "boot_ms": round((__import__("time").perf_counter() - t0) * 1000, 2)})
     sys.addaudithook(hook)
 
 

@@ -126,6 +126,8 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
             "hidden_wall_s": res.hidden.wall_s if res.hidden else None,
             "log_tail": (res.hidden.log_tail if res.hidden else "")[-1500:],
             "hidden_ran": res.hidden.junit.ran if res.hidden and res.hidden.junit else None,
+            "collected": {k: o.report.get("collected") for k, o in (("visible", res.visible), ("hidden", res.hidden))
+                          if o is not None},
             "import_outside": res.import_outside,
             "missing_modules": missing_modules(res),
             "workspace": res.workspace,
@@ -150,6 +152,9 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         "import_outside": next((r["import_outside"] for r in results if r["import_outside"]), None),
         # hidden tests the gold patch ran (JUnit): a scored patch must run at least as many
         "oracle_hidden_ran": min((r["hidden_ran"] for r in oracle if r["hidden_ran"] is not None), default=None),
+        # the test ids the gold patch's runs collected, per command, where every run agrees: a
+        # scored patch's run must collect exactly these (else tamper)
+        "oracle_ids": _agreed_ids(oracle),
         "isolation": level,
         # the scoring workspaces of the controls: overlays over the sealed copy, or copies
         "workspace": next((r["workspace"] for r in results if r.get("workspace")), None),
@@ -172,7 +177,7 @@ def harness_failure(sealed: Path, out_dir: Path, exc: BaseException) -> dict:
     record = {
         "task_id": task_id, "stub_file": None, "results": [], "oracle_runs": 0, "oracle_passes": 0,
         "oracle_ok": False, "flaky": False, "weak_test": False, "stub_passes": False, "control_infra_fail": True,
-        "oracle_hidden_ran": None, "isolation": None, "import_outside": None,
+        "oracle_hidden_ran": None, "oracle_ids": None, "isolation": None, "import_outside": None,
         "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
     }
     write_json(Path(out_dir) / "controls.json", record)
@@ -213,3 +218,15 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _agreed_ids(oracle: list[dict]) -> dict[str, list[str]] | None:
+    """The test ids each command collected in the gold patch's passing runs, when they all agree
+    (None: no passing run, or runs that collected different tests)."""
+    passing = [r.get("collected") or {} for r in oracle if r.get("status") == PASS]
+    out: dict[str, list[str]] = {}
+    for cmd in ("visible", "hidden"):
+        seen = {tuple(ids) for ids in (c.get(cmd) for c in passing) if ids is not None}
+        if len(seen) == 1 and len(passing) == sum(c.get(cmd) is not None for c in passing):
+            out[cmd] = list(next(iter(seen)))
+    return out or None
