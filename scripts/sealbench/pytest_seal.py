@@ -232,6 +232,25 @@ def _plugin_codes() -> set:
     return out
 
 
+def _is_pytest_run(argv: list[str]) -> bool:
+    """Whether the interpreter was started as ``python [options] -m pytest`` or as the
+    ``pytest``/``py.test`` script."""
+    args = list(argv[1:])
+    while args:
+        a = args.pop(0)
+        if a == "-m":
+            return bool(args) and args[0] in ("pytest", "py.test")
+        if a in ("-c", "-"):
+            return False
+        if a in ("-X", "-W", "-Q"):
+            args = args[1:]
+            continue
+        if a.startswith("-"):
+            continue
+        return os.path.basename(a) in ("pytest", "py.test")
+    return False
+
+
 def boot(site_dir: str) -> None:
     """Set the process up before pytest and any workspace code run (see the module docstring)."""
     import time
@@ -244,6 +263,8 @@ def boot(site_dir: str) -> None:
     if os.environ.get("SEALBENCH_SEAL_PYTHONPATH"):
         os.environ["PYTHONPATH"] = os.environ.pop("SEALBENCH_SEAL_PYTHONPATH")
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != site_dir]
+    if not _is_pytest_run(getattr(sys, "orig_argv", sys.argv)):
+        return          # not a pytest run: nothing is sealed, and such a command can never pass
     secret, fd = _read_secret(spec or "")
     if fd is None:
         return
