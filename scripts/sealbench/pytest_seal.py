@@ -275,7 +275,9 @@ def boot(site_dir: str) -> None:
     root = os.path.realpath(secret["root"])
     trusted = [os.path.realpath(p) for p in sys.path if p and os.path.isabs(p)]
     trusted = [p for p in trusted if not (root + "/").startswith(p.rstrip("/") + "/")]
-    # pytest, its plugins and unittest are loaded while no workspace code can have run
+    # pytest, its plugins and unittest are loaded while no workspace code can have run (pytest
+    # would import them all anyway: their time is reported apart, as import_ms)
+    t_import = time.perf_counter()
     import unittest  # noqa: F401
 
     import _pytest.config
@@ -286,6 +288,8 @@ def boot(site_dir: str) -> None:
             __import__(f"_pytest.{name}")
         except ImportError:
             pass
+    t0 += time.perf_counter() - t_import        # the bootstrap's own time excludes the imports
+    import_ms = round((time.perf_counter() - t_import) * 1000, 2)
     sealed_files = sorted({os.path.realpath(p) for p in secret.get("sealed_files") or ()})
     codes, module_codes, bindings = _sealed_code(sealed_files)
     for p in secret.get("paths") or ():
@@ -293,20 +297,21 @@ def boot(site_dir: str) -> None:
             sys.path.append(p)
     if secret["root"] not in sys.path:
         sys.path.append(secret["root"])
-    _install(secret, fd, root, trusted, sealed_files, codes, module_codes, bindings, t0)
+    _install(secret, fd, root, trusted, sealed_files, codes, module_codes, bindings, t0, import_ms)
 
 
 # ----------------------------------------------------------------------------- the audit hook
 
 def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files: list[str], codes: set,
-             module_codes: set, bindings: dict, t0: float) -> None:
+             module_codes: set, bindings: dict, t0: float, import_ms: float) -> None:
     import _thread
-    import sysconfig
 
     key = bytes.fromhex(secret["key"])
     seq = [0]
-    stdlib = sorted({os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")})
-    stdlib += [os.path.realpath(p) for p in sys.path if p.endswith(".zip")]
+    # the standard library: os's folder, its lib-dynload, the zip beside it
+    base = os.path.realpath(os.path.dirname(os.__file__))
+    stdlib = [base] + [os.path.realpath(p) for p in sys.path if p.endswith(".zip") or
+                       os.path.realpath(p) == os.path.join(base, "lib-dynload")]
     trusted = [p for p in trusted if not any(p == s or p.startswith(s + "/") for s in stdlib)]
     sealed = frozenset(sealed_files)
     own = _plugin_codes()
@@ -576,7 +581,7 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
 
     write({"kind": "start", "pid": os.getpid(), "secret": True, "safe_path": bool(sys.flags.safe_path),
            "sealed_files": len(sealed_files), "sealed_code": len(codes),
-           "boot_ms": round((__import__("time").perf_counter() - t0) * 1000, 2)})
+           "boot_ms": round((__import__("time").perf_counter() - t0) * 1000, 2), "import_ms": import_ms})
     sys.addaudithook(hook)
 
 
