@@ -45,8 +45,8 @@ def test_requirement_lines_that_need_more_than_their_text_are_refused(tmp_path: 
         with pytest.raises(PackError) as e:
             E.env_from_requirements(f"# comment\nattrs\n{line}\n", src)
         assert f"{src}: line 3" in str(e.value) and says in str(e.value), (line, str(e.value))
-    ok = E.env_from_requirements("attrs==23.1 --hash=sha256:abc  # pinned\nrequests[socks]>=2 ; python_version>'3'\n"
-                                 "pkg @ https://example.org/pkg-1.0.tar.gz\n", src)
+    ok = E.env_from_requirements("attrs==23.1 --hash=sha256:abc  # pinned\nrequests[socks]>=2 ; python_version>'3'\n",
+                                 src)
     assert ok.name == "default" and ok.source == src
 
 
@@ -98,6 +98,10 @@ def test_build_env_offline_installs_the_requirements_apart_from_the_harness(tmp_
     assert record["spec_digest"] == spec.digest and record["digest"] == env.digest
     assert "tinypkg==1.0" in record["lock"] and any(x.startswith("pytest==") for x in record["lock"])
     assert (env.path / "lock.txt").read_text() == env.lock and env.installer.split()[0] in ("uv", "pip")
+    # built sandboxed where bwrap works (issue 25.7), at its own path: the venv's scripts name it
+    assert record["sandbox"] == env.sandbox == ("bwrap" if _sandbox_works() else "none")
+    assert str(env.path / "bin" / "python") in (env.path / "bin" / "pytest").read_text()
+    assert subprocess.run([str(env.path / "bin" / "pytest"), "--version"], capture_output=True).returncode == 0
     assert env.lock.splitlines() == sorted(env.lock.splitlines(), key=str.lower)
     ce = env.command_env()
     assert ce["PATH"].split(os.pathsep)[0] == str(env.path / "bin") and ce["VIRTUAL_ENV"] == str(env.path)
@@ -183,8 +187,11 @@ def test_the_card_and_report_name_each_environment_with_its_lock(tmp_path: Path)
     assert "environments" not in plain_card and "## Test environments" not in plain_report  # none: as before
     exp = core.read_json(exp_dir / "experiment.json")
     exp["environments"] = [{"name": "default", "digest": "9" * 64, "spec_digest": "8" * 64, "installer": "uv 0.13.8",
-                            "python": "3.11.7", "requirements": "environment/requirements.txt",
-                            "tasks": ["a01", "a02"], "lock": ["pytest==9.2.0", "tinypkg==1.0"]}]
+                            "python": "3.11.7", "requirements": "environment/requirements.txt", "sandbox": "bwrap",
+                            "tasks": ["a01", "a02"], "lock": ["pytest==9.2.0", "tinypkg==1.0"]},
+                           {"name": "loose", "digest": "7" * 64, "spec_digest": "6" * 64, "installer": "uv 0.13.8",
+                            "python": "3.11.7", "requirements": "environments/loose/requirements.txt", "sandbox": "none",
+                            "tasks": ["a03"], "lock": ["pytest==9.2.0"]}]
     core.write_json(exp_dir / "experiment.json", exp)
     _d, card, report = gate.decide(exp_dir, split_path, pack_hash)
     env = card["environments"][0]
@@ -192,6 +199,9 @@ def test_the_card_and_report_name_each_environment_with_its_lock(tmp_path: Path)
     assert env["lock"] == ["pytest==9.2.0", "tinypkg==1.0"] and env["tasks"] == ["a01", "a02"]
     line = next(x for x in report.splitlines() if x.startswith("- `default`"))
     assert "999999999999" in line and "uv 0.13.8" in line and "Python 3.11.7" in line and "2 packages" in line
+    # how each was built (issue 25.7): the card says, the report names an unsandboxed build
+    assert [e["sandbox"] for e in card["environments"]] == ["bwrap", "none"] and "UNSANDBOXED" not in line
+    assert "built UNSANDBOXED" in next(x for x in report.splitlines() if x.startswith("- `loose`"))
 
 
 def test_hash_pack_refuses_an_unknown_environment_and_a_bad_requirements_file_naming_them(tmp_path: Path) -> None:
@@ -287,8 +297,10 @@ def _evil_index(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
     records (inside the environment, in ``sys.prefix``) who it ran as and what it could see."""
     wheels = offline_index(tmp_path / "wheels")
     where = {"marker": tmp_path / "host-marker", "planted": wheels / "planted", "beside": tmp_path / "envs" / "planted",
-             "pack": tmp_path / "pack", "home": Path(os.environ.get("HOME") or "/root"), "wheels": wheels}
+             "pack": tmp_path / "pack", "home": tmp_path / "home" / ".netrc", "wheels": wheels}
     (tmp_path / "pack").mkdir()
+    (tmp_path / "home").mkdir()
+    where["home"].write_text("machine example.org password secret\n")
     hook = (f"import json, os, sys\nW = {json.dumps({k: str(v) for k, v in where.items()})}\n"
             "for key in ('marker', 'planted', 'beside'):\n"
             "    try:\n"
@@ -297,7 +309,7 @@ def _evil_index(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
             "        pass\n"
             "cap = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('CapEff')][0]\n"
             "seen = {'uid': os.getuid(), 'cap_eff': cap, 'pack': os.path.exists(W['pack']),\n"
-            "        'home': os.path.isdir(W['home']) and bool(os.listdir(W['home'])), 'wheels': os.path.isdir(W['wheels'])}\n"
+            "        'home': os.path.exists(W['home']), 'wheels': os.path.isdir(W['wheels'])}\n"
             "try:\n"
             "    open(os.path.join(sys.prefix, 'seen-%d.json' % os.getpid()), 'w').write(json.dumps(seen))\n"
             "except OSError:\n"
@@ -318,6 +330,7 @@ def test_a_wheels_pth_runs_sandboxed_during_the_build_never_as_the_harness(tmp_p
     wheels, where = _evil_index(tmp_path)
     for k, v in offline_env_vars(wheels).items():
         monkeypatch.setenv(k, v)
+    monkeypatch.setenv("HOME", str(where["home"].parent))  # the harness's home, holding a credential
     spec = E.env_from_requirements("evil==1.0\n", tmp_path / "pack" / "environment" / "requirements.txt")
     env = E.build_env(spec, tmp_path / "envs")
     # the hook did run during the build (reading the lock starts the environment's interpreter)...
