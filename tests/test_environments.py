@@ -190,7 +190,8 @@ def test_the_card_and_report_name_each_environment_with_its_lock(tmp_path: Path)
                             "python": "3.11.7", "requirements": "environment/requirements.txt", "sandbox": "bwrap",
                             "tasks": ["a01", "a02"], "lock": ["pytest==9.2.0", "tinypkg==1.0"]},
                            {"name": "loose", "digest": "7" * 64, "spec_digest": "6" * 64, "installer": "uv 0.13.8",
-                            "python": "3.11.7", "requirements": "environments/loose/requirements.txt", "sandbox": "none",
+                            "python": "3.11.7", "requirements": "environments/loose/requirements.txt",
+                            "sandbox": "none",
                             "tasks": ["a03"], "lock": ["pytest==9.2.0"]}]
     core.write_json(exp_dir / "experiment.json", exp)
     _d, card, report = gate.decide(exp_dir, split_path, pack_hash)
@@ -358,3 +359,25 @@ def test_with_the_sandbox_off_the_build_runs_as_before_and_its_record_says_unsan
     assert where["marker"].read_text() == "pack code was here"  # today's behaviour: nothing contains it
     record = json.loads((env.path / "env.json").read_text())
     assert env.sandbox == record["sandbox"] == "none" and env.card()["sandbox"] == "none"
+
+
+def test_the_build_sandbox_mounts_the_operators_installer_files_read_only_and_only_the_env_writable(
+        tmp_path: Path, monkeypatch) -> None:
+    from sealbench.sandbox import SCRIPTS_DIR
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "idx").mkdir()
+    env, mounts = E._local_paths({"UV_FIND_LINKS": "wheels,https://example.org/wheels",
+                                  "PIP_FIND_LINKS": f"{tmp_path / 'wheels'} /no/such/folder",
+                                  "UV_INDEX": f"local=file://{tmp_path / 'idx'}",
+                                  "PIP_INDEX_URL": "https://x.org/simple",
+                                  "HOME": str(tmp_path)})
+    assert mounts == [tmp_path / "wheels", tmp_path / "wheels", tmp_path / "idx"]
+    # a relative wheel folder is made absolute (the build runs in the environment's folder)
+    assert env["UV_FIND_LINKS"] == f"{tmp_path / 'wheels'},https://example.org/wheels" and env["HOME"] == str(tmp_path)
+    folder = tmp_path / "envs" / ("0" * 64)
+    box = E.build_sandbox(folder, "bwrap", E._uv(), mounts)
+    assert box.writable == (folder,) and box.network is True
+    assert tmp_path / "wheels" in box.readable and SCRIPTS_DIR not in box.readable and tmp_path not in box.readable
+    assert E.build_sandbox(folder, "none", E._uv(), mounts) is None

@@ -407,18 +407,17 @@ class _Build:
     """One build's commands: each run in the build's sandbox (or not, at level ``none``)."""
 
     def __init__(self, spec: EnvSpec, folder: Path, level: str) -> None:
-        self.spec, self.folder, self.level = spec, folder, level
+        self.spec, self.folder = spec, folder
         uv = _uv()
         self.uv = str(Path(uv).resolve()) if uv else None
-        env, mounts = _local_paths(_installer_env())
-        self.box = build_sandbox(folder, level, self.uv, mounts)
-        if self.box is not None:
-            env = self.box.adjust_env(env)   # HOME, TMPDIR: the private /tmp
-            env.update(UV_CACHE_DIR="/tmp/uv-cache", PIP_CACHE_DIR="/tmp/pip-cache", XDG_CACHE_HOME="/tmp/.cache",
-                       UV_LINK_MODE="copy")  # a private cache: nothing a build leaves is read by another
-        else:
-            env = _installer_env()          # as before: untouched
-        self.env = env
+        self.env, self.box = _installer_env(), None   # level none: as before, the user's variables untouched
+        if level != "none":
+            env, mounts = _local_paths(self.env)
+            self.box = build_sandbox(folder, level, self.uv, mounts)
+            self.env = self.box.adjust_env(env)      # HOME, TMPDIR: the private /tmp
+            # a private cache, gone with the build: nothing a build leaves is read by another
+            self.env.update(UV_CACHE_DIR="/tmp/uv-cache", PIP_CACHE_DIR="/tmp/pip-cache",
+                            XDG_CACHE_HOME="/tmp/.cache", UV_LINK_MODE="copy")
 
     def run(self, argv: list[str], what: str) -> str:
         spec = self.spec
