@@ -47,6 +47,10 @@ def test_a_pack_environment_is_built_once_and_its_tasks_run_in_it(tmp_path: Path
     assert len(envs) == 1
     record = json.loads((envs[0] / "env.json").read_text())
     assert "tinypkg==1.0" in record["lock"]
+    # the build_env job passes the config's sandbox mode: sandboxed where bwrap works (issue 25.7)
+    from sealbench.sandbox import bwrap_problem
+
+    assert record["sandbox"] == ("bwrap" if bwrap_problem() is None else "none"), record
     base = Path(target).parents[3]
     controls = json.loads((tmp_path / base / "controls" / "controls.json").read_text())
     assert [r["status"] for r in controls["results"]] == ["fail", "fail", "pass", "pass"], controls["results"]

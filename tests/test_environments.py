@@ -14,7 +14,7 @@ import pytest
 from sealbench import environments as E
 from sealbench.core import PackError
 
-from envgen import offline_env_vars, offline_index
+from envgen import offline_env_vars, offline_index, write_wheel
 
 TINY = {"tinypkg==1.0": {"tinypkg/__init__.py": "VALUE = 42\n"}}
 
@@ -45,8 +45,8 @@ def test_requirement_lines_that_need_more_than_their_text_are_refused(tmp_path: 
         with pytest.raises(PackError) as e:
             E.env_from_requirements(f"# comment\nattrs\n{line}\n", src)
         assert f"{src}: line 3" in str(e.value) and says in str(e.value), (line, str(e.value))
-    ok = E.env_from_requirements("attrs==23.1 --hash=sha256:abc  # pinned\nrequests[socks]>=2 ; python_version>'3'\n"
-                                 "pkg @ https://example.org/pkg-1.0.tar.gz\n", src)
+    ok = E.env_from_requirements("attrs==23.1 --hash=sha256:abc  # pinned\nrequests[socks]>=2 ; python_version>'3'\n",
+                                 src)
     assert ok.name == "default" and ok.source == src
 
 
@@ -98,6 +98,10 @@ def test_build_env_offline_installs_the_requirements_apart_from_the_harness(tmp_
     assert record["spec_digest"] == spec.digest and record["digest"] == env.digest
     assert "tinypkg==1.0" in record["lock"] and any(x.startswith("pytest==") for x in record["lock"])
     assert (env.path / "lock.txt").read_text() == env.lock and env.installer.split()[0] in ("uv", "pip")
+    # built sandboxed where bwrap works (issue 25.7), at its own path: the venv's scripts name it
+    assert record["sandbox"] == env.sandbox == ("bwrap" if _sandbox_works() else "none")
+    assert str(env.path / "bin" / "python") in (env.path / "bin" / "pytest").read_text()
+    assert subprocess.run([str(env.path / "bin" / "pytest"), "--version"], capture_output=True).returncode == 0
     assert env.lock.splitlines() == sorted(env.lock.splitlines(), key=str.lower)
     ce = env.command_env()
     assert ce["PATH"].split(os.pathsep)[0] == str(env.path / "bin") and ce["VIRTUAL_ENV"] == str(env.path)
@@ -183,8 +187,12 @@ def test_the_card_and_report_name_each_environment_with_its_lock(tmp_path: Path)
     assert "environments" not in plain_card and "## Test environments" not in plain_report  # none: as before
     exp = core.read_json(exp_dir / "experiment.json")
     exp["environments"] = [{"name": "default", "digest": "9" * 64, "spec_digest": "8" * 64, "installer": "uv 0.13.8",
-                            "python": "3.11.7", "requirements": "environment/requirements.txt",
-                            "tasks": ["a01", "a02"], "lock": ["pytest==9.2.0", "tinypkg==1.0"]}]
+                            "python": "3.11.7", "requirements": "environment/requirements.txt", "sandbox": "bwrap",
+                            "tasks": ["a01", "a02"], "lock": ["pytest==9.2.0", "tinypkg==1.0"]},
+                           {"name": "loose", "digest": "7" * 64, "spec_digest": "6" * 64, "installer": "uv 0.13.8",
+                            "python": "3.11.7", "requirements": "environments/loose/requirements.txt",
+                            "sandbox": "none",
+                            "tasks": ["a03"], "lock": ["pytest==9.2.0"]}]
     core.write_json(exp_dir / "experiment.json", exp)
     _d, card, report = gate.decide(exp_dir, split_path, pack_hash)
     env = card["environments"][0]
@@ -192,6 +200,9 @@ def test_the_card_and_report_name_each_environment_with_its_lock(tmp_path: Path)
     assert env["lock"] == ["pytest==9.2.0", "tinypkg==1.0"] and env["tasks"] == ["a01", "a02"]
     line = next(x for x in report.splitlines() if x.startswith("- `default`"))
     assert "999999999999" in line and "uv 0.13.8" in line and "Python 3.11.7" in line and "2 packages" in line
+    # how each was built (issue 25.7): the card says, the report names an unsandboxed build
+    assert [e["sandbox"] for e in card["environments"]] == ["bwrap", "none"] and "UNSANDBOXED" not in line
+    assert "built UNSANDBOXED" in next(x for x in report.splitlines() if x.startswith("- `loose`"))
 
 
 def test_hash_pack_refuses_an_unknown_environment_and_a_bad_requirements_file_naming_them(tmp_path: Path) -> None:
@@ -213,3 +224,160 @@ def test_hash_pack_refuses_an_unknown_environment_and_a_bad_requirements_file_na
     (pack / "environments" / "numeric" / "requirements.txt").write_text("numpy==2.0\n")
     plan = plan_pack(pack)
     assert plan.tasks["t00"].env.name == "numeric" and plan.tasks["t01"].env is None
+
+
+# ---------------------------------------------------------------------------------------------
+# pack-supplied code (issue 25, point 7): a requirements file names released packages only, and
+# what it installs runs sandboxed
+
+
+#: lines that would make the installer fetch or run something other than a released package
+#: from the operator's configured sources: each refused at hash_pack, naming the file and line
+HOSTILE_LINES = [
+    ("evil @ http://127.0.0.1:9/evil-1.0-py3-none-any.whl", "direct references"),
+    ("evil@https://example.org/evil-1.0.tar.gz ; python_version > '3'", "direct references"),
+    ("evil @ file:///tmp/evil-1.0-py3-none-any.whl", "local paths"),
+    ("evil @ git+https://example.org/evil.git@v1", "version control"),
+    ("https://example.org/evil-1.0-py3-none-any.whl", "URLs"),
+    ("git+https://example.org/evil.git#egg=evil", "version control"),
+    ("file:///tmp/evil-1.0-py3-none-any.whl", "local paths"),
+    ("-e git+https://example.org/evil.git#egg=evil", "editable"),
+    ("--editable ./evil", "editable"),
+    ("./evil", "local paths"),
+    ("/abs/evil-1.0-py3-none-any.whl", "local paths"),
+    ("evil-1.0-py3-none-any.whl", "local paths"),
+    ("-i https://evil.example/simple", "where packages come from"),
+    ("--index-url=https://evil.example/simple", "where packages come from"),
+    ("--extra-index-url https://evil.example/simple", "where packages come from"),
+    ("-f /tmp/wheels", "where packages come from"),
+    ("--find-links https://evil.example/wheels", "where packages come from"),
+    ("--trusted-host evil.example", "where packages come from"),
+    ("-r other.txt", "other files"),
+    ("-c constraints.txt", "other files"),
+    ("--requirement=../elsewhere/requirements.txt", "other files"),
+    ("--only-binary :all:", "option lines"),
+    ("evil==1.0 --config-settings=x=y", "option --config-settings"),
+    ("evil==${VERSION}", "environment variables"),
+]
+#: what a requirements file may say: released packages with pins, ranges, extras, markers, hashes
+HONEST_TEXT = ("# test dependencies\n"
+               "tinypkg==1.2\n"
+               "attrs>=1,<2  # a range\n"
+               "requests[socks]==2.31.0 ; python_version < '3.99'\n"
+               "pluggy==1.5.0 \\\n    --hash=sha256:" + "a" * 64 + "\n"
+               "Some_Name.Dotted~=1.0\n")
+
+
+def test_hash_pack_refuses_a_direct_reference_url_or_source_option_naming_the_file_and_line(tmp_path: Path) -> None:
+    from packgen import make_pack
+    from sealbench.hash_pack import plan_pack
+
+    pack = make_pack(tmp_path / "p", n=1)
+    req = pack / "environment" / "requirements.txt"
+    req.parent.mkdir()
+    accepted = []
+    for line, says in HOSTILE_LINES:
+        req.write_text(f"# comment\ntinypkg==1.0\n{line}\n")
+        try:
+            plan_pack(pack)
+        except PackError as exc:
+            msg = str(exc)
+            assert f"{req}: line 3 ({line!r})" in msg and says in msg, (line, msg)
+        else:
+            accepted.append(line)
+    assert not accepted, f"accepted at hash_pack: {accepted}"
+    req.write_text(HONEST_TEXT)
+    plan = plan_pack(pack)
+    assert plan.tasks["t00"].env is not None and plan.tasks["t00"].env.requirements == HONEST_TEXT
+
+
+def _evil_index(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
+    """A find-links folder with the pytest closure and ``evil==1.0``: a wheel whose ``.pth`` runs
+    ``evil_hook`` at every interpreter start. The hook writes a marker to a host path outside the
+    environment's folder, tries to plant a file in the wheel folder and beside the environment, and
+    records (inside the environment, in ``sys.prefix``) who it ran as and what it could see."""
+    wheels = offline_index(tmp_path / "wheels")
+    where = {"marker": tmp_path / "host-marker", "planted": wheels / "planted", "beside": tmp_path / "envs" / "planted",
+             "pack": tmp_path / "pack", "home": tmp_path / "home" / ".netrc", "wheels": wheels}
+    (tmp_path / "pack").mkdir()
+    (tmp_path / "home").mkdir()
+    where["home"].write_text("machine example.org password secret\n")
+    hook = (f"import json, os, sys\nW = {json.dumps({k: str(v) for k, v in where.items()})}\n"
+            "for key in ('marker', 'planted', 'beside'):\n"
+            "    try:\n"
+            "        open(W[key], 'w').write('pack code was here')\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "cap = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('CapEff')][0]\n"
+            "seen = {'uid': os.getuid(), 'cap_eff': cap, 'pack': os.path.exists(W['pack']),\n"
+            "        'home': os.path.exists(W['home']), 'wheels': os.path.isdir(W['wheels'])}\n"
+            "try:\n"
+            "    open(os.path.join(sys.prefix, 'seen-%d.json' % os.getpid()), 'w').write(json.dumps(seen))\n"
+            "except OSError:\n"
+            "    pass\n")
+    write_wheel(wheels, "evil", "1.0", {"evil_hook.py": hook.encode(), "evil.pth": b"import evil_hook\n",
+                                         "evil/__init__.py": b"VALUE = 1\n"})
+    return wheels, where
+
+
+def _sandbox_works() -> bool:
+    from sealbench.sandbox import bwrap_problem
+
+    return bwrap_problem() is None
+
+
+@pytest.mark.skipif(not _sandbox_works(), reason="bwrap cannot run here")
+def test_a_wheels_pth_runs_sandboxed_during_the_build_never_as_the_harness(tmp_path: Path, monkeypatch) -> None:
+    wheels, where = _evil_index(tmp_path)
+    for k, v in offline_env_vars(wheels).items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("HOME", str(where["home"].parent))  # the harness's home, holding a credential
+    spec = E.env_from_requirements("evil==1.0\n", tmp_path / "pack" / "environment" / "requirements.txt")
+    env = E.build_env(spec, tmp_path / "envs")
+    # the hook did run during the build (reading the lock starts the environment's interpreter)...
+    seen = [json.loads(p.read_text()) for p in env.path.glob("seen-*.json")]
+    assert seen, "the .pth never ran during the build"
+    # ...but not on the host: no marker outside the environment, nothing planted in the wheel
+    # folder (read-only) or beside the environment (not mounted)
+    for key in ("marker", "planted", "beside"):
+        assert not where[key].exists(), f"pack code wrote {where[key]} on the host"
+    # unprivileged, no capabilities, no pack, no home; the operator's wheel folder readable
+    for s in seen:
+        assert s["uid"] != 0 and int(s["cap_eff"], 16) == 0, s
+        assert s["pack"] is False and s["home"] is False and s["wheels"] is True, s
+    assert env.sandbox == "bwrap" and json.loads((env.path / "env.json").read_text())["sandbox"] == "bwrap"
+    assert "evil==1.0" in env.lock.splitlines()
+
+
+def test_with_the_sandbox_off_the_build_runs_as_before_and_its_record_says_unsandboxed(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    wheels, where = _evil_index(tmp_path)
+    for k, v in offline_env_vars(wheels).items():
+        monkeypatch.setenv(k, v)
+    spec = E.env_from_requirements("evil==1.0\n", tmp_path / "pack" / "environment" / "requirements.txt")
+    env = E.build_env(spec, tmp_path / "envs", sandbox="off")
+    assert where["marker"].read_text() == "pack code was here"  # today's behaviour: nothing contains it
+    record = json.loads((env.path / "env.json").read_text())
+    assert env.sandbox == record["sandbox"] == "none" and env.card()["sandbox"] == "none"
+
+
+def test_the_build_sandbox_mounts_the_operators_installer_files_read_only_and_only_the_env_writable(
+        tmp_path: Path, monkeypatch) -> None:
+    from sealbench.sandbox import SCRIPTS_DIR
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "idx").mkdir()
+    env, mounts = E._local_paths({"UV_FIND_LINKS": "wheels,https://example.org/wheels",
+                                  "PIP_FIND_LINKS": f"{tmp_path / 'wheels'} /no/such/folder",
+                                  "UV_INDEX": f"local=file://{tmp_path / 'idx'}",
+                                  "PIP_INDEX_URL": "https://x.org/simple",
+                                  "HOME": str(tmp_path)})
+    assert mounts == [tmp_path / "wheels", tmp_path / "wheels", tmp_path / "idx"]
+    # a relative wheel folder is made absolute (the build runs in the environment's folder)
+    assert env["UV_FIND_LINKS"] == f"{tmp_path / 'wheels'},https://example.org/wheels" and env["HOME"] == str(tmp_path)
+    folder = tmp_path / "envs" / ("0" * 64)
+    box = E.build_sandbox(folder, "bwrap", E._uv(), mounts)
+    assert box.writable == (folder,) and box.network is True
+    assert tmp_path / "wheels" in box.readable and SCRIPTS_DIR not in box.readable and tmp_path not in box.readable
+    assert E.build_sandbox(folder, "none", E._uv(), mounts) is None

@@ -26,9 +26,10 @@ def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
     card = _card(exp, manifest, tasks, runs)
     if exp.get("environments"):
         # the task test environments the scores depend on (PACK/environment/, PACK/environments/<name>/):
-        # name, digest (python + lock), installer, python, the whole lock and the tasks using each
+        # name, digest (python + lock), installer, python, how it was built (sandbox: bwrap, or none:
+        # unsandboxed), the whole lock and the tasks using each
         card["environments"] = [{k: e.get(k) for k in ("name", "digest", "spec_digest", "installer", "python",
-                                                        "requirements", "tasks", "lock")}
+                                                        "sandbox", "requirements", "tasks", "lock")}
                                 for e in exp["environments"]]
     return card
 

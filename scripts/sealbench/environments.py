@@ -17,10 +17,22 @@ once; what was installed is its lock (``lock.txt``) and the environment's identi
 over the python version and the lock (``env.json``). Scores depend on that digest, not on
 sealbench's own venv.
 
-A requirements file must be buildable from its text alone: editable lines, local paths, option
-lines (``--index-url``, ``-r``, …) and ``${VARIABLES}`` are refused, naming the file and line.
-Where packages come from is the user's installer configuration (``PIP_*``/``UV_*`` variables,
-e.g. ``PIP_FIND_LINKS`` + ``PIP_NO_INDEX`` for an offline machine), passed through untouched.
+A requirements file names released packages only, and must be buildable from its text alone:
+direct references (``name @ URL``), bare URLs, version-control sources (``git+…``), editable
+lines, local paths (``./x``, ``/x.whl``, ``file:``), option lines (``--index-url``,
+``--find-links``, ``--trusted-host``, ``-r``, ``-c``, …) and ``${VARIABLES}`` are refused at
+hash_pack, naming the file and line (only ``--hash`` may follow a requirement). Where packages
+come from is the operator's installer configuration (``PIP_*``/``UV_*`` variables, e.g.
+``UV_FIND_LINKS`` + ``UV_NO_INDEX`` for an offline machine), passed through untouched.
+
+What a pack installs is pack-supplied code (a wheel's ``.pth``, an sdist's build), so the build
+runs sandboxed (``sandbox.Sandbox`` with the host's network): only the environment's folder is
+writable (bound at its own path, so the venv's paths are the same inside and out); the
+interpreter, uv and the local files the installer variables name (wheel folders, ``file:``
+indexes, config files, certificates) are read-only; ``/tmp`` is private (the installer's cache
+lives there); the home folder, the pack and ``results/`` are absent; an unprivileged uid without
+capabilities. With the sandbox off (``sandbox: off``, or ``auto`` without bwrap) it is built as
+before, and ``env.json`` says so (``"sandbox": "none"``).
 """
 
 from __future__ import annotations
@@ -36,9 +48,11 @@ import sysconfig
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
-from .core import PackError, SealbenchError, canonical_json, python_bin_dir, read_json, sha256_text, write_json
+from .core import (PackError, SealbenchError, atomic_write_text, canonical_json, python_bin_dir, read_json,
+                   sha256_text, write_json)
+from .sandbox import resolve_level
 
 #: The pack's default environment and the folder of named ones (relative to the pack).
 DEFAULT_DIR = "environment"
@@ -51,6 +65,21 @@ DEFAULT_NAME = "default"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: per-requirement options pip accepts after a requirement on the same line (they pin, never fetch)
 _LINE_OPTIONS = ("--hash",)
+#: option lines, by what they do: install a path or repository in place (editable), change where
+#: packages come from (the operator's installer configuration decides that, never the pack), or
+#: include another file (an environment is its own text: its digest covers this file only).
+#: Every other option line is refused too: none is needed to name released packages.
+_EDITABLE = ("-e", "--editable")
+_SOURCE_OPTIONS = ("-i", "--index-url", "--extra-index-url", "--no-index", "-f", "--find-links", "--trusted-host")
+_INCLUDE_OPTIONS = ("-r", "--requirement", "-c", "--constraint")
+#: version-control sources (pip's and uv's ``git+https://…`` and ``name @ git+…``)
+_VCS = ("git+", "hg+", "svn+", "bzr+")
+#: what pip takes for a file to install when a line ends with it (pip's is_archive_file)
+_ARCHIVES = (".whl", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz", ".txz", ".tlz", ".tar.lz", ".tar.lzma",
+             ".zip", ".tar")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_RELEASED = "name a released package (name==version); where packages come from is the operator's installer " \
+            "configuration (PIP_INDEX_URL, PIP_FIND_LINKS, UV_INDEX_URL, UV_FIND_LINKS, …)"
 
 
 class EnvironmentBuildError(SealbenchError):
@@ -93,20 +122,52 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _option(line: str) -> str:
+    """The option an option line starts with (``-ifoo`` and ``--index-url=foo`` included)."""
+    if line.startswith("--"):
+        m = re.match(r"--[A-Za-z0-9-]*", line)
+        return m.group(0) if m else line
+    return line[:2]
+
+
+def _option_problem(line: str) -> str:
+    opt = _option(line)
+    if opt in _EDITABLE:
+        return f"editable installs are refused (they install a path or repository in place); {_RELEASED}"
+    if opt in _SOURCE_OPTIONS:
+        return (f"option lines are refused ({opt} changes where packages come from, which is the operator's "
+                "installer configuration — PIP_INDEX_URL, PIP_FIND_LINKS, UV_INDEX_URL, UV_FIND_LINKS, … — never "
+                "the pack's)")
+    if opt in _INCLUDE_OPTIONS:
+        return (f"option lines are refused ({opt} reads other files; an environment is its own text, its digest "
+                "covers this file only: write those requirements here)")
+    return (f"option lines are refused ({opt}): an environment must be buildable from its text alone, and only "
+            "--hash may follow a requirement")
+
+
+def _source_problem(where: str) -> str | None:
+    """Why a requirement's source (``where``: a bare line or the URL of ``name @ URL``) is not a
+    released package, or None."""
+    low = where.lower()
+    if low.startswith(("file:", ".", "/", "~")):
+        return f"local paths are refused; {_RELEASED}"
+    if low.startswith(_VCS):
+        return f"version control sources are refused (they build a repository's code); {_RELEASED}"
+    if _SCHEME.match(where):
+        return f"URLs are refused (the installer would fetch whatever it serves); {_RELEASED}"
+    return None
+
+
 def requirements_problems(text: str, source: Path) -> list[str]:
-    """Why ``text`` (the file ``source``) is not an environment buildable from its text alone."""
+    """Why ``text`` (the file ``source``) is not an environment of released packages buildable
+    from its text alone: one problem per refused line, naming the file and the line."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     problems = []
     for n, line in _logical_lines(text):
         where = f"{source}: line {n} ({line!r})"
-        if line.startswith(("-e", "--editable")):
-            problems.append(f"{where}: editable installs are refused; name a released package (name==version)")
-            continue
         if line.startswith("-"):
-            problems.append(f"{where}: option lines are refused (an environment must be buildable from its text "
-                            "alone); where packages come from is your installer's configuration (PIP_INDEX_URL, "
-                            "PIP_FIND_LINKS, UV_INDEX_URL, …)")
+            problems.append(f"{where}: {_option_problem(line)}")
             continue
         if "${" in line:
             problems.append(f"{where}: environment variables are refused; write the value")
@@ -116,18 +177,25 @@ def requirements_problems(text: str, source: Path) -> list[str]:
         head = line.split(" --", 1)[0].strip() if extra else line
         bad_opts = [w for w in extra if not w.startswith(_LINE_OPTIONS)]
         if bad_opts:
-            problems.append(f"{where}: option {bad_opts[0]} is refused (only --hash may follow a requirement)")
+            problems.append(f"{where}: option {bad_opts[0].split('=', 1)[0]} is refused (only --hash may follow a "
+                            "requirement)")
             continue
-        if head.startswith((".", "/", "~", "file:")) or re.search(r"\.(whl|tar\.gz|zip)$", head) and "://" not in head:
-            problems.append(f"{where}: local paths are refused; name a released package (name==version)")
+        bare = _source_problem(head)
+        if bare:
+            problems.append(f"{where}: {bare}")
             continue
         try:
             req = Requirement(head)
         except InvalidRequirement as exc:
             problems.append(f"{where}: not a requirement ({exc})")
             continue
-        if req.url and req.url.startswith("file:"):
-            problems.append(f"{where}: local paths are refused; name a released package (name==version)")
+        if req.url:
+            kind = (_source_problem(req.url) or "URLs").split(" are refused", 1)[0]
+            problems.append(f"{where}: direct references (name @ URL) are refused ({kind}: the installer would "
+                            f"fetch and run whatever the URL holds, not a released package); {_RELEASED}")
+            continue
+        if req.name.lower().endswith(_ARCHIVES):
+            problems.append(f"{where}: local paths are refused (pip installs a file of that name); {_RELEASED}")
     return problems
 
 
@@ -228,6 +296,9 @@ class BuiltEnv:
     name: str = DEFAULT_NAME
     python_version: str = ""
     source: str = ""             #: the requirements file it was built from (as named at the build)
+    #: how the install ran: ``bwrap`` (sandboxed), ``none`` (unsandboxed: ``sandbox: off``, or
+    #: ``auto`` without bwrap), "" (built before sealbench recorded it)
+    sandbox: str = ""
 
     def describe(self) -> str:
         """One phrase naming it: its name and the requirements file."""
@@ -246,7 +317,7 @@ class BuiltEnv:
     def card(self) -> dict[str, Any]:
         """What the card says of it."""
         return {"name": self.name, "digest": self.digest, "installer": self.installer,
-                "python": self.python_version, "lock": self.lock.splitlines()}
+                "python": self.python_version, "sandbox": self.sandbox, "lock": self.lock.splitlines()}
 
 
 def env_digest(python: str, lock: str) -> str:
@@ -276,14 +347,90 @@ def _installer_env() -> dict[str, str]:
     return env
 
 
-def _run(argv: list[str], spec: EnvSpec, what: str) -> str:
-    proc = subprocess.run(argv, capture_output=True, text=True, env=_installer_env(), stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise EnvironmentBuildError(f"{spec.source}: building environment {spec.name!r} failed ({what}, exit "
-                                    f"{proc.returncode}); check the requirements and where your installer finds "
-                                    f"packages (PIP_*/UV_* variables). Installer's last lines:\n{tail}")
-    return proc.stdout
+#: installer variables that may name local files or folders (wheel folders, ``file:`` indexes,
+#: constraint and config files, certificates): the operator's, mounted read-only in the build's
+#: sandbox. Lists are split on whitespace and commas (``UV_FIND_LINKS`` is comma-separated).
+INSTALLER_PATH_VARS = ("UV_FIND_LINKS", "PIP_FIND_LINKS", "UV_INDEX", "UV_DEFAULT_INDEX", "UV_INDEX_URL",
+                       "UV_EXTRA_INDEX_URL", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_CONSTRAINT", "PIP_CONSTRAINT",
+                       "UV_OVERRIDE", "UV_BUILD_CONSTRAINT", "UV_CONFIG_FILE", "PIP_CONFIG_FILE", "PIP_CERT",
+                       "PIP_CLIENT_CERT", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NETRC")
+#: name lookups with the host's network: followed when a symlink leads out of /etc
+NETWORK_FILES = ("/etc/resolv.conf", "/etc/hosts")
+
+
+def _local_paths(env: Mapping[str, str]) -> tuple[dict[str, str], list[Path]]:
+    """The local files and folders the installer variables name, and ``env`` with the relative
+    ones made absolute (the sandboxed build runs in the environment's folder)."""
+    from urllib.parse import unquote, urlparse
+
+    out, found = dict(env), []
+    for key in INSTALLER_PATH_VARS:
+        if not env.get(key):
+            continue
+        parts = re.split(r"([\s,]+)", env[key])
+        for i, token in enumerate(parts):
+            if not token or re.fullmatch(r"[\s,]+", token):
+                continue
+            value = token.split("=", 1)[1] if key == "UV_INDEX" and re.match(r"^[\w.-]+=", token) else token
+            if value.startswith("file:"):
+                path = unquote(urlparse(value).path) if value.startswith("file://") else value[len("file:"):]
+            elif "://" in value:
+                continue
+            else:
+                path = value
+            if path and os.path.exists(path):
+                found.append(Path(os.path.abspath(path)))
+                if not os.path.isabs(path) and value == token == path:
+                    parts[i] = os.path.abspath(path)
+        out[key] = "".join(parts)
+    return out, found
+
+
+def build_sandbox(folder: Path, level: str, uv: str | None, mounts: Iterable[Path] = ()) -> Any:
+    """The sandbox an environment is built in (None at level ``none``): the host's network, only
+    ``folder`` writable (bound at its own path), the interpreter's folders, uv and ``mounts`` (the
+    installer variables' local files) read-only, a private ``/tmp``, nothing else of the host."""
+    if level == "none":
+        return None
+    from .limits import Limits
+    from .sandbox import SCRIPTS_DIR, Sandbox, default_hidden, default_readable
+
+    readable = [p for p in default_readable() if p != SCRIPTS_DIR]
+    readable += [Path(uv)] if uv else []
+    readable += list(mounts)
+    readable += [Path(f).resolve() for f in NETWORK_FILES if Path(f).is_symlink() and Path(f).resolve().exists()]
+    return Sandbox(level=level, writable=(Path(folder).absolute(),), readable=tuple(dict.fromkeys(readable)),
+                   hidden=default_hidden([Path(folder).parent]), network=True, limits=Limits())
+
+
+class _Build:
+    """One build's commands: each run in the build's sandbox (or not, at level ``none``)."""
+
+    def __init__(self, spec: EnvSpec, folder: Path, level: str) -> None:
+        self.spec, self.folder = spec, folder
+        uv = _uv()
+        self.uv = str(Path(uv).resolve()) if uv else None
+        self.env, self.box = _installer_env(), None   # level none: as before, the user's variables untouched
+        if level != "none":
+            env, mounts = _local_paths(self.env)
+            self.box = build_sandbox(folder, level, self.uv, mounts)
+            self.env = self.box.adjust_env(env)      # HOME, TMPDIR: the private /tmp
+            # a private cache, gone with the build: nothing a build leaves is read by another
+            self.env.update(UV_CACHE_DIR="/tmp/uv-cache", PIP_CACHE_DIR="/tmp/pip-cache",
+                            XDG_CACHE_HOME="/tmp/.cache", UV_LINK_MODE="copy")
+
+    def run(self, argv: list[str], what: str) -> str:
+        spec = self.spec
+        if self.box is not None:
+            argv = self.box.wrap(argv, self.folder)
+        proc = subprocess.run(argv, capture_output=True, text=True, env=self.env, stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            raise EnvironmentBuildError(f"{spec.source}: building environment {spec.name!r} failed ({what}, exit "
+                                        f"{proc.returncode}{', sandboxed' if self.box is not None else ''}); check "
+                                        "the requirements and where your installer finds packages (PIP_*/UV_* "
+                                        f"variables). Installer's last lines:\n{tail}")
+        return proc.stdout
 
 
 _LOCK_SCRIPT = ("import importlib.metadata as m, sys\n"
@@ -295,27 +442,32 @@ _LOCK_SCRIPT = ("import importlib.metadata as m, sys\n"
                 "print('\\n'.join(sorted(names.values(), key=str.lower)))\n")
 
 
-def _install(spec: EnvSpec, folder: Path) -> tuple[str, str, str]:
-    """Make the venv in ``folder`` and install; returns (installer, python version, lock)."""
+def _install(spec: EnvSpec, folder: Path, level: str) -> tuple[str, str, str]:
+    """Make the venv in ``folder`` and install, every step at ``level`` (``bwrap``: sandboxed, the
+    lock read too — starting the environment's interpreter runs its ``.pth`` files); returns
+    (installer, python version, lock)."""
+    build = _Build(spec, folder, level)
     py = folder / "bin" / "python"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(folder)], spec, "venv")
+    build.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], "venv")
     req = folder / "requirements.in"
-    req.write_text(spec.install_lines, encoding="utf-8")
-    uv = _uv()
-    if uv:
-        version = _run([uv, "--version"], spec, "uv --version").split()
+    atomic_write_text(req, spec.install_lines)
+    if build.uv:
+        version = build.run([build.uv, "--version"], "uv --version").split()
         installer = " ".join(version[:2])
-        _run([uv, "pip", "install", "--python", str(py), "-r", str(req)], spec, installer)
+        build.run([build.uv, "pip", "install", "--python", str(py), "-r", str(req)], installer)
     else:
         installer = f"pip {metadata.version('pip')}"
-        _run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-input", "-r", str(req)], spec,
-             installer)
-    out = _run([str(py), "-I", "-c", _LOCK_SCRIPT], spec, "reading what was installed").splitlines()
+        build.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-input", "-r", str(req)],
+                  installer)
+    out = build.run([str(py), "-I", "-c", _LOCK_SCRIPT], "reading what was installed").splitlines()
     return installer, out[0].strip(), "\n".join(out[1:]).strip() + "\n"
 
 
-def build_env(spec: EnvSpec, root: Path) -> BuiltEnv:
+def build_env(spec: EnvSpec, root: Path, sandbox: str = "auto") -> BuiltEnv:
     """Build ``spec`` under ``root`` (``<root>/<spec digest>/``), or return the one built.
+
+    ``sandbox``: the config's mode (``auto``, ``required``, ``off``); the install runs in
+    :func:`build_sandbox` unless it resolves to ``none``, which ``env.json`` records.
 
     Built once: ``env.json`` is written last, so a folder without it (a crashed build) is never
     used but removed and built again; concurrent builders of the same digest take a lock file
@@ -333,17 +485,19 @@ def build_env(spec: EnvSpec, root: Path) -> BuiltEnv:
             return load_env(folder)
         if folder.exists():
             shutil.rmtree(folder)
+        level = resolve_level(sandbox)
         try:
-            installer, version, lock_text = _install(spec, folder)
+            installer, version, lock_text = _install(spec, folder, level)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         digest = env_digest(version, lock_text)
-        (folder / "lock.txt").write_text(lock_text, encoding="utf-8")
+        # written by replacing (never through a link the install may have planted in its folder)
+        atomic_write_text(folder / "lock.txt", lock_text)
         write_json(folder / "env.json", {"name": spec.name, "spec_digest": spec.digest, "digest": digest,
                                          "python": version, "platform": platform_tag(), "installer": installer,
                                          "requirements": spec.requirements, "source": str(spec.source),
-                                         "lock": lock_text.splitlines()})
+                                         "sandbox": level, "lock": lock_text.splitlines()})
     return load_env(folder)
 
 
@@ -365,7 +519,8 @@ def load_env(path: Path) -> BuiltEnv:
     if not py.exists():
         raise SealbenchError(f"{py}: missing: the environment in {path} is broken; remove it to rebuild it")
     return BuiltEnv(path=path, python=py, lock=lock, digest=data["digest"], installer=data["installer"],
-                    name=data["name"], python_version=data["python"], source=str(data.get("source") or ""))
+                    name=data["name"], python_version=data["python"], source=str(data.get("source") or ""),
+                    sandbox=str(data.get("sandbox") or ""))
 
 
 # --------------------------------------------------------------------------------------------
@@ -387,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", required=True)
     ap.add_argument("--expect", required=True, help="the spec digest planned")
     ap.add_argument("--root", type=Path, required=True, help="where environments live (results/envs)")
+    ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"],
+                    help="the config's sandbox mode: the install runs sandboxed unless it resolves to none")
     args = ap.parse_args(argv)
     try:
         source = pack_root() / args.requirements
@@ -394,12 +551,13 @@ def main(argv: list[str] | None = None) -> int:
         if spec.digest != args.expect:
             raise SealbenchError(f"{source}: its environment digest is {spec.digest[:12]}… but the workflow was planned "
                                  f"with {args.expect[:12]}…: the file changed while the workflow ran; rerun snakemake")
-        env = build_env(spec, args.root)
+        env = build_env(spec, args.root, sandbox=args.sandbox)
     except SealbenchError as exc:
         print(f"build_env: {exc}", file=sys.stderr)
         return 1
     print(f"build_env {env.name}: {env.path} ({env.installer}, python {env.python_version}, "
-          f"{len(env.lock.splitlines())} packages, digest {env.digest[:12]})")
+          f"{len(env.lock.splitlines())} packages, digest {env.digest[:12]}, "
+          f"{'built unsandboxed' if env.sandbox == 'none' else 'built sandboxed' if env.sandbox else 'built earlier'})")
     return 0
 
 

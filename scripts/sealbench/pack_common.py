@@ -352,7 +352,7 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
     if hits:
         shown = "; ".join(f"{h.file}: {h.kind} {h.text!r} (from {h.source})" for h in hits[:2])
         return TaskCheck(task_id, False, reason=f"leak suspect: the worker can read its hidden tests: {shown}")
-    env = build_env(spec, env_root) if spec is not None else None
+    env = build_env(spec, env_root, sandbox=sandbox_mode) if spec is not None else None
     task_env = env.command_env() if env is not None else None
     level = resolve_level(sandbox_mode)
     logs = scratch_dir("verify")

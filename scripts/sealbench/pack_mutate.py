@@ -114,7 +114,7 @@ def prepare(opts: Options, work: Path, log) -> Project:
     log(f"{root.name}: {layout.kind} layout, packages {', '.join(layout.packages)}; {len(layout.test_files)} test "
         f"files; requirements: {', '.join(req.lines) or 'none'}")
     built = build_env(env_from_requirements(req.text(), opts.requirements or Path("environment/requirements.txt")),
-                      opts.env_root)
+                      opts.env_root, sandbox=opts.sandbox)
     from .core import harness_env
 
     cenv = built.command_env()

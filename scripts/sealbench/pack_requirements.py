@@ -192,6 +192,9 @@ def detect_requirements(root: Path, test_text: str) -> Requirements:
         except InvalidRequirement:
             req.dropped.append(f"{line} ({where}): not a requirement specifier")
             continue
+        if r.url:  # name @ URL: a pack's environment names released packages only (environments.py)
+            req.dropped.append(f"{line} ({where}): a direct reference (name @ URL), not a released package")
+            continue
         key = canonicalize_name(r.name)
         group = where.rsplit(" ", 1)[-1]
         if r.marker is not None and not any(r.marker.evaluate({"extra": e}) for e in ("", group)):

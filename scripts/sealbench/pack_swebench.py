@@ -230,7 +230,7 @@ def requirement_overrides(pairs: list[str], instances: list[Instance]) -> dict[s
 
 
 def declare_env(pack: Path, inst: Instance, plan: TaskPlan, base: Path, override: Path | None,
-                env_root: Path) -> list[str]:
+                env_root: Path, sandbox: str = "auto") -> list[str]:
     """Write ``environments/<env_name>/requirements.txt``, detected at this instance's base (or
     the override); returns the ``-p`` modules of the pytest plugins it names (the environment is
     built under ``env_root`` to find them, as verification builds it anyway)."""
@@ -246,7 +246,7 @@ def declare_env(pack: Path, inst: Instance, plan: TaskPlan, base: Path, override
     target.write_text(req.text(), encoding="utf-8")
     if not req.plugins:
         return []
-    built = environments.build_env(spec, env_root)
+    built = environments.build_env(spec, env_root, sandbox=sandbox)
     return plugin_modules(str(built.python), req.plugins, harness_env(built.command_env()))
 
 
@@ -293,7 +293,7 @@ def import_swebench(opts: Options, log=print) -> list[Outcome]:
                 plan = plan_task(inst, clones_of[inst.repo], Path(tmp), opts.strata, opts.time_box)
                 if inst.env_name not in plugins:
                     plugins[inst.env_name] = declare_env(pack, inst, plan, Path(tmp) / "base",
-                                                         overrides.get(inst.repo), opts.env_root)
+                                                         overrides.get(inst.repo), opts.env_root, opts.sandbox)
                 plan.name_plugins(plugins[inst.env_name])
                 write_task(pack, TaskFiles(plan.id, plan.meta, plan.prompt, plan.repo, plan.visible, plan.hidden,
                                            plan.oracle), opts.strata)

@@ -187,7 +187,8 @@ def environment_lines(card: Mapping) -> list[str]:
         shown = ", ".join(tasks[:5]) + (f", … ({len(tasks)} tasks)" if len(tasks) > 5 else "")
         out.append(f"- `{e['name']}` ({e.get('requirements')}): digest `{str(e['digest'])[:12]}`, "
                    f"{e.get('installer')}, Python {e.get('python')}, {len(e.get('lock') or [])} packages "
-                   f"(the lock is in the card); tasks: {shown}")
+                   f"(the lock is in the card){'; built UNSANDBOXED' if e.get('sandbox') == 'none' else ''}; "
+                   f"tasks: {shown}")
     return out
 
 

@@ -99,7 +99,7 @@ def try_task(agent: str, task: str, cfg: dict, results: Path = Path("results"), 
         seal_task(plan.tasks[task].dir, digest, sealed, sealed.with_name("sealed.json"))
     # the task's test environment, built once like the pipeline's (results/envs/<spec digest>/)
     env_spec = declared_env(plan.pack, plan.tasks[task].meta)
-    env = build_env(env_spec, Path(res) / "envs") if env_spec is not None else None
+    env = build_env(env_spec, Path(res) / "envs", sandbox=cfg["sandbox"]) if env_spec is not None else None
     options = RunOptions(sandbox_mode=cfg["sandbox"], stop_on_green=cfg["stop_on_green"],
                          cap_bytes=cfg["log_cap_bytes"], hide=(plan.pack.absolute(), Path(results).absolute()),
                          endpoint=spec.get("endpoint"),

@@ -15,6 +15,8 @@ checkpoint build_env:
         requirements=lambda w: env_specs()[w.sdigest][0],
         name=lambda w: env_specs()[w.sdigest][1],
         root=f"{RESULTS}/envs",
+        # the install runs pack-supplied code: sandboxed as the config says (env.json records it)
+        sandbox=CFG["sandbox"],
         code=code_digest("environments"),
     log:
         paths.env_log("{sdigest}"),
@@ -26,4 +28,4 @@ checkpoint build_env:
         runtime=30,
     shell:
         "sealbench_job {log:q} sealbench.environments --requirements {params.requirements:q} --name {params.name:q}"
-        " --expect {wildcards.sdigest} --root {params.root:q}"
+        " --expect {wildcards.sdigest} --root {params.root:q} --sandbox {params.sandbox:q}"
