@@ -49,6 +49,8 @@ parts, in the order they start:
 The harness judges from the stream (``sealed_report.judge_stream``): a pass needs every record
 signed, the canaries as expected, and every real test reported passed witnessed as sealed code
 that returned.
+
+PYTEST_DONT_REWRITE: the bootstrap imports this module before pytest does (no assertions here).
 """
 
 from __future__ import annotations
@@ -304,6 +306,7 @@ def boot(site_dir: str) -> None:
 
 def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files: list[str], codes: set,
              module_codes: set, bindings: dict, t0: float, import_ms: float) -> None:
+    import _imp
     import _thread
 
     key = bytes.fromhex(secret["key"])
@@ -344,14 +347,14 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
         sealed tests), ``u`` the workspace (and code compiled from a string)."""
         k = kinds.get(filename)
         if k is None:
-            if filename.startswith("<frozen "):
+            if filename.startswith("<frozen ") and filename.endswith(">") and _imp.is_frozen(filename[8:-1]):
                 k = "s"
             elif not filename.startswith("/"):
                 k = "u"
             else:
                 p = realpath(filename)
-                if p in sealed or os.path.basename(p) == "conftest.py" and p.startswith(root + "/"):
-                    k = "t"         # conftest.py files: a patch can never add or change one
+                if p in sealed:
+                    k = "t"         # the sealed tests and the snapshot's own conftest.py files
                 elif any(p.startswith(s + "/") for s in stdlib):
                     k = "s"
                 elif any(p.startswith(t + "/") for t in trusted):
@@ -422,38 +425,50 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
         return None
 
     def check_call(rec: dict, fn) -> dict:
-        """The function a witness is about to call: sealed code named as the test, or said not to be."""
-        f = fn.__func__ if type(fn) is MethodType else fn
+        """The function a witness is about to call for a test: code compiled from the sealed file
+        and named as the test (directly, or inside decorators that keep ``__wrapped__``), with the
+        names its module bound still bound; else refused (or, for a test outside the sealed files,
+        recorded as not verified)."""
         nodeid = rec.get("nodeid")
         if type(nodeid) is not str:
             refuse("a test call without a node id")
         name = nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
-        if type(f) is not FunctionType:
-            return {**rec, "verified": False, "why": f"the test is a {type(f).__name__}, not a function"}
-        co = f.__code__
-        if co in codes or co in canary_codes:
-            if co.co_name != name:
-                refuse(f"{nodeid} called the sealed function {co.co_name}, not its own")
-            where = bindings.get(realpath(co.co_filename)) or {}
-            for glob in co.co_names:     # what the test calls by name in its module is still sealed
-                spec = where.get(glob)
-                if spec is None:
-                    continue
-                g = dict.get(f.__globals__, glob, _MISSING)
-                if spec[0] == "def":
-                    ok = type(g) is FunctionType and g.__code__ in spec[1]
-                else:
-                    mod = sys.modules.get(spec[1])
-                    ok = mod is not None and g is (mod if spec[2] is None else vars(mod).get(spec[2], _MISSING))
-                if not ok:
-                    refuse(f"{nodeid}: {glob} in its test module is no longer what the sealed file bound to it")
-            calls[nodeid] = co
-            return {**rec, "verified": True}
-        k = kind(co.co_filename)
-        if k == "u" or realpath(co.co_filename) in sealed:
-            refuse(f"{nodeid} ran code that was not compiled from the sealed test file "
-                   f"({co.co_filename}:{co.co_name})")
-        return {**rec, "verified": False, "why": f"the test runs through {co.co_filename}:{co.co_name}"}
+        chain, f = [], fn
+        for _ in range(20):
+            if type(f) is MethodType:
+                f = f.__func__
+            if type(f) is not FunctionType:
+                break
+            chain.append(f)
+            f = dict.get(f.__dict__, "__wrapped__", None)
+        target = next((g for g in chain if (g.__code__ in codes or g.__code__ in canary_codes)
+                       and g.__code__.co_name == name), None)
+        path = nodeid.split("::", 1)[0]
+        in_sealed = any(sf == path or sf.endswith("/" + path) for sf in sealed)
+        outer = chain[0].__code__ if chain else None
+        where_outer = f"{outer.co_filename}:{outer.co_name}" if outer is not None else type(fn).__name__
+        if target is None:
+            if in_sealed:
+                refuse(f"{nodeid} ran code that was not compiled from the sealed test file ({where_outer})")
+            return {**rec, "verified": False, "why": f"the test runs {where_outer}"}
+        if outer is not None and kind(outer.co_filename) == "u":
+            refuse(f"{nodeid} was called through workspace code ({where_outer})")
+        co = target.__code__
+        where = bindings.get(realpath(co.co_filename)) or {}
+        for glob in co.co_names:     # what the test calls by name in its module is still sealed
+            spec = where.get(glob)
+            if spec is None:
+                continue
+            g = dict.get(target.__globals__, glob, _MISSING)
+            if spec[0] == "def":
+                ok = type(g) is FunctionType and g.__code__ in spec[1]
+            else:
+                mod = sys.modules.get(spec[1])
+                ok = mod is not None and g is (mod if spec[2] is None else vars(mod).get(spec[2], _MISSING))
+            if not ok:
+                refuse(f"{nodeid}: {glob} in its test module is no longer what the sealed file bound to it")
+        calls[nodeid] = co
+        return {**rec, "verified": True}
 
     def on_record(caller, args) -> None:
         if caller.f_code not in own or any_workspace(caller):
@@ -462,6 +477,9 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
         if type(rec) is not dict:
             refuse("a sealbench record that is not a record")
         k = rec.get("kind")
+        if k in ("call", "ran", "finish") and (sys.gettrace() is not None or sys.getprofile() is not None):
+            which = sys.gettrace() or sys.getprofile()
+            refuse(f"a trace or profile function was set while the tests ran ({_describe(which)})")
         if k == "call":
             rec = check_call(rec, args[1] if len(args) > 1 else None)
         elif k == "ran":
@@ -515,9 +533,12 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
                 refuse("workspace code read a canary's code")
         elif event in ("object.__setattr__", "object.__delattr__"):
             obj, name = args[0], args[1]
-            if name in _FUNC_ATTRS and type(obj) is FunctionType and innermost(caller) == "u" \
-                    and kind(obj.__code__.co_filename) != "u":
-                refuse(f"{event} {name} of {obj.__code__.co_filename}:{obj.__code__.co_name} from workspace code")
+            if name in _FUNC_ATTRS and type(obj) is FunctionType:
+                co = obj.__code__
+                if co in codes or co in canary_codes:
+                    refuse(f"{event} {name} of the sealed test function {co.co_name}")
+                if innermost(caller) == "u" and kind(co.co_filename) != "u":
+                    refuse(f"{event} {name} of {co.co_filename}:{co.co_name} from workspace code")
         elif event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
                        "sys.settrace", "sys.setprofile", "sys.addaudithook"):
             if innermost(caller) == "u":
@@ -533,10 +554,12 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
             co = args[0]
             if (co in module_codes or co in own) and innermost(caller) == "u":
                 refuse("exec of a sealed module's code from workspace code")
+            if type(co) is CodeType and co.co_name == "<module>" and co not in module_codes and \
+                    realpath(co.co_filename) in sealed:
+                refuse(f"{co.co_filename} is not the sealed file any more (changed on disk while the tests ran)")
         elif event == "compile":
             src, filename = args[0], args[1]
-            if isinstance(filename, str) and filename.startswith("/") and kind(filename) != "u" \
-                    and innermost(caller) == "u":
+            if isinstance(filename, str) and kind(filename) != "u" and innermost(caller) == "u":
                 try:
                     with open(filename, "rb") as fh:
                         real = fh.read()
@@ -586,6 +609,13 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
 
 
 _MISSING = object()
+
+
+def _describe(fn) -> str:
+    co = getattr(type(fn), "__code__", None) and None
+    f = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    co = f.__code__ if isinstance(f, types.FunctionType) else co
+    return f"{co.co_filename}:{co.co_name}" if co is not None else type(fn).__name__
 
 
 def _origin(v) -> str | None:
