@@ -130,8 +130,9 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
     level = resolve_level(options.sandbox_mode)
     run_dir.mkdir(parents=True, exist_ok=True)
     out = run_dir / "out"
-    if out.exists():
-        shutil.rmtree(out)
+    left = remove_tree(out)
+    if left:
+        raise OSError(f"{out}: an earlier attempt's output could not be removed: {'; '.join(left)}")
     out.mkdir()
     for stale in ("attempts.jsonl", "patch.diff", "run.json", "agent.stdout", "agent.stderr"):
         (run_dir / stale).unlink(missing_ok=True)
@@ -147,7 +148,7 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
             record["agent_paths_withheld"] = withheld
             write_json(run_dir / "run.json", record)
     finally:
-        remove_tree(scratch)
+        remove_tree(scratch)   # whatever the agent left there (iterative, no link followed); leftovers are only disk
     if health is not None:
         note_health(health, record, start_failure(record, run_dir))
     return record
