@@ -382,6 +382,8 @@ def remove_tree(path: Path | str) -> list[str]:
             if not progress:
                 break
         left = os.listdir(top)
+    except OSError as exc:   # the top itself could not be listed: nothing more to try
+        left, failed = ["."], {".": exc.strerror or str(exc)}
     finally:
         os.close(top)
     if left:
