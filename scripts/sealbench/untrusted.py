@@ -67,7 +67,7 @@ class UntrustedTree(ValueError):
 
 def _short(rel: str) -> str:
     """A relative path fit for a reason (a deep one is cut in the middle)."""
-    return rel if len(rel) <= 120 else f"{rel[:60]}/…/{rel[-40:].split('/', 1)[-1]}"
+    return rel if len(rel) <= 120 else f"{rel[:60].rstrip('/')}/…/{rel[-40:].split('/', 1)[-1]}"
 
 
 def _open_untrusted(path: Path | str, dir_fd: int | None = None) -> tuple[int, os.stat_result]:
