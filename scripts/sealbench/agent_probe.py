@@ -24,6 +24,7 @@ from .agent_health import HEALTH_DIR
 from .agent_command import CommandPlan, command_plan
 from .sandbox import SandboxUnavailable, make_sandbox, never_mounted, resolve_level
 from .processes import run_process
+from .untrusted import remove_tree
 from .workspace import scratch_dir
 
 
@@ -209,7 +210,7 @@ def probe_agent(agent: str, spec: Mapping[str, Any], sandbox_mode: str = "auto",
         said = (scratch / "probe.out").read_text(errors="replace").strip().splitlines()
         err = (scratch / "probe.err").read_text(errors="replace").strip().splitlines()
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)   # what the probed command left (iterative, no link followed)
     if res.returncode == 0:
         return Probe(agent, command, True, said[-1] if said else "starts", 0, level)
     why = said[-1] if said else (err[-1] if err else f"the check itself failed ({res.end_reason})")

@@ -110,8 +110,8 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
         reason = (reason + "; " if reason else "") + f"the agent's command {how}" \
             + (f" ({words})" if words else "") + ": recorded, scored as usual (an agent's exit is never infra)"
     if run.get("patch_error") and status != PASS:
-        reason = (reason + "; " if reason else "") + "the agent left its workspace in a state git refuses to " \
-            f"take as a patch, so it was scored as an empty patch ({str(run['patch_error'])[-300:]})"
+        reason = (reason + "; " if reason else "") + "the agent left its workspace in a state that cannot be " \
+            f"taken as a patch, so it was scored as an empty patch ({str(run['patch_error'])[-300:]})"
     record = {
         "task_id": meta["id"], "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
         "status": status, "reason": reason, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,

@@ -16,7 +16,11 @@ What changed is read without git (so nothing the worker does to ``.git`` matters
 - :func:`tree_changes`: from a copied tree against the lowers, by walking both.
 
 Both give :class:`~sealbench.gitdiff.Change` lists for :func:`~sealbench.gitdiff.tree_patch`.
-Paths under ``.git`` and build artefacts (``__pycache__``, ``*.pyc`` …) never count.
+Paths under ``.git`` and build artefacts (``__pycache__``, ``*.pyc`` …) never count. Both walk
+what the worker wrote with :func:`~sealbench.untrusted.walk_tree` (iterative, no link followed,
+capped) and read it through the walk's open folders; a workspace past a cap (nested deeper than
+``untrusted.MAX_DEPTH``, changes over :data:`MAX_PATCH_BYTES`) raises ``UntrustedTree``, which
+the run records as its own ``fail``. :func:`remove_tree` is ``untrusted.remove_tree``.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import Iterable, Sequence
 from .core import ARTEFACT_NAMES, ARTEFACT_SUFFIXES
 from .gitdiff import Change, git_mode
 from .processes import registered_run
+from .untrusted import Folder, UntrustedTree, read_untrusted, remove_tree, walk_tree
 
 #: The two workspace kinds (on every run row as ``workspace``, and on the card).
 OVERLAY, COPY = "overlay", "copy"
@@ -69,10 +74,11 @@ def _is_whiteout(st: os.stat_result) -> bool:
     return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
 
 
-def _opaque(path: str) -> bool:
+def _opaque(fd: int) -> bool:
+    """Whether the open folder ``fd`` is marked opaque."""
     for name in _OPAQUE_XATTRS:
         try:
-            if os.getxattr(path, name, follow_symlinks=False) == b"y":
+            if os.getxattr(fd, name) == b"y":
                 return True
         except OSError:
             continue
@@ -91,15 +97,49 @@ def lookup(lowers: Sequence[Path], rel: str) -> Path | None:
     return None
 
 
-def _version(path: Path | None) -> tuple[bytes | None, int]:
+Version = tuple[bytes | None, int]
+_ABSENT: Version = (None, 0o100644)
+#: Cap on the bytes of new file contents a patch takes from a workspace (the upper folder or
+#: the copy): past it the workspace cannot be taken as a patch (the run's ``fail``).
+MAX_PATCH_BYTES = 1 << 30
+
+
+def _version(path: Path | None) -> Version:
+    """A lower's version of a path (the sealed layers: the harness's own)."""
     if path is None:
-        return None, 0o100644
+        return _ABSENT
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
         return os.readlink(path).encode("utf-8", "surrogateescape"), 0o120000
     if stat.S_ISREG(st.st_mode):
         return path.read_bytes(), git_mode(st.st_mode)
-    return None, 0o100644
+    return _ABSENT
+
+
+class _Reader:
+    """Versions of the entries of a folder the worker wrote, read through the walk's open
+    folder (``O_NOFOLLOW``: a link is its target's bytes, never the file it names; a FIFO or
+    device is nothing), with :data:`MAX_PATCH_BYTES` over all the new contents kept."""
+
+    def __init__(self) -> None:
+        self.kept = 0
+
+    def version(self, folder: Folder, name: str, st: os.stat_result) -> Version:
+        if stat.S_ISLNK(st.st_mode):
+            return os.readlink(name, dir_fd=folder.fd).encode("utf-8", "surrogateescape"), 0o120000
+        if stat.S_ISREG(st.st_mode):
+            return read_untrusted(name, MAX_PATCH_BYTES, dir_fd=folder.fd), git_mode(st.st_mode)
+        return _ABSENT
+
+    def keep(self, change: Change) -> Change:
+        self.kept += len(change.new or b"")
+        if self.kept > MAX_PATCH_BYTES:
+            raise UntrustedTree(f"the changed files hold more than {MAX_PATCH_BYTES} bytes")
+        return change
+
+
+def _is_dir(path: Path) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
 
 
 def _lower_files(lowers: Sequence[Path], rel_dir: str) -> set[str]:
@@ -107,20 +147,22 @@ def _lower_files(lowers: Sequence[Path], rel_dir: str) -> set[str]:
     out: set[str] = set()
     for low in lowers:
         base = low / rel_dir if rel_dir else low
-        for dirpath, dirnames, filenames in os.walk(base):
-            rd = os.path.relpath(dirpath, low)
-            rd = "" if rd == "." else rd
-            for n in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-                rel = (f"{rd}/{n}" if rd else n).replace(os.sep, "/")
+        if not _is_dir(base):
+            continue
+        for folder in walk_tree(base):
+            for e in folder.entries:
+                if e.is_dir(follow_symlinks=False):
+                    continue
+                rel = folder.path(e.name)
+                rel = f"{rel_dir}/{rel}" if rel_dir else rel
                 top = lookup(lowers, rel)
                 if top is not None and (top.is_symlink() or not top.is_dir()):
                     out.add(rel)
     return out
 
 
-def _change(rel: str, old_path: Path | None, new_path: Path | None) -> Change | None:
-    old, old_mode = _version(old_path)
-    new, new_mode = _version(new_path)
+def _change(rel: str, old_v: Version, new_v: Version) -> Change | None:
+    (old, old_mode), (new, new_mode) = old_v, new_v
     if old is None and new is None:
         return None
     if old == new and (old is None or old_mode == new_mode):
@@ -129,84 +171,82 @@ def _change(rel: str, old_path: Path | None, new_path: Path | None) -> Change | 
 
 
 def upper_changes(upper: Path, lowers: Sequence[Path]) -> list[Change]:
-    """What the upper folder of an overlay changes over its ``lowers`` (see module docstring)."""
+    """What the upper folder of an overlay changes over its ``lowers`` (see module docstring).
+    Raises :class:`~sealbench.untrusted.UntrustedTree` or ``UntrustedFile`` (the reason in
+    words) when the upper folder cannot be read within the caps."""
     upper = Path(upper)
     changes: dict[str, Change] = {}
     deleted: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(upper):
-        rd = os.path.relpath(dirpath, upper)
-        rd = "" if rd == "." else rd.replace(os.sep, "/")
-        if rd and ignored(rd):
-            dirnames[:] = []
-            continue
-        if rd and _opaque(dirpath):
+    present: set[str] = set()     # every entry of the upper folder (whiteouts too)
+    opaque: list[str] = []
+    reader = _Reader()
+    for folder in walk_tree(upper):
+        if folder.rel and _opaque(folder.fd):
             # the folder was deleted and made again: whatever the lowers had below it is gone
-            deleted |= {f for f in _lower_files(lowers, rd) if not os.path.lexists(upper / f)}
-        keep = []
-        for n in dirnames:
-            full = os.path.join(dirpath, n)
-            if os.path.islink(full):
-                filenames.append(n)
-            else:
-                keep.append(n)
-        dirnames[:] = keep
-        for n in filenames:
-            rel = f"{rd}/{n}" if rd else n
+            opaque.append(folder.rel)
+        for e in folder.entries:
+            rel = folder.path(e.name)
+            present.add(rel)
+            st = e.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                if ignored(rel):
+                    folder.skip.add(e.name)
+                continue
             if ignored(rel):
                 continue
-            full = Path(dirpath) / n
-            st = os.lstat(full)
             if _is_whiteout(st):
                 low = lookup(lowers, rel)
-                if low is not None and os.path.isdir(low) and not os.path.islink(low):
+                if low is not None and _is_dir(low):
                     deleted |= {f for f in _lower_files(lowers, rel)}
                 else:
                     deleted.add(rel)
                 continue
             low = lookup(lowers, rel)
-            if low is not None and os.path.isdir(low) and not os.path.islink(low):
+            if low is not None and _is_dir(low):
                 deleted |= _lower_files(lowers, rel)   # a folder replaced by a file
                 low = None
             if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
-                c = _change(rel, low, full)
+                c = _change(rel, _version(low), reader.version(folder, e.name, st))
                 if c is not None:
-                    changes[rel] = c
+                    changes[rel] = reader.keep(c)
+    for rd in opaque:
+        deleted |= {f for f in _lower_files(lowers, rd) if f not in present}
     for rel in deleted:
         if rel in changes or ignored(rel):
             continue
-        c = _change(rel, lookup(lowers, rel), None)
+        c = _change(rel, _version(lookup(lowers, rel)), _ABSENT)
         if c is not None:
             changes[rel] = c
     return list(changes.values())
 
 
 def tree_changes(root: Path, lowers: Sequence[Path]) -> list[Change]:
-    """What a copied tree at ``root`` changes over the merged ``lowers`` it was copied from."""
-    root = Path(root)
-    now: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        rd = os.path.relpath(dirpath, root)
-        rd = "" if rd == "." else rd.replace(os.sep, "/")
-        if rd and ignored(rd):
-            dirnames[:] = []
-            continue
-        for n in list(dirnames):
-            if os.path.islink(os.path.join(dirpath, n)):
-                filenames.append(n)
-        for n in filenames:
-            rel = f"{rd}/{n}" if rd else n
-            if not ignored(rel):
-                now.add(rel)
+    """What a copied tree at ``root`` changes over the merged ``lowers`` it was copied from.
+    Raises as :func:`upper_changes` does."""
     before = {f for f in _lower_files(lowers, "") if not ignored(f)}
+    now: set[str] = set()
     changes = []
-    for rel in sorted(now | before):
-        new = root / rel if rel in now else None
-        if new is not None and not (new.is_symlink() or new.is_file()):
-            new = None
-        c = _change(rel, lookup(lowers, rel) if rel in before else None, new)
+    reader = _Reader()
+    for folder in walk_tree(Path(root)):
+        for e in folder.entries:
+            rel = folder.path(e.name)
+            st = e.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                if ignored(rel):
+                    folder.skip.add(e.name)
+                continue
+            if ignored(rel):
+                continue
+            now.add(rel)
+            old = _version(lookup(lowers, rel)) if rel in before else _ABSENT
+            c = _change(rel, old, reader.version(folder, e.name, st))
+            if c is not None:
+                changes.append(reader.keep(c))
+    for rel in sorted(before - now):
+        c = _change(rel, _version(lookup(lowers, rel)), _ABSENT)
         if c is not None:
             changes.append(c)
-    return changes
+    return sorted(changes, key=lambda c: c.path)
 
 
 def workspace_kind(level: str) -> str:
@@ -251,18 +291,7 @@ def overlay_problem(base: str | None = None) -> str | None:
             return "an overlay mounted here did not keep its writes in the upper folder"
         return None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def remove_tree(path: Path) -> None:
-    """Remove a folder an overlay wrote (its ``work`` folder holds a root-only ``work/work``)."""
-    for dirpath, dirnames, _ in os.walk(path):
-        for d in dirnames:
-            try:
-                os.chmod(os.path.join(dirpath, d), 0o755)
-            except OSError:
-                pass
-    shutil.rmtree(path, ignore_errors=True)
+        remove_tree(tmp)
 
 
 def sparse_copy(lowers: Sequence[Path], rels: Iterable[str], dest: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .patches import FilePatch, split_patch, unsafe_path
 from .tamper_rules import _as_text, _post_apply_reason, path_rule, protected_reason, section_rule
+from .untrusted import UntrustedTree, walk_tree
 from .workspace import run_git
 
 
@@ -110,13 +111,16 @@ def apply_patch_details(ws: Path, patch: bytes, allow_binary: bool = False,
             else:
                 target.write_bytes(orig)
     # Belt and braces: whatever the headers said, no symlink may come out of the patch (the
-    # pristine copy has none: copy_tree follows links).
-    for dirpath, dirnames, filenames in os.walk(ws):
-        for n in dirnames + filenames:
-            f = Path(dirpath) / n
-            if f.is_symlink():
-                protected[f.relative_to(ws).as_posix()] = "symlink (git mode 120000) refused"
-                f.unlink()
+    # pristine copy has none). The walk is iterative and capped (untrusted.walk_tree): a patch
+    # whose tree nests too deep is refused, the patch's fail.
+    try:
+        for folder in walk_tree(ws):
+            for e in folder.entries:
+                if e.is_symlink():
+                    protected[folder.path(e.name)] = "symlink (git mode 120000) refused"
+                    os.unlink(e.name, dir_fd=folder.fd)
+    except UntrustedTree as exc:
+        return PatchApplication(False, f"the patched tree cannot be taken: {exc}", dict(sorted(protected.items())))
     return PatchApplication(True, "applied", dict(sorted(protected.items())))
 
 

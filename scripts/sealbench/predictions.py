@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -46,6 +45,7 @@ from .core import (
 )
 from .packs import load_pack
 from .contract import FAIL, INFRA_FAIL
+from .untrusted import remove_tree
 
 FIELDS = ("instance_id", "model_patch", "model_name_or_path")
 SUMMARY = "summary.json"
@@ -237,10 +237,7 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
                            gold_similarity=None, gold_like=None, task_digest=None)
             records.append(rec)
     finally:
-        for p in tmp.rglob("*"):
-            if p.is_dir() and not p.is_symlink():
-                p.chmod(0o755)
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_tree(tmp)   # sealed (read-only) copies: permission given back as it goes
     files = []
     for rec in records:
         name = _record_name(rec)

@@ -15,7 +15,10 @@ asks the harness to run the visible suite (``visible.py``), so the attempt log c
 Each visible run has its own clock (min(the time left, ``score_timeout_s``)); one the agent abandons
 (it asks for a new one, its client goes away, the agent's command ends) is cancelled, logged as such.
 ``usage.json``, ``stamp.json`` and ``steers.jsonl`` are read when present (regular files
-only, capped: ``untrusted.py``); a missing file is recorded as unknown (null). When the agent
+only, capped: ``untrusted.py``); a missing file is recorded as unknown (null). Whatever else the
+agent leaves is walked and removed by ``untrusted.py`` too (iterative, no link followed, capped):
+a workspace nested past the caps is taken as an empty patch (``patch_error``: the run's ``fail``),
+what ``out/`` holds past them is named in ``report_problems``. When the agent
 reaches its server through the bridge, the tokens are the ones the server's replies carried
 (``tokens_source: metered``; the agent's own numbers stay in ``usage_agent``), otherwise the
 agent's (``tokens_source: agent``). Usage over the envelope is recorded as ``over_envelope``.
@@ -130,8 +133,9 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
     level = resolve_level(options.sandbox_mode)
     run_dir.mkdir(parents=True, exist_ok=True)
     out = run_dir / "out"
-    if out.exists():
-        shutil.rmtree(out)
+    left = remove_tree(out)
+    if left:
+        raise OSError(f"{out}: an earlier attempt's output could not be removed: {'; '.join(left)}")
     out.mkdir()
     for stale in ("attempts.jsonl", "patch.diff", "run.json", "agent.stdout", "agent.stderr"):
         (run_dir / stale).unlink(missing_ok=True)
@@ -147,7 +151,7 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
             record["agent_paths_withheld"] = withheld
             write_json(run_dir / "run.json", record)
     finally:
-        remove_tree(scratch)
+        remove_tree(scratch)   # whatever the agent left there (iterative, no link followed); leftovers are only disk
     if health is not None:
         note_health(health, record, start_failure(record, run_dir))
     return record
@@ -220,9 +224,10 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     try:
         patch = b"" if disk_hit else workspace_patch(ws)
     except WorkspaceError as exc:
-        # the workspace holds what git refuses to take (e.g. a path like GIT~1 or .git.): the
-        # agent left it there, so its attempt is scored as an empty patch (a fail), never as
-        # an error of the harness (infra_fail would take the attempt out of the rate)
+        # the workspace cannot be taken as a patch (nested past untrusted.MAX_DEPTH, a file
+        # that cannot be read, …): the agent left it so, so its attempt is scored as an empty
+        # patch (a fail), never as an error of the harness (infra_fail would take the attempt
+        # out of the rate)
         patch, patch_error = b"", str(exc)[-2000:]
     (run_dir / "patch.diff").write_bytes(patch)
     out_skipped = copy_untrusted_tree(out, run_dir / "out")

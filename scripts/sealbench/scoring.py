@@ -34,6 +34,7 @@ from .scoring_layers import as_layer, scoring_overlay
 from .sealed_command import CommandOutcome, _run_check, judge
 from .similarity import GOLD_LIKE_THRESHOLD, gold_similarity
 from .task_layout import import_paths, packages, protected_paths, test_paths, test_trees, tests_layout
+from .untrusted import UntrustedTree
 from .workspace import TEST_DIRS, copy_tree, scratch_dir
 from .contract import FAIL, INFRA_FAIL, PASS, TAMPER
 
@@ -75,6 +76,14 @@ class ScoreResult:
         if len(outs) < 2:
             return None
         return all(o.runner_started for o in outs)
+
+
+def _clear(path: Path) -> None:
+    """Remove what is at ``path`` (a folder the patch or the tested code may have filled:
+    :func:`~sealbench.untrusted.remove_tree`); what stays is the patch's ``UntrustedTree``."""
+    left = remove_tree(path)
+    if left:
+        raise UntrustedTree("; ".join(left))
 
 
 def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout_s: float, *,
@@ -139,6 +148,7 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
     gold = {"gold_similarity": sim, "gold_like": None if sim is None else sim >= GOLD_LIKE_THRESHOLD}
     scratch = scratch_dir("score")
     repo = sealed_task / "repo"
+    app = None
     try:
         own = protected_paths(sealed_task, meta)
         base = scratch / ("patched" if overlay else "base")
@@ -159,10 +169,7 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
             return ScoreResult(FAIL, None, None, app.message, False, tamper, **gold)
         for d in TEST_DIRS:
             if (base / d).exists() or (base / d).is_symlink():
-                if (base / d).is_dir() and not (base / d).is_symlink():
-                    shutil.rmtree(base / d)
-                else:
-                    (base / d).unlink()
+                _clear(base / d)
         for rel in meta.get("support_files") or ():   # the sealed copy, whatever happened
             if overlay:
                 (base / rel).unlink(missing_ok=True)
@@ -184,13 +191,12 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
             # the test modules collected after the one that imported it.
             if overlay:
                 n = next(runs)
-                remove_tree(ws) if ws.exists() else None
+                _clear(ws)
                 ws.mkdir()
                 ov, frozen_from = scoring_overlay(sealed_task, meta, test_dirs, own, (repo, base), ws,
                                                   scratch / f"upper{n}", scratch / f"work{n}")
                 return sandbox.with_writable(junit_dir).with_overlay(ov, frozen_from)
-            if ws.exists():
-                shutil.rmtree(ws)
+            _clear(ws)
             copy_tree(base, ws)
             for src, dst in test_trees(meta, test_dirs):
                 copy_tree(sealed_task / src, ws / dst)
@@ -220,6 +226,16 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
             hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir,
                                 task_env=task_env, test_folders=names(TEST_DIRS), sealed_files=sealed(TEST_DIRS),
                                 expected_ids=expected_ids.get("hidden"), **imports)
+    except UntrustedTree as exc:
+        if app is None:   # the sealed snapshot itself: not the patch's doing
+            raise
+        # the tree the patch made, or what the tested code left in it, cannot be copied or
+        # removed (nested past untrusted.MAX_DEPTH …): the patch's fail, never the harness's
+        touched = sorted(app.protected)
+        return ScoreResult(TAMPER if touched else FAIL, None, None,
+                           f"the scoring workspace could not be prepared: {exc}"
+                           + (f"; the patch touched protected paths: {', '.join(touched)}" if touched else ""),
+                           True, touched, **gold)
     finally:
         remove_tree(scratch)
     v_status, v_why = judge("visible", visible) if visible is not None else (PASS, None)

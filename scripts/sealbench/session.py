@@ -61,6 +61,7 @@ from .packs import load_pack
 from .processes import run_process
 from .project import SESSION_MARKER
 from .task_layout import import_paths, pythonpath_env
+from .untrusted import remove_tree
 from .visible import sealed_green
 from .workspace import (
     Workspace,
@@ -218,7 +219,7 @@ def _remove_scratch(path: Path) -> None:
     """Remove a session's scratch folder, and only a folder this module made."""
     path = Path(path)
     if path.name.startswith(SCRATCH_PREFIX) and path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)   # whatever was left in the workspace: iterative, no link followed
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,7 +286,7 @@ def start_session(task_id: str, who: str, role: str = "human", config: Path = Pa
         _remove_scratch(scratch)
         if (sdir / "prompt.md").exists():
             (sdir / "prompt.md").chmod(0o644)
-        shutil.rmtree(sdir, ignore_errors=True)
+        remove_tree(sdir)
         raise
     atomic_write_text(current_file(results), sdir.name + "\n")
     return Session(sdir, data)
@@ -369,8 +370,9 @@ def submit(session_id: str | None = None, results: Path = Path("results")) -> di
     base = Path(paths.sessions_of(d["task_id"], d["task_digest"], d["who"], str(d["results"])))
     epoch = _next_epoch(base)
     run_dir = base / str(epoch)
-    if run_dir.exists():  # a leftover of an interrupted submit (no run.json): replace it
-        shutil.rmtree(run_dir)
+    left = remove_tree(run_dir)   # a leftover of an interrupted submit (no run.json): replace it
+    if left:
+        raise SessionError(f"session {s.id}: {run_dir} could not be replaced: {'; '.join(left)}")
     (run_dir / "out").mkdir(parents=True)
     (run_dir / "patch.diff").write_bytes(patch)
     for name in ("attempts.jsonl", "prompt.md", "out/steers.jsonl"):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -177,6 +176,7 @@ def open_shell(results: Path, session_id: str | None = None, command: str | None
     from . import session
     from .core import harness_env
     from .sandbox import bwrap_problem, make_sandbox, resolve_level
+    from .untrusted import remove_tree
 
     s = session.resolve(results, session_id)
     session._require_open(s)
@@ -228,7 +228,7 @@ def open_shell(results: Path, session_id: str | None = None, command: str | None
         return 0 if stop.is_set() else rc
     finally:
         server.close()
-        shutil.rmtree(ctl, ignore_errors=True)
+        remove_tree(ctl)
 
 
 if __name__ == "__main__":

@@ -39,26 +39,25 @@ import contextlib
 import importlib
 import multiprocessing
 import os
-import shutil
 import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any, Iterator
 
-from .core import SealbenchError, make_writable, read_json, write_json
+from .core import SealbenchError, read_json, write_json
 from .steps import STAGES, step_key
+from .untrusted import remove_tree
 
 
 def remove_outputs(outputs: list[str]) -> None:
-    """Delete a step's outputs (files or sealed, read-only folders) before it runs again."""
+    """Delete a step's outputs (files or sealed, read-only folders) before it runs again: a
+    run folder holds what an agent left, so the removal is ``untrusted.remove_tree`` (iterative,
+    permission given back as it goes, no link followed)."""
     for out in outputs:
-        p = Path(out)
-        if p.is_dir() and not p.is_symlink():
-            make_writable(p)
-            shutil.rmtree(p)
-        elif p.exists() or p.is_symlink():
-            p.unlink()
+        left = remove_tree(out)
+        if left:
+            raise SealbenchError(f"{out}: could not be removed before its step runs again: {'; '.join(left)}")
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ from typing import Mapping
 from .core import ARTEFACT_NAMES, ARTEFACT_SUFFIXES
 from .gitdiff import Change, tree_patch
 from .layers import COPY, OVERLAY, Overlay, remove_tree, tree_changes, upper_changes
+from .untrusted import walk_tree
 
 #: Fixed identity and date: the same snapshot always gets the same commit id.
 GIT_ENV = {
@@ -76,17 +77,29 @@ def run_git(args: list[str], cwd: Path, env: Mapping[str, str] | None = None,
 
 
 def copy_tree(src: Path, dst: Path) -> None:
-    """Copy a folder of plain files; the copy is writable by the owner whatever the source modes."""
-    def _copy(s: str, d: str) -> str:
-        shutil.copyfile(s, d)
-        mode = os.stat(s).st_mode & 0o777
-        os.chmod(d, mode | 0o600)
-        return d
+    """Copy a folder of plain files; the copy is writable by the owner whatever the source modes.
 
-    shutil.copytree(src, dst, copy_function=_copy, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns(*ARTEFACT_NAMES))
-    for dirpath, dirnames, _ in os.walk(dst):
-        os.chmod(dirpath, 0o755)
+    Iterative and capped (:func:`~sealbench.untrusted.walk_tree`: it also copies the scoring
+    workspace out of a tree a patch made): no link is followed and links, FIFOs and devices are
+    left out; build artefacts are left out; a tree past the caps raises ``UntrustedTree``."""
+    dst = Path(dst)
+    dst.mkdir(parents=True, exist_ok=True)
+    os.chmod(dst, 0o755)
+    for folder in walk_tree(src):
+        out = dst / folder.rel if folder.rel else dst
+        for e in folder.entries:
+            if e.name in ARTEFACT_NAMES:
+                folder.skip.add(e.name)
+                continue
+            target = out / e.name
+            if e.is_dir(follow_symlinks=False):
+                target.mkdir(exist_ok=True)
+                os.chmod(target, 0o755)
+            elif e.is_file(follow_symlinks=False):
+                fd = os.open(e.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder.fd)
+                with os.fdopen(fd, "rb") as fin, open(target, "wb") as fout:
+                    shutil.copyfileobj(fin, fout)
+                os.chmod(target, (e.stat(follow_symlinks=False).st_mode & 0o777) | 0o600)
 
 
 @dataclass(frozen=True)
@@ -168,7 +181,7 @@ def _build_layer(sealed_task: Path, meta: Mapping, layer: Path) -> None:
             if not (layer / ".git").is_dir():  # not another builder's finished layer
                 raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_tree(tmp)
 
 
 def _writable_files(repo: Path) -> None:
@@ -210,8 +223,9 @@ def make_workspace(sealed_task: Path, root: Path, private: Path, kind: str = COP
     :meth:`Workspace.overlay` there; a ``copy`` copies the layers into ``root``."""
     root, private = Path(root).absolute(), Path(private).absolute()
     for p in (root, private):
-        if p.exists():
-            remove_tree(p)
+        left = remove_tree(p)
+        if left:
+            raise WorkspaceError(f"{p}: an old workspace could not be removed: {'; '.join(left)}")
     private.mkdir(parents=True)
     lowers = base_layers(sealed_task, private)
     base = _head(lowers[-1])
@@ -240,8 +254,11 @@ def workspace_patch(ws: Workspace) -> bytes:
 
     Everything the worker left (new, changed, deleted files, ignored or not) is included,
     except ``.git`` and build artefacts (``__pycache__``, ``.pytest_cache``, ``*.pyc`` …).
+    A workspace that cannot be read, or not within the caps (``untrusted.walk_tree``: nested
+    deeper than ``MAX_DEPTH``, …), raises :class:`WorkspaceError` with the reason: the worker
+    left it so, and the run takes it as an empty patch (its ``fail``), never the harness's error.
     """
     try:
         return tree_patch(workspace_changes(ws))
-    except OSError as exc:
+    except (OSError, ValueError) as exc:   # ValueError: untrusted.UntrustedTree / UntrustedFile
         raise WorkspaceError(f"{ws.root}: the workspace could not be read: {exc}") from exc
