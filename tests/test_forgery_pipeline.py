@@ -14,11 +14,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from packgen import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
 from test_forgery import ATEXIT_REWRITE, FORGE_JUNIT, LIVE_CONFIG_PLUGIN, MONKEYPATCH_REPORT  # noqa: E402
+from test_seal_attacks import EMPTY_BODIES, FORGE_BEFORE_PYTEST, ROUTES  # noqa: E402
 
 ROOT = HERE.parent
 pytestmark = pytest.mark.snakemake
 
-#: task index % 8 → the forgery the candidate uses on it (none of them fixes the bug)
+#: task index % 12 → the forgery the candidate uses on it (none of them fixes the bug)
 FORGER = r'''
 import json, os, sys
 from pathlib import Path
@@ -28,10 +29,18 @@ out = Path(os.environ["SEALBENCH_OUT"])
                                             "quota_state": "ok", "route_changed": False}))
 (out / "steers.jsonl").write_text("")
 PRELUDES = %(preludes)r
-n = int(os.environ["SEALBENCH_TASK_ID"][1:]) %% 8
+n = int(os.environ["SEALBENCH_TASK_ID"][1:]) %% 12
 calc = ws / "calc.py"
-if n < 5:                                   # in-process forgery from the module under test
+if n < 5 or n in (9, 10):                   # in-process forgery from the module under test
     calc.write_text(PRELUDES[n] + "\n" + calc.read_text())
+elif n == 8:                                # code that runs before pytest (a stdlib name)
+    (ws / "__future__.py").write_text(PRELUDES[n])
+elif n == 11:                               # a folder 1500 levels deep, now and at scoring time
+    deep = "/".join(["d"] * 1500)
+    os.makedirs(ws / "deep" / deep, exist_ok=True)
+    os.makedirs(out / "deep" / deep, exist_ok=True)
+    calc.write_text("import os\nos.makedirs(os.path.join('left', *['d'] * 1500), exist_ok=True)\n"
+                    + calc.read_text())
 elif n == 5:                                # a pytest.py shadowing the real one
     (ws / "pytest.py").write_text("import sys\nsys.exit(0)\n")
 elif n == 6:                                # a setup.cfg symlinked to a pytest section
@@ -56,8 +65,10 @@ def test_a_forger_gets_no_pass_and_the_honest_decision_is_unchanged(tmp_path: Pa
     import pandas as pd
 
     forger = tmp_path / "forger.py"
-    forger.write_text(FORGER % {"preludes": [FORGE_JUNIT, "import os\nos._exit(0)\n", MONKEYPATCH_REPORT,
-                                             LIVE_CONFIG_PLUGIN, ATEXIT_REWRITE]})
+    preludes = [FORGE_JUNIT, "import os\nos._exit(0)\n", MONKEYPATCH_REPORT, LIVE_CONFIG_PLUGIN, ATEXIT_REWRITE,
+                "", "", "", FORGE_BEFORE_PYTEST, EMPTY_BODIES.format(route=ROUTES["gc"]),
+                EMPTY_BODIES.format(route=ROUTES["frames"])]
+    forger.write_text(FORGER % {"preludes": preludes})
     agents = {"fixer": {"command": FIX_AGENT}, "idle": {"command": NOOP_AGENT},
               "forger": {"command": f"python {forger}", "readonly_paths": [str(forger)]}}
     with_forger = tmp_path / "with"
@@ -83,3 +94,5 @@ def test_a_forger_gets_no_pass_and_the_honest_decision_is_unchanged(tmp_path: Pa
     assert not rows.status.isin(["infra_fail", "excluded"]).any(), rows[["task_id", "status", "reason"]].to_string()
     by_kind = dict(zip(rows.task_id, rows.status))
     assert by_kind["t05"] == "tamper" and by_kind["t06"] == "tamper"      # shadow module, symlinked config
+    assert by_kind["t09"] == "tamper" and by_kind["t10"] == "tamper"      # empty test bodies (gc, frames)
+    assert by_kind["t08"] == "fail" and by_kind["t11"] == "fail"          # __future__.py; a deep folder

@@ -3,8 +3,10 @@
 Every test scores a patch that does NOT fix ``calc.add`` (it still computes ``a - b``) and asserts
 that the harness neither passes it nor takes it out of the denominator (``infra_fail``).
 
-Two sections: HOLES (these tests FAIL on the main they were written against: the attack scored
-``pass`` or ``infra_fail``) and CAUGHT (the seal, the tamper rules or the judge stopped them).
+Two sections: HOLES (each FAILED on the main it was written against, 5ba2ba7: the attack scored
+``pass`` or ``infra_fail``; each is closed now, and the test stays as its regression test — except
+``test_hole_always_equal_result``, which remains possible: docs/sealed-runs.md "What remains
+possible") and CAUGHT (the seal, the tamper rules or the judge stopped them on 5ba2ba7 already).
 """
 
 from __future__ import annotations
@@ -329,6 +331,8 @@ def add(a, b):
 '''
 
 
+@pytest.mark.xfail(strict=True, reason="remains possible: a value whose __eq__ lies is what the tests compare; "
+                   "the seal judges what ran, not what the tests can tell (docs/sealed-runs.md)")
 def test_hole_always_equal_result(tmp_path: Path) -> None:
     res = run(tmp_path, ALWAYS_EQUAL)
     not_pass_nor_infra(res)

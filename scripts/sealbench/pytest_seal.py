@@ -555,7 +555,7 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
             if (co in module_codes or co in own) and innermost(caller) == "u":
                 refuse("exec of a sealed module's code from workspace code")
             if type(co) is CodeType and co.co_name == "<module>" and co not in module_codes and \
-                    realpath(co.co_filename) in sealed:
+                    caller.f_code not in own and realpath(co.co_filename) in sealed:
                 refuse(f"{co.co_filename} is not the sealed file any more (changed on disk while the tests ran)")
         elif event == "compile":
             src, filename = args[0], args[1]

@@ -210,9 +210,12 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
         def names(test_dirs: tuple[str, ...]) -> list[Path] | None:
             return [sealed_task / d for d in test_dirs if tests_layout(meta) == "folders"] if overlay else None
 
+        conftests = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("conftest.py"))
+
         def sealed(test_dirs: tuple[str, ...]) -> list[str]:
-            # the files whose code a test may run as: the sealed tests and the support files
-            return sorted({*test_paths(sealed_task, meta, test_dirs), *(meta.get("support_files") or ())})
+            # the files whose code a test may run as: the sealed tests, the support files and the
+            # snapshot's conftest.py files (a patch can never add or change one)
+            return sorted({*test_paths(sealed_task, meta, test_dirs), *(meta.get("support_files") or ()), *conftests})
 
         visible = hidden = None
         if "visible" in commands:

@@ -17,7 +17,6 @@ import os
 import re
 import secrets
 import shlex
-import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from .task_layout import task_pythonpath
 from .sealed_report import (JUnitSummary, collected_ids, import_outside, imported_from, judge_stream, make_canary_secret,
                             parse_stream)
 from .processes import run_process, tail_text
+from .untrusted import copy_untrusted_file
 from .contract import FAIL, INFRA_FAIL, PASS, TAMPER
 
 
@@ -88,6 +88,8 @@ SEAL_PLUGIN = "sealbench.pytest_seal"
 SCRIPTS_DIR = Path(__file__).resolve().parents[1]
 #: the folder whose ``sitecustomize.py`` starts the seal in the scoring command's interpreter
 SEAL_SITE = Path(__file__).resolve().parent / "seal_site"
+#: The most of a JUnit report copied into the logs (bytes).
+JUNIT_CAP = 16 << 20
 #: The most of a sealed-report stream kept (bytes); a longer stream is a ``fail``.
 STREAM_CAP = 32 << 20
 
@@ -165,8 +167,11 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
             except OSError:
                 pass
     reader.join(timeout=30)
-    if junit_dir != logdir and junit_path.exists():
-        shutil.copyfile(junit_path, logdir / junit_path.name)
+    if junit_dir != logdir and (junit_path.exists() or junit_path.is_symlink()):
+        # the tested code could have made it a link or a FIFO: copied only as a regular file
+        refused = copy_untrusted_file(junit_path, logdir / junit_path.name, JUNIT_CAP)
+        if refused:
+            (logdir / f"{junit_path.name}.refused").write_text(refused + "\n")
     tail = tail_text(logdir / f"{name}.stdout") + tail_text(logdir / f"{name}.stderr", 2000)
     infra = None if res.timed_out else classify_exit(command, res.returncode, tail)
     data = sink.get("data", b"")

@@ -115,15 +115,26 @@ def _post_apply_reason(relpath: str, text: bytes | None) -> str | None:
     name = relpath.rsplit("/", 1)[-1].lower()
     if text is None or name not in ("setup.cfg", "pyproject.toml"):
         return None
-    s = _as_text(text)
+    try:        # pytest decodes strictly: a byte it cannot read stops it before any test
+        s = text.decode("utf-8") if isinstance(text, bytes) else text
+    except UnicodeDecodeError:
+        return f"{name} is no longer UTF-8 after the patch (pytest could not read it)"
     if name == "pyproject.toml":
         try:
             tool = tomllib.loads(s).get("tool", {})
         except tomllib.TOMLDecodeError:
             return "pyproject.toml no longer parses after the patch"
-        if isinstance(tool, dict) and "pytest" in tool:
+        if not isinstance(tool, dict):
+            return "pyproject.toml's tool is no longer a table after the patch (pytest could not read it)"
+        if "pytest" in tool:
             return "pyproject.toml change to pytest configuration"
         return None
+    try:        # pytest reads setup.cfg with iniconfig on its rootdir search
+        import iniconfig
+
+        iniconfig.IniConfig(relpath, s)
+    except Exception as exc:  # noqa: BLE001 - iniconfig's ParseError and whatever else stops pytest
+        return f"setup.cfg no longer parses after the patch (pytest could not read it: {exc})"
     return "setup.cfg change to pytest configuration" if _has_pytest_section(name, s) else None
 
 
