@@ -155,7 +155,8 @@ def test_d_plugin_registered_on_the_live_config(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     res = score(t, meta, calc_patch(tmp_path, t, LIVE_CONFIG_PLUGIN), tmp_path)
     not_pass(res)
-    assert res.status == "tamper" and res.reason.startswith("canary"), res.reason
+    # the seal's audit hook refuses the gc walk that finds the config (before it, the canaries)
+    assert res.status == "tamper" and "the seal refused gc.get_objects" in res.reason, res.reason
 
 
 ATEXIT_REWRITE = r'''
@@ -383,7 +384,13 @@ def test_k_pyfunc_call_answered_without_running_the_real_tests(tmp_path: Path) -
     t, meta = task(tmp_path)
     res = score(t, meta, calc_patch(tmp_path, t, SKIP_REAL_TESTS), tmp_path)
     not_pass(res)
-    assert res.status == "tamper" and "never ran to its end" in res.reason, res.reason
+    assert res.status == "tamper" and "the seal refused gc.get_objects" in res.reason, res.reason
+    # reached without gc (a module global of pytest's), the plugin is refused when it registers
+    frame_free = SKIP_REAL_TESTS.replace("[o for o in gc.get_objects() if isinstance(o, Config)]",
+                                         "[__import__('_pytest.debugging').debugging.pytestPDB._config]")
+    res = score(t, meta, calc_patch(tmp_path, t, frame_free), tmp_path)
+    not_pass(res)
+    assert res.status == "tamper" and "the seal refused" in res.reason, res.reason
 
 
 REWRITE_HIDDEN = '''
