@@ -356,6 +356,8 @@ def cmd_import(args: argparse.Namespace) -> int:
                    args.time_box, Path(args.env_root), args.sandbox, args.test_timeout)
     outcomes = import_swebench(opts, log=lambda line: print(line, file=sys.stderr))
     Console().print(summary_table(outcomes, out))
+    kept = sum(o.status == "imported" for o in outcomes)
+    print(f"{out}: {kept} of {len(outcomes)} instances imported and verified")   # one line, whatever the width
     print(f"{out}/denylist.txt: these instances are public; see docs/packs.md before quoting a headline")
     return 0 if all(o.status == "imported" for o in outcomes) else 1
 

@@ -184,6 +184,18 @@ def harness_failure(sealed: Path, out_dir: Path, exc: BaseException) -> dict:
     return record
 
 
+def _agreed_ids(oracle: list[dict]) -> dict[str, list[str]] | None:
+    """The test ids each command collected in the gold patch's passing runs, when they all agree
+    (None: no passing run, or runs that collected different tests)."""
+    passing = [r.get("collected") or {} for r in oracle if r.get("status") == PASS]
+    out: dict[str, list[str]] = {}
+    for cmd in ("visible", "hidden"):
+        seen = {tuple(ids) for ids in (c.get(cmd) for c in passing) if ids is not None}
+        if len(seen) == 1 and len(passing) == sum(c.get(cmd) is not None for c in passing):
+            out[cmd] = list(next(iter(seen)))
+    return out or None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.run_dummy", description=__doc__.splitlines()[0])
     ap.add_argument("--sealed", type=Path, required=True)
@@ -218,15 +230,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-def _agreed_ids(oracle: list[dict]) -> dict[str, list[str]] | None:
-    """The test ids each command collected in the gold patch's passing runs, when they all agree
-    (None: no passing run, or runs that collected different tests)."""
-    passing = [r.get("collected") or {} for r in oracle if r.get("status") == PASS]
-    out: dict[str, list[str]] = {}
-    for cmd in ("visible", "hidden"):
-        seen = {tuple(ids) for ids in (c.get(cmd) for c in passing) if ids is not None}
-        if len(seen) == 1 and len(passing) == sum(c.get(cmd) is not None for c in passing):
-            out[cmd] = list(next(iter(seen)))
-    return out or None
