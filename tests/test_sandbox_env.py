@@ -41,7 +41,7 @@ SHELL_OWN = {"PWD", "OLDPWD", "SHLVL", "_"}
 FIXED = {"PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "PYTHONDONTWRITEBYTECODE",
          "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTHONHASHSEED", "PYTHONPATH"}
 #: What the tested code may see: the fixed ones, pytest's own, the task environment's.
-TESTED = FIXED | SHELL_OWN | {"PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "VIRTUAL_ENV"}
+TESTED = FIXED | SHELL_OWN | {"PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "PYTEST_VERSION", "VIRTUAL_ENV"}
 #: The agent replaces calc.add with code that says which variables it sees, by name and value,
 #: as a test failure message (printed by pytest, streamed back to the agent, kept in the logs).
 DUMP = ("import os\n\n\ndef add(a, b):\n"
@@ -114,6 +114,7 @@ def test_an_agent_sees_no_variable_of_the_harness(sealed, secrets, mode: str) ->
     assert seen["PATH"].split(os.pathsep) == [core.python_bin_dir(), "/usr/local/bin", "/usr/bin", "/bin"]
     assert seen["LANG"] == seen["LC_ALL"] == "C.UTF-8"
     isolated = rec["isolation"] == "bwrap"
+    assert isolated is (mode == "auto" and sandbox.bwrap_problem() is None)
     assert ("TMPDIR" in seen) is isolated and seen.get("TMPDIR", "/tmp") == "/tmp"
 
 
@@ -148,3 +149,17 @@ def test_the_start_check_gets_the_runs_environment(secrets, tmp_path: Path) -> N
     assert _leaks(repr(env)) == []
     assert env["MY_VAR"] == "x" and env["HOME"] == env["TMPDIR"] == "/tmp"
     assert set(env) <= set(contract.ENV) | FIXED | {"MY_VAR"}
+
+
+def test_a_task_environment_puts_its_bin_first_and_nothing_of_the_harness_path(monkeypatch) -> None:
+    """A task with a test environment: its commands' PATH is that environment's bin, this
+    interpreter's, the system's; the folders on the harness's own PATH are not passed on."""
+    from sealbench.environments import BuiltEnv
+
+    monkeypatch.setenv("PATH", os.pathsep.join(["/home/someone/.secret-tools/bin", "/opt/corp/bin",
+                                                 os.environ["PATH"]]))
+    built = BuiltEnv(path=Path("/envs/e1"), python=Path("/envs/e1/bin/python"), lock="", digest="d", installer="uv")
+    env = core.harness_env({**built.command_env(), "PYTHONPATH": "/ws"})
+    assert env["PATH"].split(os.pathsep) == ["/envs/e1/bin", core.python_bin_dir(), "/usr/local/bin", "/usr/bin", "/bin"]
+    assert env["VIRTUAL_ENV"] == "/envs/e1" and env["PYTHONPATH"] == "/ws"
+    assert core.harness_env()["PATH"] == core.command_path()

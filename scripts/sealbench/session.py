@@ -51,6 +51,7 @@ from .core import (
     SealbenchError,
     atomic_write_text,
     harness_env,
+    pytest_options,
     read_json,
     sha256_text,
     task_digest,
@@ -302,7 +303,7 @@ def check(session_id: str | None = None, results: Path = Path("results")) -> tup
     logs = s.dir / "visible_logs"
     t0 = _now()
     task_env = pythonpath_env(Path(s.data["workspace"]), s.data.get("import_paths") or [])
-    res = run_process(s.data["visible_command"], Path(s.data["workspace"]), harness_env(task_env),
+    res = run_process(s.data["visible_command"], Path(s.data["workspace"]), harness_env({**pytest_options(), **task_env}),
                       max(5.0, float(s.data["time_box_s"])), logs / f"visible-{n}.stdout", logs / f"visible-{n}.stderr",
                       sandbox=box)
     t1 = _now()
