@@ -144,7 +144,10 @@ class _Server(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
             self.wfile.write(b"0\r\n\r\n")
             return
-        data = json.dumps({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 800}}).encode()
+        if self.path.endswith("nousage"):   # a reply that says nothing of its usage
+            data = json.dumps({"choices": [{"message": {"content": "y" * 4000}}]}).encode()
+        else:
+            data = json.dumps({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 800}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -152,18 +155,18 @@ class _Server(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-@NEEDS_BWRAP
-def test_tokens_are_metered_from_the_server_not_taken_from_the_agent(sealed) -> None:
+def _through_the_bridge(sealed: dict, paths: tuple[str, ...]) -> dict:
+    """An attempt whose agent asks the server for ``paths`` through the bridge, then claims 10
+    output tokens in its usage.json."""
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Server)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     port = srv.server_address[1]
     client = ("import json, sys, urllib.request as u\n"
-              f"for path in ('/v1/chat/completions', '/v1/chat/completions?stream'):\n"
+              f"for path in {paths!r}:\n"
               f"    r = u.urlopen(u.Request('http://127.0.0.1:{port}' + path, data=b'{{}}',"
               " headers={'Content-Type': 'application/json'}))\n"
               "    r.read()\n")
     (sealed["base"] / "client.py").write_text(client)
-    # the agent claims 10 output tokens; the server's replies say 800 + 700
     cmd = (f'python {sealed["base"] / "client.py"} && echo \'{{"tokens_in": 1, "tokens_out": 10, "steps": 2}}\''
            ' > "$SEALBENCH_OUT/usage.json"')
     try:
@@ -171,12 +174,45 @@ def test_tokens_are_metered_from_the_server_not_taken_from_the_agent(sealed) -> 
                           readonly_paths=(sealed["base"] / "client.py",))
     finally:
         srv.shutdown()
+    return rec
+
+
+@NEEDS_BWRAP
+def test_tokens_are_metered_from_the_server_not_taken_from_the_agent(sealed) -> None:
+    # the agent claims 10 output tokens; the server's replies say 800 + 700
+    rec = _through_the_bridge(sealed, ("/v1/chat/completions", "/v1/chat/completions?stream"))
     assert rec["exit_code"] == 0
     assert rec["tokens_source"] == "metered"
     assert (rec["usage"]["tokens_in"], rec["usage"]["tokens_out"]) == (150, 1500)
     assert rec["usage_agent"]["tokens_out"] == 10 and rec["usage"]["steps"] == 2
     assert rec["usage_metered"]["responses"] == 2
     assert rec["over_envelope"] == ["tokens_out 1500 > max_output_tokens 1000"]
+
+
+@NEEDS_BWRAP
+def test_one_reply_without_usage_does_not_hand_the_count_back_to_the_agent(sealed) -> None:
+    """Attack (issue 25 point 6): the agent spends 1500 metered output tokens, adds one reply
+    that carries no usage and claims 10. The count stays the bridge's (flagged incomplete, a
+    lower bound), so the run is still over the envelope; the claim is kept only as usage_agent."""
+    rec = _through_the_bridge(sealed, ("/v1/chat/completions", "/v1/chat/completions?stream", "/v1/nousage"))
+    assert rec["exit_code"] == 0
+    assert rec["usage_metered"]["responses"] == 3 and rec["usage_metered"]["responses_with_usage"] == 2
+    assert rec["tokens_source"] == "metered_incomplete"
+    assert (rec["usage"]["tokens_in"], rec["usage"]["tokens_out"]) == (150, 1500)
+    assert rec["usage_agent"]["tokens_out"] == 10 and rec["usage"]["steps"] == 2
+    assert rec["over_envelope"] == ["tokens_out 1500 > max_output_tokens 1000"]
+
+
+@NEEDS_BWRAP
+def test_incomplete_metered_tokens_under_the_cap_are_flagged_not_within(sealed) -> None:
+    """800 metered output tokens and one reply without usage: under the cap as far as the
+    bridge can tell, so not over the envelope, but the record says within cannot be confirmed."""
+    rec = _through_the_bridge(sealed, ("/v1/nousage", "/v1/chat/completions"))
+    assert rec["tokens_source"] == "metered_incomplete"
+    assert (rec["usage"]["tokens_in"], rec["usage"]["tokens_out"]) == (100, 800)
+    assert rec["over_envelope"] == []
+    [why] = rec["envelope_unconfirmed"]
+    assert "1 of 2 server replies carried no usage" in why and "max_output_tokens 1000" in why, why
 
 
 def test_without_a_bridge_the_tokens_are_the_agents(sealed) -> None:
