@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -79,6 +80,24 @@ def test_meter_reads_json_chunked_and_event_stream_replies() -> None:
     assert (total.tokens_in, total.tokens_out, total.responses, total.with_usage) == (17, 5, 3, 2)
 
 
+def test_a_reply_cut_short_counts_as_a_reply_without_usage() -> None:
+    """A client that hangs up inside a streamed reply (before the last chunk, which carries the
+    usage) leaves a reply the meter counts without usage; a reply read to its end does not."""
+    total, lock = bridge.MeteredUsage(), threading.Lock()
+    meter = bridge.ResponseMeter(total, lock)
+    body = json.dumps({"usage": {"prompt_tokens": 10, "completion_tokens": 3}}).encode()
+    meter.feed(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    meter.feed(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"20\r\ndata: {\"choices\":[{\"delta\":{}}]}\n\n\r\n")
+    meter.close()
+    assert (total.responses, total.with_usage, total.unparsed, total.tokens_out) == (2, 1, 1, 3)
+    done = bridge.MeteredUsage()
+    whole = bridge.ResponseMeter(done, lock)
+    whole.feed(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    whole.close()  # a keep-alive connection closed between replies: nothing cut short
+    assert (done.responses, done.with_usage) == (1, 1)
+
+
 # ---------------------------------------------------------------------------------------------
 # through run_agent
 
@@ -130,6 +149,22 @@ class _Server(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.endswith("slowstream"):  # a long generation: usage only in the last chunk
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for i in range(60):
+                    part = f"data: {json.dumps({'choices': [{'delta': {'content': 'x' * 50}}]})}\n\n".encode()
+                    self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+                last = f"data: {json.dumps({'choices': [], 'usage': {'prompt_tokens': 5, 'completion_tokens': 3000}})}\n\n"
+                self.wfile.write(b"%x\r\n" % len(last) + last.encode() + b"\r\n0\r\n\r\n")
+            except OSError:  # the client hung up
+                pass
+            return
         if self.path.endswith("stream"):
             events = [{"choices": [{"delta": {"content": "x"}}]},
                       {"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 700}}]
@@ -213,6 +248,35 @@ def test_incomplete_metered_tokens_under_the_cap_are_flagged_not_within(sealed) 
     assert rec["over_envelope"] == []
     [why] = rec["envelope_unconfirmed"]
     assert "1 of 2 server replies carried no usage" in why and "max_output_tokens 1000" in why, why
+
+
+@NEEDS_BWRAP
+def test_hanging_up_before_the_usage_chunk_does_not_hide_the_reply(sealed) -> None:
+    """Attack: the agent reads a streamed reply's text and hangs up before its last chunk (the
+    one that says its usage), so that reply's tokens are never metered. The reply still counts:
+    the run's metered tokens are incomplete, and its claim of 10 is not used."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Server)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    client = ("import socket\n"
+              f"s = socket.create_connection(('127.0.0.1', {port}))\n"
+              "s.sendall(b'POST /v1/slowstream HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2\\r\\n\\r\\n{}')\n"
+              "got = b''\n"
+              "while got.count(b'data:') < 5:\n"
+              "    got += s.recv(4096)\n"
+              "s.close()\n")
+    (sealed["base"] / "client.py").write_text(client)
+    cmd = (f'python {sealed["base"] / "client.py"} && echo \'{{"tokens_in": 1, "tokens_out": 10}}\''
+           ' > "$SEALBENCH_OUT/usage.json"')
+    try:
+        rec, _ = _attempt(sealed, cmd, endpoint=f"127.0.0.1:{port}", readonly_paths=(sealed["base"] / "client.py",))
+    finally:
+        srv.shutdown()
+    assert rec["exit_code"] == 0
+    assert rec["usage_metered"]["responses"] == 1 and rec["usage_metered"]["responses_with_usage"] == 0
+    assert rec["tokens_source"] == "metered_incomplete" and rec["usage"]["tokens_out"] == 0
+    assert rec["usage_agent"]["tokens_out"] == 10
+    assert rec["over_envelope"] == [] and "lower bound" in rec["envelope_unconfirmed"][0]
 
 
 def test_without_a_bridge_the_tokens_are_the_agents(sealed) -> None:
