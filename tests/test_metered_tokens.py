@@ -105,7 +105,8 @@ def test_the_gate_notes_incomplete_tokens_and_does_not_count_them_complete(tmp_p
     [note] = [n for n in d["notes"] if n["code"] == "TOKENS_INCOMPLETE"]
     assert f"{CAND}:xs01#1" in note["sentence"] and "1 of them" in note["sentence"], note
     rows = {(r["solver"], r["stratum"]): r for r in d["cost_per_pass"]}
-    assert rows[(CAND, "xs")]["tokens_status"] == "incomplete (1 of 3 runs without tokens or with metered tokens incomplete)"
+    assert rows[(CAND, "xs")]["tokens_status"] == ("incomplete (1 of 3 runs without tokens or with metered tokens "
+                                                   "incomplete)")
     assert rows[(CAND, "xs")]["tokens_per_pass"] is None
     assert rows[(CAND, "s")]["tokens_status"] == "complete"
     # already over the cap with its incomplete count: over the envelope, the headline refused

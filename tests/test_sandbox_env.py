@@ -76,7 +76,8 @@ def _printed_env(text: str) -> dict[str, str]:
 
 
 def _leaks(text: str) -> list[str]:
-    return sorted({k for k in SECRETS if f"{k}=" in text or f"'{k}'" in text} | ({"CANARY"} if CANARY in text else set()))
+    names = {k for k in SECRETS if f"{k}=" in text or f"'{k}'" in text}
+    return sorted(names | ({"CANARY"} if CANARY in text else set()))
 
 
 def _dumped(text: str) -> dict[str, str]:
@@ -145,7 +146,8 @@ def test_tested_code_sees_no_variable_of_the_harness(sealed, secrets, tmp_path: 
 def test_the_start_check_gets_the_runs_environment(secrets, tmp_path: Path) -> None:
     """The start check (no agent code runs) uses the same allowlist: an agent's command that
     names a harness-only variable cannot start from it there either."""
-    env = agent_probe.worker_env("bwrap", {"MY_VAR": "x"}, {"SEALBENCH_WORKSPACE": "/ws", "SEALBENCH_ISOLATION": "bwrap"})
+    env = agent_probe.worker_env("bwrap", {"MY_VAR": "x"},
+                                 {"SEALBENCH_WORKSPACE": "/ws", "SEALBENCH_ISOLATION": "bwrap"})
     assert _leaks(repr(env)) == []
     assert env["MY_VAR"] == "x" and env["HOME"] == env["TMPDIR"] == "/tmp"
     assert set(env) <= set(contract.ENV) | FIXED | {"MY_VAR"}

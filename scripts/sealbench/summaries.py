@@ -115,13 +115,12 @@ def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
                    cols + (["tokens_source"] if "tokens_source" in runs else [])]
     for (solver, stratum), g in sub.groupby(["solver", "stratum"]):
         passes = int((g.status == PASS).sum())
-        # metered tokens with a reply that carried no usage are a lower bound: not known either
         unknown = g.tokens_in.isna() | g.tokens_out.isna()
-        if "tokens_source" in g:
-            unknown = unknown | g.tokens_source.eq("metered_incomplete")
+        # metered tokens with a reply that carried no usage are a lower bound: not known either
+        lower_bound = g.tokens_source.eq("metered_incomplete") if "tokens_source" in g else unknown & False
+        unknown = unknown | lower_bound
         tok_known = not unknown.any()
         tok_missing = int(unknown.sum())
-        lower_bound = bool(tok_missing) and "tokens_source" in g and bool(g.tokens_source.eq("metered_incomplete").any())
         cost_known = g.cost_usd.notna().all()
         tokens = int(g.tokens_in.sum() + g.tokens_out.sum()) if tok_known else None
         cost = float(g.cost_usd.sum()) if cost_known else None
@@ -131,7 +130,7 @@ def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
                     "tokens_status": "complete" if tok_known else f"incomplete ({tok_missing} of {len(g)} runs "
                                                                   "without tokens" + (
                                                                       " or with metered tokens incomplete"
-                                                                      if lower_bound else "") + ")",
+                                                                      if lower_bound.any() else "") + ")",
                     "tokens_per_pass": None if tokens is None or not passes else round(tokens / passes, 1),
                     "cost_per_pass_usd": None if cost is None or not passes else round(cost / passes, 6)})
     order = {s: i for i, s in enumerate(strata_order)}
