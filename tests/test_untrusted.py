@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -79,6 +80,24 @@ def test_meter_reads_json_chunked_and_event_stream_replies() -> None:
     assert (total.tokens_in, total.tokens_out, total.responses, total.with_usage) == (17, 5, 3, 2)
 
 
+def test_a_reply_cut_short_counts_as_a_reply_without_usage() -> None:
+    """A client that hangs up inside a streamed reply (before the last chunk, which carries the
+    usage) leaves a reply the meter counts without usage; a reply read to its end does not."""
+    total, lock = bridge.MeteredUsage(), threading.Lock()
+    meter = bridge.ResponseMeter(total, lock)
+    body = json.dumps({"usage": {"prompt_tokens": 10, "completion_tokens": 3}}).encode()
+    meter.feed(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    meter.feed(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"20\r\ndata: {\"choices\":[{\"delta\":{}}]}\n\n\r\n")
+    meter.close()
+    assert (total.responses, total.with_usage, total.unparsed, total.tokens_out) == (2, 1, 1, 3)
+    done = bridge.MeteredUsage()
+    whole = bridge.ResponseMeter(done, lock)
+    whole.feed(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    whole.close()  # a keep-alive connection closed between replies: nothing cut short
+    assert (done.responses, done.with_usage) == (1, 1)
+
+
 # ---------------------------------------------------------------------------------------------
 # through run_agent
 
@@ -130,6 +149,22 @@ class _Server(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.endswith("slowstream"):  # a long generation: usage only in the last chunk
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for i in range(60):
+                    part = f"data: {json.dumps({'choices': [{'delta': {'content': 'x' * 50}}]})}\n\n".encode()
+                    self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+                last = f"data: {json.dumps({'choices': [], 'usage': {'prompt_tokens': 5, 'completion_tokens': 3000}})}\n\n"
+                self.wfile.write(b"%x\r\n" % len(last) + last.encode() + b"\r\n0\r\n\r\n")
+            except OSError:  # the client hung up
+                pass
+            return
         if self.path.endswith("stream"):
             events = [{"choices": [{"delta": {"content": "x"}}]},
                       {"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 700}}]
@@ -144,7 +179,10 @@ class _Server(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
             self.wfile.write(b"0\r\n\r\n")
             return
-        data = json.dumps({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 800}}).encode()
+        if self.path.endswith("nousage"):   # a reply that says nothing of its usage
+            data = json.dumps({"choices": [{"message": {"content": "y" * 4000}}]}).encode()
+        else:
+            data = json.dumps({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 800}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -152,18 +190,18 @@ class _Server(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-@NEEDS_BWRAP
-def test_tokens_are_metered_from_the_server_not_taken_from_the_agent(sealed) -> None:
+def _through_the_bridge(sealed: dict, paths: tuple[str, ...]) -> dict:
+    """An attempt whose agent asks the server for ``paths`` through the bridge, then claims 10
+    output tokens in its usage.json."""
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Server)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     port = srv.server_address[1]
     client = ("import json, sys, urllib.request as u\n"
-              f"for path in ('/v1/chat/completions', '/v1/chat/completions?stream'):\n"
+              f"for path in {paths!r}:\n"
               f"    r = u.urlopen(u.Request('http://127.0.0.1:{port}' + path, data=b'{{}}',"
               " headers={'Content-Type': 'application/json'}))\n"
               "    r.read()\n")
     (sealed["base"] / "client.py").write_text(client)
-    # the agent claims 10 output tokens; the server's replies say 800 + 700
     cmd = (f'python {sealed["base"] / "client.py"} && echo \'{{"tokens_in": 1, "tokens_out": 10, "steps": 2}}\''
            ' > "$SEALBENCH_OUT/usage.json"')
     try:
@@ -171,12 +209,74 @@ def test_tokens_are_metered_from_the_server_not_taken_from_the_agent(sealed) -> 
                           readonly_paths=(sealed["base"] / "client.py",))
     finally:
         srv.shutdown()
+    return rec
+
+
+@NEEDS_BWRAP
+def test_tokens_are_metered_from_the_server_not_taken_from_the_agent(sealed) -> None:
+    # the agent claims 10 output tokens; the server's replies say 800 + 700
+    rec = _through_the_bridge(sealed, ("/v1/chat/completions", "/v1/chat/completions?stream"))
     assert rec["exit_code"] == 0
     assert rec["tokens_source"] == "metered"
     assert (rec["usage"]["tokens_in"], rec["usage"]["tokens_out"]) == (150, 1500)
     assert rec["usage_agent"]["tokens_out"] == 10 and rec["usage"]["steps"] == 2
     assert rec["usage_metered"]["responses"] == 2
     assert rec["over_envelope"] == ["tokens_out 1500 > max_output_tokens 1000"]
+
+
+@NEEDS_BWRAP
+def test_one_reply_without_usage_does_not_hand_the_count_back_to_the_agent(sealed) -> None:
+    """Attack (issue 25 point 6): the agent spends 1500 metered output tokens, adds one reply
+    that carries no usage and claims 10. The count stays the bridge's (flagged incomplete, a
+    lower bound), so the run is still over the envelope; the claim is kept only as usage_agent."""
+    rec = _through_the_bridge(sealed, ("/v1/chat/completions", "/v1/chat/completions?stream", "/v1/nousage"))
+    assert rec["exit_code"] == 0
+    assert rec["usage_metered"]["responses"] == 3 and rec["usage_metered"]["responses_with_usage"] == 2
+    assert rec["tokens_source"] == "metered_incomplete"
+    assert (rec["usage"]["tokens_in"], rec["usage"]["tokens_out"]) == (150, 1500)
+    assert rec["usage_agent"]["tokens_out"] == 10 and rec["usage"]["steps"] == 2
+    assert rec["over_envelope"] == ["tokens_out 1500 > max_output_tokens 1000"]
+
+
+@NEEDS_BWRAP
+def test_incomplete_metered_tokens_under_the_cap_are_flagged_not_within(sealed) -> None:
+    """800 metered output tokens and one reply without usage: under the cap as far as the
+    bridge can tell, so not over the envelope, but the record says within cannot be confirmed."""
+    rec = _through_the_bridge(sealed, ("/v1/nousage", "/v1/chat/completions"))
+    assert rec["tokens_source"] == "metered_incomplete"
+    assert (rec["usage"]["tokens_in"], rec["usage"]["tokens_out"]) == (100, 800)
+    assert rec["over_envelope"] == []
+    [why] = rec["envelope_unconfirmed"]
+    assert "1 of 2 server replies carried no usage" in why and "max_output_tokens 1000" in why, why
+
+
+@NEEDS_BWRAP
+def test_hanging_up_before_the_usage_chunk_does_not_hide_the_reply(sealed) -> None:
+    """Attack: the agent reads a streamed reply's text and hangs up before its last chunk (the
+    one that says its usage), so that reply's tokens are never metered. The reply still counts:
+    the run's metered tokens are incomplete, and its claim of 10 is not used."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Server)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    client = ("import socket\n"
+              f"s = socket.create_connection(('127.0.0.1', {port}))\n"
+              "s.sendall(b'POST /v1/slowstream HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2\\r\\n\\r\\n{}')\n"
+              "got = b''\n"
+              "while got.count(b'data:') < 5:\n"
+              "    got += s.recv(4096)\n"
+              "s.close()\n")
+    (sealed["base"] / "client.py").write_text(client)
+    cmd = (f'python {sealed["base"] / "client.py"} && echo \'{{"tokens_in": 1, "tokens_out": 10}}\''
+           ' > "$SEALBENCH_OUT/usage.json"')
+    try:
+        rec, _ = _attempt(sealed, cmd, endpoint=f"127.0.0.1:{port}", readonly_paths=(sealed["base"] / "client.py",))
+    finally:
+        srv.shutdown()
+    assert rec["exit_code"] == 0
+    assert rec["usage_metered"]["responses"] == 1 and rec["usage_metered"]["responses_with_usage"] == 0
+    assert rec["tokens_source"] == "metered_incomplete" and rec["usage"]["tokens_out"] == 0
+    assert rec["usage_agent"]["tokens_out"] == 10
+    assert rec["over_envelope"] == [] and "lower bound" in rec["envelope_unconfirmed"][0]
 
 
 def test_without_a_bridge_the_tokens_are_the_agents(sealed) -> None:

@@ -29,14 +29,16 @@ from .workspace import scratch_dir
 
 
 def worker_env(level: str, agent_env: Mapping[str, Any], contract_env: Mapping[str, str]) -> dict[str, str]:
-    """The agent's environment: the harness's, the contract's variables, then the agent's own."""
+    """The agent's environment, an allowlist (docs/contract.md §2): the harness's fixed variables
+    (``core.harness_env``: a minimal PATH, HOME, locale; nothing of the harness's own environment),
+    the contract's variables for this run, ``TMPDIR`` where the sandbox has its own /tmp, then
+    what the agent's ``env:`` declares."""
     env = harness_env({
         **contract_env,
         # lets `python -m sealbench.agents.*` work without an install
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     })
     if level == "bwrap":
-        env["HOME"] = "/tmp"
         env["TMPDIR"] = "/tmp"
     env.update({k: str(v) for k, v in agent_env.items()})
     return env

@@ -9,11 +9,14 @@ loopback, forwards every connection to the unix socket, and runs the agent comma
 
 Nothing else is reachable: any other address or port is refused by the empty network.
 
-The harness side also *meters* the traffic (:class:`UsageMeter`): every HTTP response the
+The harness side also *meters* the traffic (:class:`ResponseMeter`): every HTTP response the
 server sends back is parsed (``Content-Length``, chunked or read-to-close bodies; JSON or
 ``text/event-stream``) and the ``usage`` object of OpenAI-compatible replies
 (``prompt_tokens``/``completion_tokens``; ``input_tokens``/``output_tokens`` too) is summed.
 So the token counts of a sandboxed agent come from what the server said, not from the agent.
+A reply that carries no usage, or that the connection cut short (the client hung up before its
+end, where a stream says its usage), is counted as a reply without usage: the run's metered
+tokens are then incomplete (``run_agent.choose_tokens``), never replaced by the agent's word.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,9 +59,12 @@ def _pipe(a: socket.socket, b: socket.socket, tap=None) -> None:
                 pass
 
 
-def _splice(a: socket.socket, b: socket.socket, tap_b_to_a=None) -> None:
-    threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
-    threading.Thread(target=_pipe, args=(b, a, tap_b_to_a), daemon=True).start()
+def _splice(a: socket.socket, b: socket.socket, tap_b_to_a=None) -> list[threading.Thread]:
+    pipes = [threading.Thread(target=_pipe, args=(a, b), daemon=True),
+             threading.Thread(target=_pipe, args=(b, a, tap_b_to_a), daemon=True)]
+    for t in pipes:
+        t.start()
+    return pipes
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,6 +166,10 @@ class ResponseMeter:
     def close(self) -> None:
         if self.state == "close":
             self._finish()
+        elif self.state in ("length", "chunked") or (self.state == "head" and self.buf):
+            # the connection ended inside a reply (the client hung up before its end, where a
+            # stream says its usage): a reply without usage, so the count is incomplete
+            self._count(None, parsed=False)
         self.state = "skip"
 
     def _step(self) -> bool:
@@ -265,6 +276,7 @@ class UnixToTcp:
         self.sock_path, self.host, self.port = sock_path, host, port
         self.usage = MeteredUsage()
         self._lock = threading.Lock()
+        self._pipes: list[threading.Thread] = []
         self.server = UnixServer(Path(sock_path), self._connect, backlog=16)
 
     def metered(self) -> MeteredUsage:
@@ -279,10 +291,20 @@ class UnixToTcp:
         except OSError:
             conn.close()
             return
-        _splice(conn, up, ResponseMeter(self.usage, self._lock))
+        pipes = _splice(conn, up, ResponseMeter(self.usage, self._lock))
+        with self._lock:
+            self._pipes += pipes
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 5.0) -> None:
+        """Stop accepting, then wait (at most ``wait_s``) for the open connections to end, so
+        that a reply cut short when the agent's processes died is counted before
+        :meth:`metered` is read (with the sandbox gone, they end at once)."""
         self.server.close()
+        deadline = time.monotonic() + wait_s
+        with self._lock:
+            pipes = list(self._pipes)
+        for t in pipes:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def inside(host: str, port: int, sock_path: str, argv: list[str]) -> int:

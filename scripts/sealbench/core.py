@@ -322,17 +322,52 @@ def python_bin_dir() -> str:
     return str(Path(sys.executable).parent)
 
 
+#: The system folders on every task and agent command's PATH, after the interpreter's.
+SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+#: HOME of every task and agent command: a folder that exists wherever it runs (the sandbox's
+#: private /tmp; unsandboxed, the machine's).
+COMMAND_HOME = "/tmp"
+#: What every task and agent command gets whatever the caller adds (docs/contract.md §2).
+FIXED_ENV = {"HOME": COMMAND_HOME, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "dumb",
+             "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONHASHSEED": "0"}
+
+
+def command_path(*first: str) -> str:
+    """The PATH of a task or agent command: ``first`` (a task environment's ``bin``), this
+    interpreter's folder, then :data:`SYSTEM_PATH`; never the harness's own PATH."""
+    out: list[str] = []
+    for p in (*first, python_bin_dir(), *SYSTEM_PATH):
+        if p and p not in out:
+            out.append(p)
+    return os.pathsep.join(out)
+
+
+def _own_path(path: str) -> str:
+    """A caller's PATH with the harness's own folders taken out (a task environment's
+    ``command_env`` puts the harness's PATH after its ``bin``), as :func:`command_path`."""
+    drop = set(os.environ.get("PATH", "").split(os.pathsep)) | set(SYSTEM_PATH) | {python_bin_dir()}
+    return command_path(*(p for p in path.split(os.pathsep) if p and p not in drop))
+
+
+def pytest_options() -> dict[str, str]:
+    """The harness's own ``PYTEST_ADDOPTS`` (a knob of the person running sealbench), for the
+    task commands that honour it: scoring (``sealed_command``) and the visible runs."""
+    value = os.environ.get("PYTEST_ADDOPTS", "").strip()
+    return {"PYTEST_ADDOPTS": value} if value else {}
+
+
 def harness_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment for task and agent commands: this interpreter first on PATH, no bytecode,
-    no auto-loaded pytest plugins, stable hashing, nothing of Snakemake's own state and not where
-    the pack and results/ are."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("SNAKEMAKE") and k not in ("SEALBENCH_PACK", "SEALBENCH_RESULTS")}
-    env["PATH"] = python_bin_dir() + os.pathsep + env.get("PATH", "/usr/bin:/bin")
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    env["PYTHONHASHSEED"] = "0"
-    env.pop("PYTHONPATH", None)
+    """Environment for task and agent commands (agents, visible runs, scoring, controls): an
+    allowlist, nothing of the harness's own environment (its keys and credentials, where the
+    pack and results/ are, Snakemake's state). :data:`FIXED_ENV` (HOME, locale, TERM, no
+    bytecode, no auto-loaded pytest plugins, stable hashing), PATH from :func:`command_path`,
+    then ``extra``: what the caller sets for this command (the contract's ``SEALBENCH_*``,
+    PYTHONPATH, PYTEST_ADDOPTS, a task environment's PATH and VIRTUAL_ENV). A PATH in ``extra``
+    keeps only the folders it adds to the harness's. ``TMPDIR`` only when a caller sets it (the
+    sandbox's /tmp: ``agent_probe.worker_env``); an agent's own ``env:`` is applied after this."""
+    env = {"PATH": command_path(), **FIXED_ENV}
     if extra:
         env.update({k: str(v) for k, v in extra.items()})
+        if "PATH" in extra:
+            env["PATH"] = _own_path(str(extra["PATH"]))
     return env

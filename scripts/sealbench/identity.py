@@ -38,7 +38,7 @@ from .core import (
     ConfigError,
     HashCache,
     canonical_json,
-    python_bin_dir,
+    command_path,
     sha256_text,
 )
 from .code_digests import _sealbench_closure
@@ -107,7 +107,7 @@ class _Coverage:
         self.name, self.base, self.cache, self.hash_files = name, base, cache, hash_files
         env = {k: str(v) for k, v in (spec.get("env") or {}).items()}
         # the agent's PATH and PYTHONPATH as run_agent sets them (harness_env, then the agent's env)
-        self.path_env = env.get("PATH", python_bin_dir() + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
+        self.path_env = env.get("PATH", command_path())
         self.pythonpath = env.get("PYTHONPATH", str(Path(__file__).resolve().parents[1])).split(os.pathsep)
         self.files: dict[str, str] = {}
         self.covered: list[str] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .refusals import refusal
+from .refusals import note_for, refusal
 from .scored_slice import Slice
 from .contract import PASS, TAMPER
 from .summaries import dominant_failure
@@ -187,6 +187,23 @@ RULES: list[tuple[str, Callable[[Slice], dict | None]]] = [
     ("OVER_ENVELOPE", _over_envelope),
     ("CANDIDATE_TAMPERED", _candidate_tampered),
 ]
+
+
+def tokens_incomplete_note(s: Slice) -> dict | None:
+    """The TOKENS_INCOMPLETE note: runs on the scored split, whoever the solver, whose metered
+    tokens are incomplete (``tokens_source`` ``metered_incomplete``); those over the envelope
+    refuse the headline anyway (OVER_ENVELOPE), the others have ``over_envelope`` null."""
+    if "tokens_source" not in s.split_runs:
+        return None
+    rows = s.split_runs[s.split_runs.tokens_source.eq("metered_incomplete")]
+    if not len(rows):
+        return None
+    unconfirmed = int(rows.over_envelope.isna().sum())
+    return note_for("TOKENS_INCOMPLETE",
+                    f"{len(rows)} run(s) had server replies without usage, so their metered tokens are a lower "
+                    f"bound; {unconfirmed} of them not over the envelope cannot be confirmed within "
+                    "max_output_tokens (over_envelope null): "
+                    + ", ".join(sorted(f"{r.solver}:{r.task_id}#{r.epoch}" for r in rows.itertuples())))
 
 
 def tamper_note(s: Slice) -> dict | None:

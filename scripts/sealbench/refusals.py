@@ -56,6 +56,9 @@ NOTES: dict[str, str] = {
                                   "does not (p >= 0.05): no winner is named",
     "ZERO_WIDTH_INTERVAL": "the decision interval has zero width (every task in each stratum had the same paired "
                            "outcome): it shows no spread, not certainty",
+    "TOKENS_INCOMPLETE": "some runs reached their server through the bridge and a reply carried no usage: their "
+                         "metered tokens are a lower bound, and one not over max_output_tokens is not confirmed "
+                         "within it",
     "DUMMY_BEATEN_ONLY_ON_EASY": "the candidate beats the do-nothing controls on some strata but not on others: "
                                  "no pooled headline, per-stratum rates and dummy deltas only",
 }

@@ -20,8 +20,10 @@ agent leaves is walked and removed by ``untrusted.py`` too (iterative, no link f
 a workspace nested past the caps is taken as an empty patch (``patch_error``: the run's ``fail``),
 what ``out/`` holds past them is named in ``report_problems``. When the agent
 reaches its server through the bridge, the tokens are the ones the server's replies carried
-(``tokens_source: metered``; the agent's own numbers stay in ``usage_agent``), otherwise the
-agent's (``tokens_source: agent``). Usage over the envelope is recorded as ``over_envelope``.
+(``tokens_source: metered``; the agent's own numbers stay in ``usage_agent``), and stay so when a
+reply carried no usage (``tokens_source: metered_incomplete``: a lower bound); otherwise they are
+the agent's (``tokens_source: agent``). Usage over the envelope is recorded as ``over_envelope``;
+incomplete metered tokens under the cap as ``envelope_unconfirmed`` (never silently within).
 
 The files and folders the command's words name (resolved from the project folder, the working
 directory, as the fingerprint resolves them: ``agent_command.command_plan``) are mounted read-only at
@@ -114,6 +116,38 @@ def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list
     if tok is not None and cap is not None and tok > cap:
         out.append(f"tokens_out {tok} > max_output_tokens {cap}")
     return out
+
+
+#: ``tokens_source`` of a run (run.json, runs.parquet): the bridge's count, every reply with its usage;
+#: the bridge's count with at least one reply that carried none (a lower bound); the agent's usage.json.
+METERED, METERED_INCOMPLETE, AGENT = "metered", "metered_incomplete", "agent"
+
+
+def choose_tokens(usage_agent: Mapping[str, Any], metered: "bridge_module.MeteredUsage | None") -> tuple[dict, str]:
+    """The run's usage and ``tokens_source``. Once the agent had a bridge, its tokens are what
+    the bridge metered, whatever the agent says: ``metered`` when every reply carried its usage,
+    ``metered_incomplete`` when one or more did not (the count is then a lower bound). The
+    agent's own tokens are used only without a bridge (``agent``); its other numbers (steps,
+    cost) are always its own."""
+    usage = dict(usage_agent)
+    if metered is None:
+        return usage, AGENT
+    usage["tokens_in"], usage["tokens_out"] = metered.tokens_in, metered.tokens_out
+    return usage, (METERED if metered.with_usage >= metered.responses else METERED_INCOMPLETE)
+
+
+def envelope_unconfirmed(usage: Mapping[str, Any], envelope: Mapping[str, Any], tokens_source: str | None,
+                         metered: Mapping[str, Any] | None) -> list[str]:
+    """Why a run not over the envelope cannot be said to be within it: metered output tokens
+    that are incomplete (``metered_incomplete``) and under ``max_output_tokens``. A run whose
+    incomplete count is already over the cap is over (:func:`over_envelope`); nothing here then."""
+    cap, tok = envelope.get("max_output_tokens"), usage.get("tokens_out")
+    if tokens_source != METERED_INCOMPLETE or cap is None or (tok is not None and tok > cap):
+        return []
+    m = metered or {}
+    missing = (m.get("responses") or 0) - (m.get("responses_with_usage") or 0)
+    return [f"tokens_out {tok} is a lower bound ({missing} of {m.get('responses') or 0} server replies carried no "
+            f"usage): within max_output_tokens {cap} cannot be confirmed"]
 
 
 def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command: str,
@@ -236,12 +270,10 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     stamp, stamp_problem = read_report(out / STAMP_FILE, STAMP_KEYS)
     usage_agent = dict(usage)
     metered = bridge.metered() if bridge is not None else None
-    tokens_source = "agent"
-    if metered is not None and metered.responses == metered.with_usage:
-        # every reply the server sent went through the bridge and said its usage: those are the
-        # numbers (the agent's own report is kept beside them as usage_agent)
-        tokens_source = "metered"
-        usage["tokens_in"], usage["tokens_out"] = metered.tokens_in, metered.tokens_out
+    # with a bridge the tokens are what it metered (the agent's own report is kept beside them
+    # as usage_agent), flagged incomplete when a reply said nothing of its usage
+    usage, tokens_source = choose_tokens(usage_agent, metered)
+    usage_metered = None if metered is None else metered.as_dict()
     attempts = read_attempts(run_dir / "attempts.jsonl")
     end_reason = "green" if res.end_reason == "stopped" else res.end_reason
     record = {
@@ -254,11 +286,13 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
         "usage": usage, "stamp": stamp, "steer_count": count_steers(out / STEERS_FILE),
         "report_problems": [p for p in (usage_problem, stamp_problem) if p] + [f"out/{p}" for p in out_skipped],
         "usage_agent": usage_agent, "tokens_source": tokens_source,
-        "usage_metered": None if metered is None else metered.as_dict(),
+        "usage_metered": usage_metered,
         "attempts": attempts, "stdout_bytes": res.stdout_bytes, "stderr_bytes": res.stderr_bytes,
         "stdout_truncated_bytes": res.stdout_truncated_bytes, "stderr_truncated_bytes": res.stderr_truncated_bytes,
         "log_cap_bytes": res.cap_bytes, "isolation": res.isolation, "endpoint": options.endpoint,
-        "over_envelope": over_envelope(usage, envelope), "stop_on_green": options.stop_on_green,
+        "over_envelope": over_envelope(usage, envelope),
+        "envelope_unconfirmed": envelope_unconfirmed(usage, envelope, tokens_source, usage_metered),
+        "stop_on_green": options.stop_on_green,
         "envelope": dict(envelope),
         "limit_hit": res.limit_hit, "limits": worker_box.limits.to_dict(), "limit_mechanisms": limit_mechanisms(),
     }

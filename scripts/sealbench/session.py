@@ -51,6 +51,7 @@ from .core import (
     SealbenchError,
     atomic_write_text,
     harness_env,
+    pytest_options,
     read_json,
     sha256_text,
     task_digest,
@@ -303,8 +304,8 @@ def check(session_id: str | None = None, results: Path = Path("results")) -> tup
     logs = s.dir / "visible_logs"
     t0 = _now()
     task_env = pythonpath_env(Path(s.data["workspace"]), s.data.get("import_paths") or [])
-    res = run_process(s.data["visible_command"], Path(s.data["workspace"]), harness_env(task_env),
-                      max(5.0, float(s.data["time_box_s"])), logs / f"visible-{n}.stdout", logs / f"visible-{n}.stderr",
+    res = run_process(s.data["visible_command"], Path(s.data["workspace"]),
+                      harness_env({**pytest_options(), **task_env}), max(5.0, float(s.data["time_box_s"])), logs / f"visible-{n}.stdout", logs / f"visible-{n}.stderr",
                       sandbox=box)
     t1 = _now()
     for log, stream in ((logs / f"visible-{n}.stdout", sys.stdout), (logs / f"visible-{n}.stderr", sys.stderr)):
@@ -392,7 +393,8 @@ def submit(session_id: str | None = None, results: Path = Path("results")) -> di
         "stdout_bytes": 0, "stderr_bytes": 0, "envelope": dict(d["envelope"]),
         # a person works on their own machine: no sandbox, no output capture, no stop at green
         "stdout_truncated_bytes": 0, "stderr_truncated_bytes": 0, "log_cap_bytes": None,
-        "isolation": "human", "endpoint": None, "over_envelope": [], "stop_on_green": False,
+        "isolation": "human", "endpoint": None, "over_envelope": [], "envelope_unconfirmed": [],
+        "stop_on_green": False,
         # a person's tokens are not metered and their machine has no sandbox limits
         "usage_agent": {k: None for k in USAGE_KEYS}, "tokens_source": None, "usage_metered": None,
         "limit_hit": None, "limits": None, "limit_mechanisms": None, "patch_error": None,

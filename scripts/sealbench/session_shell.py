@@ -199,7 +199,9 @@ def open_shell(results: Path, session_id: str | None = None, command: str | None
         interactive = command is None
         if interactive:
             box = box.keeping_terminal()
-        env = harness_env({"HOME": "/tmp", "TMPDIR": "/tmp", SOCKET_ENV: str(ctl / "session.sock"),
+        # the person's terminal type for an interactive shell (line editing); nothing else of theirs
+        term = {"TERM": os.environ.get("TERM") or "dumb"} if interactive else {}
+        env = harness_env({"TMPDIR": "/tmp", **term, SOCKET_ENV: str(ctl / "session.sock"),
                            "SEALBENCH_TASK_ID": d["task_id"], "SEALBENCH_PROMPT": str(prompt),
                            "SEALBENCH_WORKSPACE": str(ws), "SEALBENCH_TIME_BOX_S": str(int(d["time_box_s"]))})
         env["PATH"] = str(bin_dir) + os.pathsep + env["PATH"]

@@ -75,12 +75,23 @@ def server_use(run: Mapping[str, Any]) -> list[str]:
     metered = run.get("usage_metered") or {}
     replies = metered.get("responses") or 0
     tokens = (metered.get("tokens_in") or 0) + (metered.get("tokens_out") or 0)
-    if replies or tokens or run.get("tokens_source") == "metered":
+    if replies or tokens or str(run.get("tokens_source") or "").startswith("metered"):
         out.append(f"the bridge relayed {replies} server repl{'y' if replies == 1 else 'ies'} ({tokens} tokens metered)")
     if run.get("isolation") != "bwrap":
         out.append(f"the run was not sandboxed (isolation {run.get('isolation') or 'none'}), so its network use "
                    "cannot be ruled out")
     return out
+
+
+def envelope_flag(run: Mapping[str, Any], usage: Mapping[str, Any]) -> bool | None:
+    """The runs table's ``over_envelope``: true when a reported or metered number is over the
+    envelope; null when none is known, or when the run is not over but cannot be said to be
+    within it (metered tokens incomplete under the cap: run.json ``envelope_unconfirmed``)."""
+    if run.get("over_envelope"):
+        return True
+    if (usage.get("steps") is None and usage.get("tokens_out") is None) or run.get("envelope_unconfirmed"):
+        return None
+    return False
 
 
 def declared_offline(experiment: Mapping, solver: str) -> bool:
@@ -178,8 +189,7 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             "task_digest": t["task_digest"], "pack_digest": pack_digest,
             "isolation": "human" if run.get("role") == "human" else run.get("isolation", "none"),
             "workspace": run.get("workspace"),
-            "over_envelope": (None if usage.get("steps") is None and usage.get("tokens_out") is None
-                              else bool(run.get("over_envelope"))),
+            "over_envelope": envelope_flag(run, usage),
             "tamper_paths": ";".join(s.get("tamper_paths") or []) or None,
             "gold_like": s.get("gold_like"), "gold_similarity": s.get("gold_similarity"),
             "stdout_truncated_bytes": run.get("stdout_truncated_bytes"),

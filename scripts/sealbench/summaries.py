@@ -110,12 +110,17 @@ def dominant_failures(runs, split: str) -> list[dict]:
 def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
     """Tokens and cost per passing task, per solver and stratum (null when unknown or no pass)."""
     out = []
+    cols = ["solver", "stratum", "status", "tokens_in", "tokens_out", "cost_usd"]
     sub = runs.loc[(runs.split == split) & (runs.role.isin(["agent", "human"])),
-                   ["solver", "stratum", "status", "tokens_in", "tokens_out", "cost_usd"]]
+                   cols + (["tokens_source"] if "tokens_source" in runs else [])]
     for (solver, stratum), g in sub.groupby(["solver", "stratum"]):
         passes = int((g.status == PASS).sum())
-        tok_known = g.tokens_in.notna().all() and g.tokens_out.notna().all()
-        tok_missing = int((g.tokens_in.isna() | g.tokens_out.isna()).sum())
+        unknown = g.tokens_in.isna() | g.tokens_out.isna()
+        # metered tokens with a reply that carried no usage are a lower bound: not known either
+        lower_bound = g.tokens_source.eq("metered_incomplete") if "tokens_source" in g else unknown & False
+        unknown = unknown | lower_bound
+        tok_known = not unknown.any()
+        tok_missing = int(unknown.sum())
         cost_known = g.cost_usd.notna().all()
         tokens = int(g.tokens_in.sum() + g.tokens_out.sum()) if tok_known else None
         cost = float(g.cost_usd.sum()) if cost_known else None
@@ -123,7 +128,9 @@ def cost_per_pass(runs, split: str, strata_order: list[str]) -> list[dict]:
                     "tokens": tokens, "cost_usd": fmt(cost, 6),
                     # seed 002: tokens missing -> pass/fail only, labelled as incomplete
                     "tokens_status": "complete" if tok_known else f"incomplete ({tok_missing} of {len(g)} runs "
-                                                                  "without tokens)",
+                                                                  "without tokens" + (
+                                                                      " or with metered tokens incomplete"
+                                                                      if lower_bound.any() else "") + ")",
                     "tokens_per_pass": None if tokens is None or not passes else round(tokens / passes, 1),
                     "cost_per_pass_usd": None if cost is None or not passes else round(cost / passes, 6)})
     order = {s: i for i, s in enumerate(strata_order)}

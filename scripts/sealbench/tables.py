@@ -67,14 +67,18 @@ RUNS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("steps", "int64", True, "reported by the agent in usage.json (null: unknown)"),
     ("tokens_in", "int64", True, "metered from the server's replies, or reported by the agent (see tokens_source; null: unknown)"),
     ("tokens_out", "int64", True, "metered from the server's replies, or reported by the agent (see tokens_source; null: unknown)"),
-    ("tokens_source", "string", True, "`metered` (the harness read the server's replies through the bridge) or `agent` (the agent's usage.json)"),
+    ("tokens_source", "string", True, "`metered` (the harness read the server's replies through the bridge, each with its usage), "
+                                      "`metered_incomplete` (the bridge's count, but a reply carried no usage or was cut short: a lower "
+                                      "bound; the agent's own numbers are never used then) or `agent` (no bridge: the agent's usage.json)"),
     ("cost_usd", "float64", True, "reported by the agent (null: unknown)"),
     ("steer_count", "int64", True, "lines in steers.jsonl (null: file absent = unknown)"),
     ("visible_attempts", "int64", True, "runs of SEALBENCH_VISIBLE_CMD"),
     ("patch_bytes", "int64", True, "size of the worker's patch"),
     ("isolation", "string", True, "`bwrap` (sandboxed), `none` (unsandboxed), `human` (a person's own machine); for controls, the isolation their scoring ran in"),
     ("workspace", "string", True, "`overlay` (copy-on-write layers over the sealed task) or `copy`: the agent's workspace; for controls, their scoring workspace (null: not recorded)"),
-    ("over_envelope", "bool", True, "reported steps or output tokens exceed the envelope (null: usage unknown)"),
+    ("over_envelope", "bool", True, "reported steps or output tokens (metered ones when the bridge metered them, even "
+                                     "incomplete) exceed the envelope; null: usage unknown, or not over but with "
+                                     "`metered_incomplete` tokens under max_output_tokens (within cannot be confirmed)"),
     ("tamper_paths", "string", True, "protected paths the patch touched (test folders, test config), `;`-separated"),
     ("gold_like", "bool", True, "the patch is >= 0.95 similar to the gold patch"),
     ("gold_similarity", "float64", True, "similarity of the patch to the gold patch (0..1)"),

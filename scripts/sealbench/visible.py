@@ -109,7 +109,7 @@ class VisibleServer:
         return left if self.run_timeout_s is None else max(0.1, min(left, float(self.run_timeout_s)))
 
     def _handle(self, conn: socket.socket) -> None:
-        from .core import harness_env
+        from .core import harness_env, pytest_options
         from .processes import run_process
 
         run = _Run()
@@ -135,7 +135,8 @@ class VisibleServer:
                     err.write_bytes(b"")
                     end = None
                 else:
-                    res = run_process(self.command, self.workspace, harness_env(self.task_env), timeout, out, err,
+                    env = harness_env({**pytest_options(), **self.task_env})
+                    res = run_process(self.command, self.workspace, env, timeout, out, err,
                                       sandbox=self.sandbox, cap_bytes=self.cap_bytes, stop_event=run.cancel)
                     end = res.end_reason
                 t1 = time.time()
