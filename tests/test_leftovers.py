@@ -313,11 +313,13 @@ def test_a_patch_adding_a_file_1200_levels_deep_is_fail_not_a_crash(sealed: Path
     assert res.status == "fail" and "deeper than" in (res.reason or ""), res
 
 
-def test_tested_code_leaving_deep_folders_keeps_its_verdict(sealed: Path, tmp: Path, monkeypatch) -> None:
+def test_tested_code_leaving_deep_folders_keeps_its_verdict(sealed: Path, tmp: Path) -> None:
     meta = json.loads((sealed / "meta.json").read_text())
     (tmp / "tmpdir").mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmp / "tmpdir"))
-    patch = tree_patch([Change("calc.py", BUGGY.encode(), DIGGER.encode())])
+    # the folder named in the code itself: an unsandboxed scoring command gets no TMPDIR of the
+    # harness (its environment is an allowlist), and a dig into the real /tmp would outlive the test
+    digger = DIGGER.replace("_tempfile.gettempdir()", repr(str(tmp / "tmpdir")))
+    patch = tree_patch([Change("calc.py", BUGGY.encode(), digger.encode())])
     res = scoring.score_patch(sealed, meta, patch, tmp / "logs", 60)
     assert res.status == "pass", res
     assert max_depth(tmp / "tmpdir") >= 1500        # it really dug (and only there is it left)
