@@ -97,7 +97,7 @@ _REBOUND_BY_PYTEST = frozenset({
     ("_pytest.assertion.util", "_reprcompare"), ("_pytest.assertion.util", "_assertion_pass"),
     ("_pytest.assertion.util", "_config"),
 })
-_GUARDED = ("pytest", "_pytest", "pluggy", "unittest", "iniconfig")
+_GUARDED = ("pytest", "_pytest", "pluggy", "unittest", "iniconfig", "builtins", __name__)
 
 
 # ----------------------------------------------------------------------------- bootstrap
@@ -198,7 +198,7 @@ def _sealed_code(files: list[str]) -> tuple[set, set, dict]:
 
 def _guarded_modules() -> dict[str, types.ModuleType]:
     return {n: m for n, m in list(sys.modules.items())
-            if isinstance(m, types.ModuleType) and n.split(".")[0] in _GUARDED}
+            if isinstance(m, types.ModuleType) and (n.split(".")[0] in _GUARDED or n in _GUARDED)}
 
 
 def _snapshot() -> dict[tuple[str, ...], object]:
@@ -208,7 +208,7 @@ def _snapshot() -> dict[tuple[str, ...], object]:
         for k, v in list(vars(mod).items()):
             if callable(v) and (name, k) not in _REBOUND_BY_PYTEST:
                 snap[(name, k)] = v
-            if isinstance(v, type) and getattr(v, "__module__", None) == name:
+            if isinstance(v, type) and getattr(v, "__module__", None) == name and name != "builtins":
                 for a, w in list(vars(v).items()):
                     if callable(w) or isinstance(w, (staticmethod, classmethod, property)):
                         snap[(name, k, a)] = w
@@ -306,7 +306,6 @@ def boot(site_dir: str) -> None:
 
 def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files: list[str], codes: set,
              module_codes: set, bindings: dict, t0: float, import_ms: float) -> None:
-    import _imp
     import _thread
 
     key = bytes.fromhex(secret["key"])
@@ -345,9 +344,11 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
     def kind(filename: str) -> str:
         """``s`` standard library, ``t`` trusted (the environment's packages, sealbench, the
         sealed tests), ``u`` the workspace (and code compiled from a string)."""
+        if type(filename) is not str:       # a str subclass would run its own __hash__ in here
+            return "u"
         k = kinds.get(filename)
         if k is None:
-            if filename.startswith("<frozen ") and filename.endswith(">") and _imp.is_frozen(filename[8:-1]):
+            if filename.startswith("<frozen ") and filename.endswith(">") and _is_frozen(filename[8:-1]):
                 k = "s"
             elif not filename.startswith("/"):
                 k = "u"
@@ -375,6 +376,12 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
                 return k
             frame = frame.f_back
         return None
+
+    def culprit(frame) -> str:
+        """Where the innermost workspace frame is, for a refusal's reason."""
+        while frame is not None and fkind(frame) != "u":
+            frame = frame.f_back
+        return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}"
 
     def any_workspace(frame) -> bool:
         while frame is not None:
@@ -441,10 +448,16 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
                 break
             chain.append(f)
             f = dict.get(f.__dict__, "__wrapped__", None)
-        target = next((g for g in chain if (g.__code__ in codes or g.__code__ in canary_codes)
-                       and g.__code__.co_name == name), None)
         path = nodeid.split("::", 1)[0]
         in_sealed = any(sf == path or sf.endswith("/" + path) for sf in sealed)
+        in_class = nodeid.count("::") > 1       # a method: it may be inherited from another file
+
+        def own_file(co) -> bool:
+            fn_ = co.co_filename
+            return in_class or type(fn_) is str and (fn_ == path or realpath(fn_).endswith("/" + path))
+
+        target = next((g for g in chain if (g.__code__ in codes or g.__code__ in canary_codes)
+                       and g.__code__.co_name == name and own_file(g.__code__)), None)
         outer = chain[0].__code__ if chain else None
         where_outer = f"{outer.co_filename}:{outer.co_name}" if outer is not None else type(fn).__name__
         if target is None:
@@ -481,6 +494,9 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
             which = sys.gettrace() or sys.getprofile()
             refuse(f"a trace or profile function was set while the tests ran ({_describe(which)})")
         if k == "call":
+            what = changed()
+            if what:
+                refuse(f"{what} was replaced while the tests ran")
             rec = check_call(rec, args[1] if len(args) > 1 else None)
         elif k == "ran":
             if rec.get("nodeid") not in calls and rec.get("verified", True):
@@ -553,7 +569,7 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
         elif event == "exec":
             co = args[0]
             if (co in module_codes or co in own) and innermost(caller) == "u":
-                refuse("exec of a sealed module's code from workspace code")
+                refuse(f"exec of the sealed module {co.co_filename} from workspace code ({culprit(caller)})")
             if type(co) is CodeType and co.co_name == "<module>" and co not in module_codes and \
                     caller.f_code not in own and realpath(co.co_filename) in sealed:
                 refuse(f"{co.co_filename} is not the sealed file any more (changed on disk while the tests ran)")
@@ -611,6 +627,19 @@ def _install(secret: dict, fd: int, root: str, trusted: list[str], sealed_files:
 _MISSING = object()
 
 
+def _is_frozen(name: str) -> bool:
+    """Whether ``<frozen name>`` names a module frozen into this interpreter (importlib's own two
+    are frozen as ``_frozen_importlib`` and ``_frozen_importlib_external``)."""
+    import _imp
+
+    alias = {"importlib._bootstrap": "_frozen_importlib",
+             "importlib._bootstrap_external": "_frozen_importlib_external"}.get(name, name)
+    try:
+        return bool(_imp.is_frozen(alias))
+    except Exception:  # noqa: BLE001 - a name the import system cannot even look up
+        return False
+
+
 def _describe(fn) -> str:
     co = getattr(type(fn), "__code__", None) and None
     f = fn.__func__ if isinstance(fn, types.MethodType) else fn
@@ -644,7 +673,10 @@ def _text(get) -> str:
 
 
 class _Seal:
-    """The pytest side of the seal: canaries, witnesses and records (see the module docstring)."""
+    """The pytest side of the seal: canaries, witnesses and records (see the module docstring).
+    Slots: no method can be shadowed on the instance (the class is in the hook's snapshot)."""
+
+    __slots__ = ("on", "names", "message", "rng", "watched", "canary_ids", "sessions")
 
     def __init__(self) -> None:
         box: list = []
@@ -779,6 +811,8 @@ class _Seal:
 
 class _MaxfailGuard:
     """Runs after the session's own bookkeeping: the failing canary is not a test failure."""
+
+    __slots__ = ("seal",)
 
     def __init__(self, seal: _Seal) -> None:
         self.seal = seal

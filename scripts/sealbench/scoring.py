@@ -179,12 +179,14 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
             as_layer(base, repo, rels or (), hide=TEST_DIRS)
         imports = {"import_paths": tuple(import_paths(repo, meta)),
                    "packages": tuple(packages(repo, meta))}
-        junit_dir = scratch / "reports"
-        junit_dir.mkdir()
+        # each command's own report folder: what one run leaves there never reaches the next
+        reports = {"visible": scratch / "reports-visible", "hidden": scratch / "reports-hidden"}
+        for folder in reports.values():
+            folder.mkdir()
         ws = scratch / "ws"
         runs = iter(range(1, 3))
 
-        def fresh(test_dirs: tuple[str, ...]) -> object | None:
+        def fresh(test_dirs: tuple[str, ...], junit_dir: Path) -> object | None:
             # Each command gets a fresh view of the patched snapshot with only the test folders
             # it needs (the visible command never sees hidden_tests/), read-only inside the
             # sandbox: nothing the tested code does in one run reaches the tests of the next, or
@@ -219,14 +221,14 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
 
         visible = hidden = None
         if "visible" in commands:
-            box = fresh(("visible_tests",))
-            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, junit_dir,
+            box = fresh(("visible_tests",), reports["visible"])
+            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, reports["visible"],
                                  task_env=task_env, test_folders=names(("visible_tests",)),
                                  sealed_files=sealed(("visible_tests",)), expected_ids=expected_ids.get("visible"),
                                  **imports)
         if "hidden" in commands:
-            box = fresh(TEST_DIRS)
-            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, junit_dir,
+            box = fresh(TEST_DIRS, reports["hidden"])
+            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, reports["hidden"],
                                 task_env=task_env, test_folders=names(TEST_DIRS), sealed_files=sealed(TEST_DIRS),
                                 expected_ids=expected_ids.get("hidden"), **imports)
     except UntrustedTree as exc:

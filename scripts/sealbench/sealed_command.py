@@ -27,7 +27,7 @@ from .task_layout import task_pythonpath
 from .sealed_report import (JUnitSummary, collected_ids, import_outside, imported_from, judge_stream, make_canary_secret,
                             parse_stream)
 from .processes import run_process, tail_text
-from .untrusted import copy_untrusted_file
+from .untrusted import copy_untrusted_file, remove_tree
 from .contract import FAIL, INFRA_FAIL, PASS, TAMPER
 
 
@@ -141,7 +141,10 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
     junit_dir = junit_dir or logdir
     junit_dir.mkdir(parents=True, exist_ok=True)
     junit_path = junit_dir / f"{name}.junit.xml"
-    junit_path.unlink(missing_ok=True)          # a stale report must never count
+    if junit_path.is_dir() and not junit_path.is_symlink():   # a stale report must never count,
+        remove_tree(junit_path)                                  # whatever an earlier run made of it
+    else:
+        junit_path.unlink(missing_ok=True)
     kwargs = {} if sandbox is None else {"sandbox": sandbox}
     secret = make_canary_secret(ws, test_folders)
     root = str(Path(ws).resolve())
