@@ -20,6 +20,10 @@ JUSTIFIED = {
     "identity": "one resolver of how the shell and Python would run an agent's command on this machine (PATH, "
                 "#!, python -m, the files its words name, their module closure); the fingerprint and the sandbox "
                 "mounts (agent_command) both follow it, and splitting it would split one algorithm",
+    "pytest_seal": "the seal is one unit: the audit hook writes a record only for events raised by this module's "
+                   "own code objects, so the bootstrap, the hook and the plugin must live in one module",
+    "environments": "one pack test environment from requirement lines to a sandboxed build and its record; the "
+                    "line rules, the build's sandbox and the record share one spec",
     "session": "one human session's lifecycle (start, check, steer, submit, abandon) over one state file; "
                "the pieces share the session record and its invariants",
 }

@@ -5,8 +5,8 @@ that the harness neither passes it nor takes it out of the denominator (``infra_
 
 Two sections: HOLES (each FAILED on the main it was written against, 5ba2ba7: the attack scored
 ``pass`` or ``infra_fail``; each is closed now, and the test stays as its regression test — except
-``test_hole_always_equal_result``, which remains possible: docs/sealed-runs.md "What remains
-possible") and CAUGHT (the seal, the tamper rules or the judge stopped them on 5ba2ba7 already).
+``test_hole_always_equal_result``, which remains possible, see
+docs/sealed-runs.md "What remains possible") and CAUGHT (stopped on 5ba2ba7 already).
 """
 
 from __future__ import annotations

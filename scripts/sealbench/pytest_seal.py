@@ -262,8 +262,6 @@ def boot(site_dir: str) -> None:
     # the environment a test's subprocess inherits is the task's, not the seal's
     for var in ("PYTHONSAFEPATH", "PYTHONPATH"):
         os.environ.pop(var, None)
-    if os.environ.get("SEALBENCH_SEAL_PYTHONPATH"):
-        os.environ["PYTHONPATH"] = os.environ.pop("SEALBENCH_SEAL_PYTHONPATH")
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != site_dir]
     if not _is_pytest_run(getattr(sys, "orig_argv", sys.argv)):
         return          # not a pytest run: nothing is sealed, and such a command can never pass
