@@ -639,9 +639,9 @@ def _is_frozen(name: str) -> bool:
 
 
 def _describe(fn) -> str:
-    co = getattr(type(fn), "__code__", None) and None
+    """Where a trace or profile function comes from, for a refusal's reason."""
     f = fn.__func__ if isinstance(fn, types.MethodType) else fn
-    co = f.__code__ if isinstance(f, types.FunctionType) else co
+    co = f.__code__ if isinstance(f, types.FunctionType) else None
     return f"{co.co_filename}:{co.co_name}" if co is not None else type(fn).__name__
 
 
