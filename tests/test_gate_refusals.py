@@ -353,7 +353,8 @@ def test_refusal_code_is_raised_by_its_trigger(tmp_path: Path, code: str) -> Non
 
 def test_every_refusal_code_has_a_trigger_test() -> None:
     # The ledger codes are triggered through the ledger file: see LEDGER_TRIGGERS below.
-    assert set(MUTATORS) | set(LEDGER_TRIGGERS) == set(REFUSALS)
+    # The draw record's and the budget's codes are triggered in tests/test_draws_budget.py.
+    assert set(MUTATORS) | set(LEDGER_TRIGGERS) | set(DRAW_TRIGGERS) == set(REFUSALS)
 
 
 # ------------------------------------------------------------------------- the ledger
@@ -397,6 +398,12 @@ def _grow_pack(spec: dict) -> None:
     spec["slices"] = [{"slice": 2, "added": {"tune": [], "holdout": ["xs07"]}, "date": "2026-11-30",
                        "pack_digest": "q" * 64, "seed": spec["cfg"]["seed"],
                        "holdout_frac": spec["cfg"]["holdout_frac"], "method": "test"}]
+
+
+#: Codes whose trigger tests live in tests/test_draws_budget.py (a record file of their own).
+DRAW_TRIGGERS = {"REDRAWN": "test_a_first_draw_that_ended_without_a_recorded_outcome_is_refused",
+                 "DRAW_RECORD_UNREADABLE": "test_a_scored_draw_missing_from_both_copies_is_refused_and_old_runs_are_not",
+                 "HOLDOUT_EXHAUSTED": "test_versions_under_new_names_and_paths_exhaust_the_budget"}
 
 
 LEDGER_TRIGGERS: dict[str, Callable] = {

@@ -283,3 +283,58 @@ def test_one_broken_task_is_infra_fail_and_the_others_finish(tmp_path: Path) -> 
     assert set(others.status) == {"pass"}
     decision = json.loads((latest / "decision.json").read_text())
     assert "CONTROL_INFRA_FAIL" in [r["code"] for r in decision["reasons"]]
+
+
+def _delete_runs(wd: Path, solver: str) -> list[str]:
+    """The re-roll: delete the run and score folders of ``solver``'s holdout runs, the tables
+    and the decision (so that the same command draws those runs anew)."""
+    import pandas as pd
+
+    latest = (wd / "results" / "latest").resolve()
+    runs = pd.read_parquet(latest / "tables" / "runs.parquet")
+    rows = runs[(runs.solver == solver) & (runs.split == "holdout")]
+    gone = []
+    for r in rows.itertuples():
+        for part in ("runs", "scores"):
+            shutil.rmtree(wd / "results" / "tasks" / r.task_id / r.task_digest / part / solver)
+        gone.append(f"{solver}:{r.task_id}#{r.epoch}")
+    shutil.rmtree(latest / "tables")
+    (latest / "decision.json").unlink()
+    return gone
+
+
+def test_attack_a_reroll_of_deleted_runs_is_scored_by_the_first_draws(done: Path, tmp_path: Path) -> None:
+    """Issue 26: deleting the folders of failed runs (and the decision) and running the same
+    command again draws those slots anew; the gate scores the first draws and names the slots —
+    also with the pack copied without its draw record and ledger into the same results folder."""
+    import pandas as pd
+
+    wd = tmp_path / "copy"
+    shutil.copytree(done, wd, symlinks=True)
+    write_config(wd / "cfg.yaml", wd / "pack")
+    assert (wd / "pack" / "draws.jsonl").is_file() and (wd / "results" / "draws.jsonl").is_file()
+    gone = _delete_runs(wd, "idle")
+    res = smk(wd, "--cores", "2", "gate")
+    assert res.returncode == 0, res.stderr[-3000:]
+    latest = wd / "results" / "latest"
+    decision = json.loads((latest / "decision.json").read_text())
+    notes = {n["code"]: n["sentence"] for n in decision["notes"]}
+    assert "REDRAWN_SLOTS" in notes and len(decision["draw_record"]["redrawn"]) == len(gone), notes
+    for slot in gone:
+        assert slot in notes["REDRAWN_SLOTS"] or len(gone) > 5
+    runs = pd.read_parquet(latest / "tables" / "runs.parquet")
+    redrawn = runs[runs.redraw.notna()]
+    assert sorted(f"{r.solver}:{r.task_id}#{r.epoch}" for r in redrawn.itertuples()) == sorted(gone)
+    assert set(redrawn.status) == {"fail"}
+    # the pack copied without draws.jsonl and ledger.jsonl, into the same results folder
+    pack2 = wd / "pack2"
+    shutil.copytree(wd / "pack", pack2, ignore=shutil.ignore_patterns("draws.jsonl", "ledger.jsonl"))
+    write_config(wd / "cfg.yaml", pack2)
+    _delete_runs(wd, "idle")
+    res = smk(wd, "--cores", "2", "gate")
+    assert res.returncode == 0, res.stderr[-3000:]
+    decision = json.loads((latest / "decision.json").read_text())
+    notes = {n["code"]: n["sentence"] for n in decision["notes"]}
+    assert "REDRAWN_SLOTS" in notes and "RECORD_COPY_DIFFERS" in notes, notes
+    assert len(decision["draw_record"]["redrawn"]) == len(gone)
+    assert "3 draws" in notes["REDRAWN_SLOTS"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Mapping
@@ -28,11 +29,13 @@ from . import decision_rule, paired, power
 from .card import build_card, card_claim
 from .configuration import envelope_digest
 from .core import SealbenchError, atomic_write_text, canonical_json, sha256_text, write_json
-from .holdout_memory import Memory, holdout_memory
+from .draws import DRAWS, DRAWS_CITATION, draw_check
+from .holdout_memory import Memory, holdout_memory, results_copy
 from .latest_link import point_latest
 from .ledger import LEDGER_CITATION, append_ledger, read_ledger
 from .refusal_rules import RULES, tamper_note, tokens_incomplete_note
-from .refusals import note_for
+from .rate_intervals import rate_interval
+from .refusals import ALPHA, note_for
 from .report_html import write_report
 from .report_md import render_report
 from .results_index import write_index
@@ -144,18 +147,23 @@ def headline_form(s: Slice) -> tuple[bool, list[dict], list[dict]]:
 # ------------------------------------------------------------------------------ the decision
 
 def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
-           ledger: Path | None = None) -> tuple[dict, dict, str]:
+           ledger: Path | None = None, draw_copies: list[Path] | None = None) -> tuple[dict, dict, str]:
     """Compute (decision, card, report markdown) for one experiment folder, step by step.
 
     With ``ledger`` (the pack's ledger.jsonl) and a holdout score, the holdout's history is
-    checked; the entry to append is returned in ``decision["ledger_entry"]``."""
+    checked; the entry to append is returned in ``decision["ledger_entry"]``. With
+    ``draw_copies`` (the draw record's copies, ``draws.jsonl`` in the pack and in results/), every
+    scored run's draw is checked: a slot drawn twice is scored by its first draw."""
     s = load_slice(exp_dir, split_path)
+    drawn = draw_check(s.runs, s.split, list(draw_copies or []), Path(exp_dir).parent,
+                       s.exp["pack_digest"])                # 0. every draw on the record
+    s.runs = drawn.runs
     memory = holdout_memory(s, ledger, exp_dir)           # 1. the holdout's memory (pins servers)
     s.runs = memory.runs
     s.aggregate()                                        # 2. the candidate's aggregates
-    reasons = list(memory.reasons)
+    reasons = list(drawn.reasons) + list(memory.reasons)
     reasons += [r for _code, rule in RULES if (r := rule(s)) is not None]   # 3. every refusal rule
-    notes = list(memory.notes) + [n for n in [tamper_note(s), tokens_incomplete_note(s)] if n]
+    notes = list(drawn.notes) + list(memory.notes) + [n for n in [tamper_note(s), tokens_incomplete_note(s)] if n]
     comparison, cmp_notes = compare(s, memory.alpha)      # 4. the paired comparison
     notes += cmp_notes
     no_pooled, dummies, form_notes = headline_form(s)     # 5. may one pooled number be quoted?
@@ -177,9 +185,12 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     comparison["exclusion_note"] = exclusion_note(counts, s.cand, s.base, sens["delta"], sens["verdict"])
     publishable = not reasons                            # 7. the decision and its sentences
     decision = assemble(s, facts, reasons, notes, comparison, sens, dummies, no_pooled, memory, publishable,
-                        pack_hash_path)
+                        pack_hash_path, {"first_scored": drawn.first_scored, "interrupted": drawn.interrupted,
+                                         "by_solver": drawn.by_solver})
+    decision["draw_record"] = {"heads": drawn.heads, "draws": drawn.draws, "redrawn": drawn.redrawn}
     card = build_card(s.exp, s.manifest, s.tasks, s.runs)
     card.update(card_claim(s.exp, decision))
+    card["draw_record"] = {"heads": drawn.heads, "draws": drawn.draws, "redrawn_slots": len(drawn.redrawn)}
     return decision, card, render_report(decision, card, s.strata, s.tasks)
 
 
@@ -200,14 +211,32 @@ def headline_facts(s: Slice) -> dict:
             "scheduled": int(len(s.cand_rows)), "per_stratum": per_stratum}
 
 
+def headline_interval(facts: Mapping, cfg: Mapping, memory: Memory) -> dict | None:
+    """The headline rate's interval, corrected (Bonferroni) for the agent versions that reached
+    this holdout before the candidate first did: with m versions in all, each interval is at
+    1 - alpha/m, so the m looks together keep alpha."""
+    if not facts["n"]:
+        return None
+    versions = (memory.versions or {}).get(cfg["candidate"])
+    m = (versions["before"] + 1) if versions else 1
+    conf = 1 - ALPHA / m
+    method = cfg.get("interval_method", "wilson")
+    low, high = rate_interval(facts["passes"], facts["n"], method, conf)
+    return {"low": fmt(low, 6), "high": fmt(high, 6), "confidence": fmt(conf, 6), "method": method,
+            "versions": m, "corrected": m > 1}
+
+
 def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], comparison: dict, sens: Mapping,
-             dummies: list[dict], no_pooled: bool, memory: Memory, publishable: bool, pack_hash_path: Path) -> dict:
+             dummies: list[dict], no_pooled: bool, memory: Memory, publishable: bool, pack_hash_path: Path,
+             redraws: Mapping[str, int] | None = None) -> dict:
     """decision.json: the headline, its reasons and notes, and the sentences that follow."""
     exp, cfg, cand, split = s.exp, s.cfg, s.cand, s.split
     rate = facts["rate"]
     headline = round(rate, 6) if (publishable and rate is not None and not no_pooled) else None
+    interval = headline_interval(facts, cfg, memory)
     allowed, refused = headline_sentences(exp, cfg, facts, sens, comparison, dummies, no_pooled, memory.reuse,
-                                          [r["code"] for r in reasons], publishable, memory.alpha)
+                                          [r["code"] for r in reasons], publishable, memory.alpha, interval,
+                                          redraws)
     public = public_comparison(cfg, exp, cand, rate, publishable)
     if public is not None:
         (allowed if public["allowed"] else refused).append(
@@ -232,6 +261,7 @@ def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], c
     return {
         "experiment": exp["exp_id"], "publishable": publishable, "headline": headline,
         "headline_metric": f"{cand} hidden-test pass rate on the {split} split (per-task, epochs averaged)",
+        "headline_interval": interval if headline is not None else None,
         "n": facts["n"], "passes": facts["passes"], "per_stratum": facts["per_stratum"], "timeouts": facts["timeouts"],
         "exclusions": excluded, "scheduled": scheduled,
         "exclusion_rate_scheduled": fmt(excluded / scheduled, 6) if scheduled else None,
@@ -249,6 +279,17 @@ def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], c
     }
 
 
+def keep_results_copy(ledger: Path, copy: Path, entry: Mapping) -> None:
+    """The ledger's copy in results/: started from the pack's whole ledger, then appended to
+    beside it (a pack copied without its ledger leaves the holdout's history here)."""
+    try:
+        if not copy.exists() and ledger.exists():
+            shutil.copyfile(ledger, copy)
+        append_ledger(copy, entry, read_ledger(copy))
+    except ValueError as exc:  # a damaged copy is refused at the next decision (LEDGER_UNREADABLE)
+        print(f"gate: {copy}: not appended: {exc}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The gate stage: decide, write card.json, report.md and decision.json (and the HTML report),
     append to the ledger, then point ``--latest`` at the experiment. 0, or 1 on a SealbenchError."""
@@ -260,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ledger", type=Path, help="the pack's ledger.jsonl (holdout scorings are checked and appended)")
     args = ap.parse_args(argv)
     try:
-        decision, card, report = decide(args.experiment_dir, args.split, args.pack_hash, args.ledger)
+        copies = [args.ledger.parent / DRAWS, args.experiment_dir.parent.parent / DRAWS] if args.ledger else []
+        decision, card, report = decide(args.experiment_dir, args.split, args.pack_hash, args.ledger, copies)
     except SealbenchError as exc:
         print(f"gate: {exc}", file=sys.stderr)
         return 1
@@ -275,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
         if prior is not None:  # run-specific (a time, a path): beside decision.json, not in it
             write_json(args.experiment_dir / LEDGER_CITATION, {"path": os.path.realpath(args.ledger),
                                                                "line": append_ledger(args.ledger, entry, prior)})
+            keep_results_copy(args.ledger, results_copy(args.experiment_dir), entry)
+    write_json(args.experiment_dir / DRAWS_CITATION, {"pack_digest": decision["digests"]["pack"],
+                                                       "heads": decision["draw_record"]["heads"]})
     write_json(args.experiment_dir / "decision.json", decision)
     write_report(args.experiment_dir)  # the HTML report, from the files just written
     if args.latest:  # last: results/latest only ever points at a complete experiment

@@ -38,6 +38,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from . import draws
 from .collection import missing_modules
 from .core import read_json, write_json
 from .environments import BuiltEnv, load_env
@@ -176,6 +177,15 @@ def main(argv: list[str] | None = None) -> int:
         rec = _infra_record(args.out, run.get("task_id", "?"), run,
                             f"the harness could not score the attempt: {type(exc).__name__}: {exc}")
         print(f"hidden_score: HARNESS ERROR: {rec['reason']}\n{traceback.format_exc()}", file=sys.stderr)
+    # the outcome of this draw goes on the record beside its start (draws.py), as stratify will
+    # count it (a run killed at its clock is a timeout whatever its patch scored)
+    run = rec.get("run") or {}
+    sealed_at = Path(args.sealed).absolute()
+    draws.note_outcome(draws.slot_key(sealed_at.parent.parent.name, sealed_at.parent.name, rec["solver"],
+                                      rec["fingerprint"], rec["epoch"]),
+                       run.get("draw"),
+                       TIMEOUT if run.get("timed_out") is True and rec["status"] not in (TIMEOUT, INFRA_FAIL)
+                       else rec["status"], rec.get("hidden_pass"))
     print(f"hidden_score {rec['task_id']} {rec['solver']}#{rec['epoch']}: {rec['status']}"
           + (f" ({rec['reason']})" if rec["reason"] else ""))
     return 0

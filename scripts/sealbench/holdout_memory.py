@@ -6,13 +6,14 @@ of the holdout — and the entry to append.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, TAMPER, TIMEOUT
-from .ledger import (NO_SERVER, bare_entry, holdout_reuse, ledger_entry, ledger_reasons, lost_ledger_lines,
-                     pinned_servers, read_ledger)
+from .ledger import (LEDGER, NO_SERVER, _same_holdout, bare_entry, budget_reasons, holdout_reuse,
+                     holdout_versions, ledger_entry, ledger_reasons, lost_ledger_lines, pinned_servers, read_ledger)
 from .refusals import ALPHA, note_for, refusal
 from .scored_slice import Slice
 from .slices import slice_reasons
@@ -28,6 +29,8 @@ class Memory:
     entry: dict | None = None
     reuse: dict | None = None
     server_pin: dict | None = None
+    #: per agent of this scoring: versions on the holdout before it / through it (ledger.holdout_versions)
+    versions: dict | None = None
 
     @property
     def alpha(self) -> float:
@@ -39,18 +42,40 @@ def _server_labels(rows: Any) -> Any:
     return rows.server_id.where(rows.server_id.notna(), NO_SERVER).astype(str)
 
 
+def results_copy(exp_dir: Path) -> Path:
+    """The ledger's copy in the results folder (``results/ledger.jsonl``), beside experiments/."""
+    return Path(exp_dir).parent.parent / LEDGER
+
+
+def merge_copies(pack: list[dict], kept: list[dict]) -> tuple[list[dict], dict[str, list[dict]]]:
+    """The holdout's history from both copies (an entry in either counts once, in time order),
+    and what each copy lacks (``{"pack": [...], "results": [...]}``)."""
+    have = {json.dumps(bare_entry(e), sort_keys=True) for e in pack}
+    kept_keys = {json.dumps(bare_entry(e), sort_keys=True) for e in kept}
+    extra = [e for e in kept if json.dumps(bare_entry(e), sort_keys=True) not in have]
+    lacking = {"pack": extra, "results": [e for e in pack if json.dumps(bare_entry(e), sort_keys=True)
+                                          not in kept_keys]}
+    if not extra:
+        return pack, lacking
+    merged = sorted([*pack, *extra], key=lambda e: str(e.get("time") or ""))
+    return merged, lacking
+
+
 def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
     """Read the ledger (refusing a damaged or shortened one), pin the holdout's servers (rows
     from others become excluded), and check this scoring against what reached the holdout."""
     mem = Memory(runs=s.runs)
     if ledger is None or s.split != "holdout":
         return mem
+    copy = results_copy(exp_dir)
     try:
         prior = read_ledger(ledger)
+        kept = read_ledger(copy)
     except ValueError as exc:
-        mem.reasons.append(refusal("LEDGER_UNREADABLE", f"{exc} Restore it from version control; never edit it.",
-                                   str(ledger)))
+        mem.reasons.append(refusal("LEDGER_UNREADABLE", f"{exc} Restore it from version control (or from the "
+                                   "other copy); never edit it.", str(ledger)))
         return mem
+    prior, lacking = merge_copies(prior, kept)
     lost = lost_ledger_lines(ledger, prior, Path(exp_dir).parent)
     if lost:
         mem.reasons.append(refusal("LEDGER_UNREADABLE", f"{ledger} no longer holds the lines that earlier "
@@ -91,7 +116,15 @@ def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
                   & ~runs.status.isin(ABSTAINED)]
     entry = ledger_entry(s.exp, s.manifest, agents, sorted(set(_server_labels(scored))))
     earlier = [e for e in prior if bare_entry(e) != bare_entry(entry)]
+    lacks = [f"{ledger if which == 'pack' else copy} lacks {n} line(s) about this holdout that the other copy holds"
+             for which, lines in lacking.items() if (n := sum(_same_holdout(e, entry) for e in lines))
+             and (which == "pack" or Path(copy).exists())]
+    if lacks:
+        mem.notes.append(note_for("RECORD_COPY_DIFFERS", "The holdout's ledger copies differ: " + "; ".join(lacks)
+                                  + ". Both were read: the holdout's history is what either holds."))
     mem.reasons.extend(ledger_reasons(earlier, entry))
+    mem.versions = holdout_versions(prior, entry)  # a rerun keeps the place its first scoring took
+    mem.reasons.extend(budget_reasons(mem.versions, cfg.get("holdout_budget")))
     # a card pre-registered on an earlier slice of a grown pack (split --extend)
     mem.reasons.extend(slice_reasons(earlier, entry, s.manifest))
     mem.reuse = holdout_reuse(earlier, entry, s.cand)

@@ -33,7 +33,7 @@ LEDGER_CITATION = "ledger_line.json"
 #: Under the same card, envelope and health are ENVELOPE_CHANGED; the rest PREREGISTRATION_CHANGED.
 PREREGISTERED = ("mde", "planning_discordance", "min_kept_tasks", "interval_method", "strata", "score_split",
                  "epochs", "baseline", "oracle_runs", "score_timeout_s", "limits", "stop_on_green",
-                 "envelope", "health")
+                 "envelope", "health", "humans", "holdout_budget")
 
 
 _ENVELOPE_KEYS = ("envelope", "health")
@@ -160,17 +160,37 @@ def bare_entry(entry: Mapping) -> dict:
     return {k: v for k, v in entry.items() if k not in ("time", "prev", "_line")}
 
 
-def _same_lineage(a: Mapping, b: Mapping) -> str | None:
-    """Why two ledger lineages are one agent (None: they are not)."""
+def _files_of(lin: Mapping) -> dict:
+    files = lin.get("files") or {}
+    return dict.fromkeys(files, None) if isinstance(files, list) else dict(files)  # older entries: names only
+
+
+def common_files(entries: list[Mapping]) -> set[str]:
+    """Paths and digests of files that two agents of one scoring both cover (a shared helper, a
+    wrapper, one program run in two settings): such a file is no evidence that one agent is a
+    version of another."""
+    out: set[str] = set()
+    for e in entries:
+        seen: dict[str, str] = {}
+        for name, lin in (e.get("lineage") or {}).items():
+            for path, digest in _files_of(lin).items():
+                for key in (path, digest):
+                    if key and seen.setdefault(key, name) != name:
+                        out.add(key)
+    return out
+
+
+def _same_lineage(a: Mapping, b: Mapping, common: set[str] = frozenset()) -> str | None:
+    """Why two ledger lineages are one agent (None: they are not): by name, by declared
+    lineage, or by code — an own file at the same path, or the same bytes under another path —
+    leaving out the files two agents of one scoring share (``common``): one helper or wrapper
+    two agents use does not make one the other."""
     if a["name"] == b["name"]:
         return "same name"
     if a.get("lineage") and a.get("lineage") == b.get("lineage"):
         return f"same declared lineage '{a['lineage']}'"
-    fa, fb = a.get("files") or {}, b.get("files") or {}
-    if isinstance(fa, list):  # older entries: names only
-        fa = dict.fromkeys(fa, None)
-    if isinstance(fb, list):
-        fb = dict.fromkeys(fb, None)
+    fa = {f: d for f, d in _files_of(a).items() if f not in common and d not in common}
+    fb = {f: d for f, d in _files_of(b).items() if f not in common and d not in common}
     shared = sorted(set(fa) & set(fb))
     if shared:
         return "same code file " + ", ".join(shared[:3])
@@ -185,8 +205,22 @@ def _lineage_of(entry: Mapping, name: str) -> dict:
 
 
 def _changed_knobs(first: Mapping, now: Mapping, keys) -> list[str]:
+    """The knobs that moved (a knob the first line did not record — written by an older
+    sealbench — was not pinned)."""
     return [f"{k}: {json.dumps(first.get(k), sort_keys=True)} then {json.dumps(now.get(k), sort_keys=True)}"
-            for k in keys if first.get(k) != now.get(k)]
+            for k in keys if k in first and first.get(k) != now.get(k)]
+
+
+def _declared_by_both(pinned: Mapping, entry: Mapping) -> tuple[dict, dict]:
+    """The two pre-registrations with ``offline_agents`` narrowed to the agents both scorings
+    ran: declaring a new agent offline moves nothing that was pinned; changing the declaration of
+    an agent that reached the holdout does."""
+    both = set(pinned.get("agents") or {}) & set(entry.get("agents") or {})
+    first, now = dict(pinned["preregistration"]), dict(entry.get("preregistration") or {})
+    for d in (first, now):
+        if isinstance(d.get("offline_agents"), list):
+            d["offline_agents"] = sorted(a for a in d["offline_agents"] if a in both)
+    return first, now
 
 
 def _same_holdout(a: Mapping, b: Mapping) -> bool:
@@ -216,12 +250,16 @@ def ledger_reasons(prior: list[dict], entry: Mapping) -> list[dict]:
     reasons = []
     tuned = set()
     current = set(entry["agents"].values())
+    known = {fp for e in prior for fp in (e.get("agents") or {}).values()}
+    common = common_files([*prior, entry])
     for e in prior:
         for pname, pfp in e["agents"].items():
             if pfp in current:  # that version is here unchanged: nothing was replaced
                 continue
             for name, fp in entry["agents"].items():
-                why = _same_lineage(_lineage_of(e, pname), _lineage_of(entry, name))
+                if fp in known:  # this version reached the holdout before as it is: it is no new version
+                    continue
+                why = _same_lineage(_lineage_of(e, pname), _lineage_of(entry, name), common)
                 if why:
                     tuned.add(f"{name}: {pfp} ({pname}) then {fp} — {why}")
     tuned = sorted(tuned)
@@ -245,8 +283,8 @@ def ledger_reasons(prior: list[dict], entry: Mapping) -> list[dict]:
                                "— score it on a fresh holdout.", knobs or env))
     if pinned is not None:
         skip = _ENVELOPE_KEYS if env else ()
-        knobs = _changed_knobs(pinned["preregistration"], now,
-                               [k for k in sorted(set(pinned["preregistration"]) | set(now)) if k not in skip])
+        first, now = _declared_by_both(pinned, entry)
+        knobs = _changed_knobs(first, now, [k for k in sorted(set(first) | set(now)) if k not in skip])
         if knobs:
             other = pinned["card_name"] != entry["card_name"]
             reasons.append(refusal("PREREGISTRATION_CHANGED",
@@ -270,6 +308,36 @@ def holdout_reuse(prior: list[dict], entry: Mapping, cand: str) -> dict | None:
             "sentence": f"This holdout was scored before for {k} other agent version(s); with {k + 1} versions "
                         "compared on one holdout the best of them is favoured by chance (multiple comparisons: a "
                         f"winner needs exact p < {ALPHA}/{k + 1})."}
+
+
+def holdout_versions(prior: list[dict], entry: Mapping) -> dict[str, dict]:
+    """Every agent version (fingerprint) of this scoring: how many versions had reached the
+    holdout before it first did (``before``) and how many had reached it once it had (``through``,
+    itself and those first seen with it included). Any look counts (a scored run, a ``try``),
+    whatever the version's name, path or bytes: the count is of fingerprints."""
+    seen: dict[str, tuple[int, int]] = {}
+    for e in [*(e for e in prior if e.get("kind") != "slice" and _same_holdout(e, entry)), entry]:
+        new = sorted({fp for fp in (e.get("agents") or {}).values() if fp not in seen})
+        count = len(seen)
+        for fp in new:
+            seen[fp] = (count, count + len(new))
+    return {name: {"fingerprint": fp, "before": seen[fp][0], "through": seen[fp][1]}
+            for name, fp in sorted(entry["agents"].items())}
+
+
+def budget_reasons(versions: Mapping[str, Mapping], budget: int | None) -> list[dict]:
+    """``HOLDOUT_EXHAUSTED`` for the versions of this scoring that reached the holdout past its
+    pre-registered budget (``holdout_budget``; None: no budget)."""
+    if budget is None:
+        return []
+    past = sorted(f"{n} ({v['fingerprint'][:12]}, version {v['through']})" for n, v in versions.items()
+                  if v["through"] > budget)
+    if not past:
+        return []
+    return [refusal("HOLDOUT_EXHAUSTED", f"This holdout's pre-registered budget is {budget} agent version(s), and "
+                    f"{', '.join(past)} reached it past that: every version scored or tried on a holdout is one more "
+                    "look, whatever its name or path. Its number is no longer a fresh one: score it on a fresh "
+                    "holdout (a new pack, or `sealbench split --extend` for a new slice).", past)]
 
 
 def pinned_servers(prior: list[dict], entry: Mapping) -> tuple[list[str], str | None]:

@@ -67,17 +67,20 @@ def clopper_pearson_interval(k: int, n: int, conf: float = 0.95) -> tuple[float,
     return float(ci.low), float(ci.high)
 
 
-def rate_interval(passes: float, n: int, method: str = "wilson") -> tuple[float | None, float | None]:
-    """95% interval of a per-task pass share: Wilson (default) or Clopper–Pearson. With epochs
-    ``passes`` may be fractional; Wilson then uses the per-task share as p-hat and Clopper–Pearson
-    rounds to the nearest whole count (said in docs/results.md)."""
+def rate_interval(passes: float, n: int, method: str = "wilson",
+                  conf: float = 0.95) -> tuple[float | None, float | None]:
+    """The ``conf`` interval (95% unless a correction asks for more) of a per-task pass share:
+    Wilson (default) or Clopper–Pearson. With epochs ``passes`` may be fractional; Wilson then
+    uses the per-task share as p-hat and Clopper–Pearson rounds to the nearest whole count (said
+    in docs/results.md)."""
     if n == 0:
         return None, None
+    conf = _check_conf(conf)
     if method == "clopper_pearson":
-        return clopper_pearson_interval(int(round(passes)), n)
+        return clopper_pearson_interval(int(round(passes)), n, conf)
     if abs(passes - round(passes)) < 1e-9:
-        return wilson_interval(int(round(passes)), n)
-    z = 1.959963984540054
+        return wilson_interval(int(round(passes)), n, conf)
+    z = float(_st.norm.ppf(1 - (1 - conf) / 2))
     p = passes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom

@@ -39,6 +39,12 @@ REFUSALS: dict[str, str] = {
                                "epochs, baseline, limits...) changed under the same card name after a scored run",
     "CANDIDATE_TAMPERED": "the candidate was scored tamper on some run (touched tests or test configuration, "
                           "shadowed a module, or forged the test report): none of its numbers is trusted",
+    "REDRAWN": "a slot (agent version, task, epoch) was drawn again after its first draw ran to its end, and the "
+               "first draw's outcome is not on the draw record: the first draw cannot be scored",
+    "DRAW_RECORD_UNREADABLE": "the draw record (draws.jsonl) is damaged, does not hold the draws of scored runs, or "
+                              "no longer holds a line an earlier decision cited: which draws were made is unknown",
+    "HOLDOUT_EXHAUSTED": "more agent versions reached this holdout than its pre-registered budget "
+                         "(holdout_budget): it can no longer give a fresh number",
     "EXCLUSIONS_DECIDE": "with excluded and infra_fail runs counted as failures the verdict changes or the "
                          "headline moves by more than its interval's half-width: abstaining decides the result",
 }
@@ -50,6 +56,10 @@ NOTES: dict[str, str] = {
     "UNBALANCED_STRATA": "the easiest stratum holds more than half the tasks: no pooled headline, per-stratum rates only",
     "TAMPER": "some runs touched tests or test configuration and were scored tamper",
     "HOLDOUT_REUSED": "other agent versions reached this holdout before: multiple comparisons favour the best by chance",
+    "REDRAWN_SLOTS": "some slots were drawn more than once: the first draw's outcome is scored (or the first "
+                     "draw was interrupted before its agent ended), and the count is stated",
+    "RECORD_COPY_DIFFERS": "one copy of the draw record or the ledger (the pack's, or the one in results/) lacks "
+                           "lines the other holds: both were read",
     "SERVER_PINNED": "rows from a server other than the card's pinned servers were excluded",
     "BELOW_MDE": "the interval excludes 0 but |delta| is smaller than the pre-registered MDE: no winner is named",
     "EXACT_TEST_NOT_SIGNIFICANT": "the interval excludes 0 but the exact McNemar test on the discordant tasks "

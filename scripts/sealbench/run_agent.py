@@ -65,7 +65,7 @@ from .agent_command import CommandPlan, command_plan
 from .agent_health import health_file, note_health, read_health, start_failure, stopped_record
 from .agent_probe import blocked, hidden_folders, worker_env
 from .untrusted import copy_untrusted_tree
-from . import contract, paths
+from . import contract, draws, paths
 from .contract import (STAMP_FILE, STAMP_KEYS, STEERS_FILE, USAGE_FILE, USAGE_KEYS, count_steers, read_report,
                        time_box)
 from .limits import limit_mechanisms
@@ -104,6 +104,10 @@ class RunOptions:
     visible_timeout_s: float | None = None
     #: the task's test environment folder (results/envs/…): the visible runs use it; None: sealbench's
     env: Path | None = None
+    #: this attempt's draw on the record (``draws.start_draw``; None: not recorded, e.g. a try)
+    draw: str | None = None
+    #: the slot it was drawn for (``draws.slot_key``)
+    slot: str | None = None
 
 
 def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list[str]:
@@ -176,14 +180,23 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
     health = health_file(run_dir, agent, fingerprint)
     stopped = read_health(health).get("stopped") if health is not None else None
     if stopped:
-        return stopped_record(sealed, run_dir, agent, fingerprint, epoch, command, stopped, health)
+        record = stopped_record(sealed, run_dir, agent, fingerprint, epoch, command, stopped, health)
+        if options.draw:
+            record["draw"] = options.draw
+            write_json(run_dir / "run.json", record)
+        draws.note_ran(options.slot or "", options.draw, "not started")
+        return record
     scratch = scratch_dir("run")
     try:
         record = _run_in(scratch, level, sealed, run_dir, agent, fingerprint, plan, agent_env, epoch,
                          envelope, options, hide)
         if withheld:
             record["agent_paths_withheld"] = withheld
+        if options.draw:
+            record["draw"] = options.draw
+        if withheld or options.draw:
             write_json(run_dir / "run.json", record)
+        draws.note_ran(options.slot or "", options.draw, record.get("end_reason"))
     finally:
         remove_tree(scratch)   # whatever the agent left there (iterative, no link followed); leftovers are only disk
     if health is not None:
@@ -303,7 +316,7 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
 
 
 def harness_failure(sealed: Path, run_dir: Path, agent: str, fingerprint: str, epoch: int,
-                    exc: BaseException) -> dict:
+                    exc: BaseException, draw: str | None = None) -> dict:
     """run.json (and an empty patch) for an attempt the harness could not run: hidden_score
     turns it into ``infra_fail``; nothing about the agent is invented."""
     run_dir = Path(run_dir)
@@ -319,6 +332,7 @@ def harness_failure(sealed: Path, run_dir: Path, agent: str, fingerprint: str, e
         "timed_out": False, "patch_bytes": 0, "usage": {k: None for k in USAGE_KEYS},
         "stamp": {k: None for k in STAMP_KEYS}, "steer_count": None, "tokens_source": None, "attempts": [], "isolation": None,
         "over_envelope": [], "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
+        "draw": draw,
     }
     write_json(run_dir / "run.json", record)
     return record
@@ -342,6 +356,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--visible-timeout", type=float, default=None,
                     help="each visible run's own cap in seconds (the config's score_timeout_s)")
     args = ap.parse_args(argv)
+    # the draw goes on the record (pack and results/) before anything of the attempt runs
+    sealed_at = Path(args.sealed).absolute()
+    slot = draws.slot_key(sealed_at.parent.parent.name, sealed_at.parent.name, args.agent, args.fingerprint,
+                          args.epoch)
+    draw = draws.start_draw(slot)
     try:
         spec = json.loads(args.spec)
         options = RunOptions(sandbox_mode=args.sandbox, stop_on_green=args.stop_on_green,
@@ -349,14 +368,15 @@ def main(argv: list[str] | None = None) -> int:
                              endpoint=spec.get("endpoint"),
                              readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []),
                              limits=json.loads(args.limits) if args.limits else None, base=Path.cwd(),
-                             visible_timeout_s=args.visible_timeout, env=args.env)
+                             visible_timeout_s=args.visible_timeout, env=args.env, draw=draw, slot=slot)
         rec = run_agent(args.sealed, args.run_dir, args.agent, args.fingerprint, spec["command"],
                         spec.get("env") or {}, args.epoch, json.loads(args.envelope), options)
     except SandboxUnavailable as exc:
         print(f"run_agent: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # the harness broke on this attempt: record it; the other jobs go on
-        rec = harness_failure(args.sealed, args.run_dir, args.agent, args.fingerprint, args.epoch, exc)
+        rec = harness_failure(args.sealed, args.run_dir, args.agent, args.fingerprint, args.epoch, exc, draw)
+        draws.note_ran(slot, draw, "harness_error")
         print(f"run_agent: HARNESS ERROR on {rec['task_id']}: {rec['error']}", file=sys.stderr)
         return 0
     if rec.get("stopped"):

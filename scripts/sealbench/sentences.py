@@ -274,11 +274,29 @@ def human_sentences(roles: list[dict], runs, cand: str, split: str, publishable:
     return allowed, refused
 
 
+def redraw_words(redraws: Mapping[str, int]) -> str:
+    """The headline sentence's count of slots drawn more than once (empty when none was)."""
+    first, cut = redraws.get("first_scored", 0), redraws.get("interrupted", 0)
+    if not first and not cut:
+        return ""
+    parts = []
+    if first:
+        parts.append(f"{first} run slot(s) were drawn again after a scored draw; the first draw's outcome is counted")
+    if cut:
+        parts.append(f"{cut} run slot(s) were drawn again after a first draw was interrupted before its agent "
+                     "ended; the later draw is counted")
+    who = ", ".join(f"{n} of {name}" for name, n in sorted((redraws.get("by_solver") or {}).items()))
+    return " " + "; ".join(parts) + (f" ({who})" if who else "") + "."
+
+
 def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping, comparison: Mapping,
                        dummies: list[dict], no_pooled: bool, reuse: Mapping | None, codes: list[str],
-                       publishable: bool, alpha: float) -> tuple[list[str], list[dict]]:
-    """The headline sentence (pooled or per stratum), the dummy deltas and the comparison
-    sentence — or, when the gate refused, the refused headline."""
+                       publishable: bool, alpha: float, interval: Mapping | None = None,
+                       redraws: Mapping[str, int] | None = None) -> tuple[list[str], list[dict]]:
+    """The headline sentence (pooled or per stratum, with its interval: corrected for the agent
+    versions that reached the holdout before, and saying so; with the slots drawn more than once
+    counted), the dummy deltas and the comparison sentence — or, when the gate refused, the
+    refused headline."""
     cand, base, split = cfg["candidate"], cfg["baseline"], cfg["score_split"]
     env = cfg["envelope"]
     allowed: list[str] = []
@@ -288,8 +306,14 @@ def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping
                         "why": "the gate refused a headline: " + ", ".join(codes)})
         return allowed, refused
     strata_txt = "; ".join(f"{p['stratum']} {p['passes']:g}/{p['n']}" for p in facts["per_stratum"])
+    ci = ""
+    if interval is not None and interval.get("low") is not None:
+        level = f"{interval['confidence'] * 100:.4g}%"
+        ci = (f"; {level} {interval['method'].replace('_', '-')} interval [{interval['low']:.3f}, "
+              f"{interval['high']:.3f}]" + (f", Bonferroni-corrected for the {interval['versions']} agent versions "
+                                            "that have reached this holdout" if interval.get("corrected") else ""))
     pooled = "" if no_pooled else (f"passed {facts['passes']:g} of {facts['n']} {split} tasks "
-                                   f"({pct(facts['rate'])}) on hidden tests, ")
+                                   f"({pct(facts['rate'])}{ci}) on hidden tests, ")
     allowed.append(
         f"On this sealed pack (digest {exp['pack_digest'][:12]}), {cand} {pooled}"
         f"{'passed hidden tests ' if no_pooled else ''}under a clock of at most {env['max_wall_s']} s per task, "
@@ -298,6 +322,7 @@ def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping
         f"{facts['scheduled']} scheduled runs"
         + (f" (with them counted as failures: {sens['passes']:g} of {sens['n']}, {pct(sens['rate'])})"
            if facts["excluded"] else "") + "."
+        + redraw_words(redraws or {})
         + (f" {reuse['sentence']}" if reuse else "")
     )
     if len(dummies) > 1 or no_pooled:

@@ -145,7 +145,7 @@ def _nulls() -> dict[str, Any]:
                               "tokens_in", "tokens_out", "cost_usd", "steer_count", "visible_attempts",
                               "excluded_reason", "server_id", "queue_ms", "retries", "quota_state", "route_changed",
                               "isolation", "workspace", "over_envelope", "tamper_paths", "gold_like", "gold_similarity",
-                              "stdout_truncated_bytes", "stderr_truncated_bytes", "tokens_source")}
+                              "stdout_truncated_bytes", "stderr_truncated_bytes", "tokens_source", "draw_id", "redraw")}
 
 
 def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mapping], scores: Iterable[Mapping],
@@ -186,7 +186,7 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             "patch_bytes": run.get("patch_bytes"), "reason": s.get("reason"),
             "server_id": stamp.get("server_id"), "queue_ms": stamp.get("queue_ms"), "retries": stamp.get("retries"),
             "quota_state": stamp.get("quota_state"), "route_changed": stamp.get("route_changed"),
-            "task_digest": t["task_digest"], "pack_digest": pack_digest,
+            "task_digest": t["task_digest"], "pack_digest": pack_digest, "draw_id": run.get("draw"),
             "isolation": "human" if run.get("role") == "human" else run.get("isolation", "none"),
             "workspace": run.get("workspace"),
             "over_envelope": envelope_flag(run, usage),

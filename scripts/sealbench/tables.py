@@ -93,6 +93,8 @@ RUNS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("route_changed", "bool", True, "from stamp.json"),
     ("task_digest", "string", False, "digest of the task the row was scored on"),
     ("pack_digest", "string", False, "digest of the pack"),
+    ("draw_id", "string", True, "the run's draw on the draw record (draws.jsonl); null: a control, a human session, or a run made before the record"),
+    ("redraw", "string", True, "the slot was drawn more than once: what the gate did (the first draw's outcome scored, or the first draw interrupted); null: one draw"),
 ]
 
 STRATA_COLUMNS: list[tuple[str, str, bool, str]] = [
