@@ -59,7 +59,7 @@ IDENT_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MIN_SHARED = 4
 CHECK_DENYLIST = "denylist"
 HIDDEN_WHAT = {"test_name": "hidden test name", "assert_literal": "hidden assertion literal",
-               "line": "hidden test line"}
+               "line": "hidden test line", "test_body": "hidden test body", "assert": "hidden assertion"}
 
 
 def tokens(text: str) -> set[str]:
