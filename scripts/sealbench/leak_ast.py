@@ -40,6 +40,8 @@ _RETRIES = 8
 PROSE_SUFFIXES = (".md", ".rst", ".txt")
 
 _IDENT = re.compile(r"[^\W\d]\w*")
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_LINE = re.compile(r"^([ \t]*)(.*)", re.M)
 _INLINE_CODE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 _ASSERT_TAIL = re.compile(r"(?<![\w.])assert\b")
 _BODY_FIELDS = ("body", "orelse", "finalbody")
@@ -78,13 +80,24 @@ class HiddenCode:
 
     tests: list[HiddenTest] = field(default_factory=list)
     asserts: dict[str, HiddenAssert] = field(default_factory=dict)
+    #: statement type -> identifier sets of the hidden statements of that type (what a
+    #: statement must have to be one of them; ``CodeIndex`` normalizes no other)
+    kinds: dict[str, list[frozenset[str]]] = field(default_factory=dict)
+    #: the names of the hidden test functions
+    funcs: set[str] = field(default_factory=set)
+
+    def add_kind(self, stmt: ast.stmt) -> None:
+        self.kinds.setdefault(type(stmt).__name__, []).append(_words(stmt))
 
     def __bool__(self) -> bool:
         return bool(self.tests or self.asserts)
 
     def needs(self) -> list[frozenset[str]]:
-        """The identifier sets of the units: a text can hold a unit only if it has all its words."""
-        return [t.words for t in self.tests] + [a.words for a in self.asserts.values()]
+        """The identifier sets of the units that can make a hit (``code_hits``): a text can hold
+        one only if it has all its words. A test whose body does not count alone needs its
+        name (its ``def``); a generic assertion never counts."""
+        return ([t.words if t.alone else t.words | {t.func} for t in self.tests]
+                + [a.words for a in self.asserts.values() if not a.generic])
 
 
 # ------------------------------------------------------------------ normalizing
@@ -123,13 +136,14 @@ def _norm(node: ast.AST, memo: dict[int, str]) -> str:
     return out
 
 
-def _stmt_lists(tree: ast.AST) -> Iterator[list[ast.stmt]]:
-    """Every list of statements of ``tree``: module, function, class, branch and handler bodies."""
-    for node in ast.walk(tree):
-        for name in _BODY_FIELDS:
-            value = getattr(node, name, None)
-            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                yield value
+def _sub_lists(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """The statement lists directly inside a statement: bodies, branches, handlers, cases."""
+    for name in _BODY_FIELDS:
+        value = getattr(stmt, name, None)
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            yield value
+    for part in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+        yield part.body
 
 
 def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -207,22 +221,50 @@ def _unparse(node: ast.AST) -> str:
 
 class CodeIndex:
     """The normalized statements of some parsed code: every statement list, every statement,
-    and the bodies of every ``def`` by name."""
+    and the bodies of the ``def``s named like a hidden test.
 
-    def __init__(self, trees: list[ast.Module]):
+    ``trees`` are (tree, its source). With ``code`` only the statements that may be hidden
+    ones are normalized — of a type some hidden statement has, with every identifier of one
+    in their source lines — the others stand as ``""`` (equal to no hidden statement): a big
+    file costs its parse and a regex, not a dump of every node."""
+
+    def __init__(self, trees: list[tuple[ast.Module, str]], code: HiddenCode | None = None):
         self.lists: list[list[str]] = []
         self.stmts: set[str] = set()
         self.defs: dict[str, set[tuple[str, ...]]] = {}
-        for tree in trees:
-            memo: dict[int, str] = {}
-            for lst in _stmt_lists(tree):
-                norms = [_norm(s, memo) for s in lst]
-                self.lists.append(norms)
-                self.stmts.update(norms)
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    body = tuple(_norm(s, memo) for s in _without_docstring(node.body))
-                    self.defs.setdefault(node.name, set()).add(body)
+        for tree, source in trees:
+            self._add(tree, source, code)
+        self.stmts.discard("")
+
+    def _add(self, tree: ast.Module, source: str, code: HiddenCode | None) -> None:
+        memo: dict[int, str] = {}
+        lines = _NEWLINE.split(source) if code is not None else []
+
+        def norm(stmt: ast.stmt) -> str:
+            if code is None:
+                return _norm(stmt, memo)
+            got = memo.get(id(stmt))
+            if got is not None:
+                return got
+            needs = code.kinds.get(type(stmt).__name__)
+            words = set(_IDENT.findall(" ".join(lines[stmt.lineno - 1:stmt.end_lineno or stmt.lineno]))) \
+                if needs else set()
+            if not any(need <= words for need in needs or ()):
+                memo[id(stmt)] = ""
+                return ""
+            return _norm(stmt, memo)
+
+        stack = [tree.body]
+        while stack:
+            stmts = stack.pop()
+            norms = [norm(s) for s in stmts]
+            self.lists.append(norms)
+            self.stmts.update(norms)
+            for s in stmts:
+                if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and code is not None \
+                        and s.name in code.funcs:
+                    self.defs.setdefault(s.name, set()).add(tuple(norm(b) for b in _without_docstring(s.body)))
+                stack.extend(_sub_lists(s))
 
     def has_seq(self, key: tuple[str, ...]) -> bool:
         """Whether the statements ``key`` follow one another in some statement list."""
@@ -276,24 +318,28 @@ def _parse_prefix(region: list[str]) -> tuple[ast.Module, int] | None:
     return None
 
 
-def code_trees(text: str) -> list[ast.Module]:
+def code_trees(text: str) -> list[tuple[ast.Module, str]]:
     """The Python in a prose text (markdown, reStructuredText, plain): every run of consecutive
     lines at one indentation or deeper that parses (fenced and indented blocks included, the
     indentation taken off), every inline code span, and the ``assert …`` tail of a line. Never
-    raises; a run is parsed in pieces of at most ``CODE_MAX_LINES`` lines."""
-    trees: list[ast.Module] = []
-    for m in _INLINE_CODE.finditer(text):
-        tree = parse(m.group(1).strip())
+    raises; a run is parsed in pieces of at most ``CODE_MAX_LINES`` lines. Returns (tree, the
+    source parsed)."""
+    trees: list[tuple[ast.Module, str]] = []
+
+    def add(source: str) -> bool:
+        tree = parse(source)
         if tree is not None:
-            trees.append(tree)
+            trees.append((tree, source))
+        return tree is not None
+
+    for m in _INLINE_CODE.finditer(text):
+        add(m.group(1).strip())
     lines = text.splitlines()
     for line in lines:
         for m in _ASSERT_TAIL.finditer(line):
             if line[:m.start()].strip():                  # a whole line is parsed below
                 tail = line[m.start():].strip()
-                tree = parse(tail) or parse(tail.rstrip("`.,;: "))
-                if tree is not None:
-                    trees.append(tree)
+                add(tail) or add(tail.rstrip("`.,;: "))
     i, n = 0, len(lines)
     while i < n:
         head = lines[i]
@@ -317,30 +363,83 @@ def code_trees(text: str) -> list[ast.Module]:
         tree, used = got
         if used == len(region) == CODE_MAX_LINES and len(tree.body) > 1:
             # cut before the last statement, which may go on past the window
-            last = tree.body[-1].lineno - 1
-            tree, used = parse("\n".join(region[:last])) or tree, last
-        trees.append(tree)
+            used = tree.body[-1].lineno - 1
+            add("\n".join(region[:used]))
+        else:
+            trees.append((tree, "\n".join(region[:used])))
         i += max(used, 1)
     return trees
 
 
-def text_index(text: str, is_python: bool) -> CodeIndex:
-    """The code of a file: parsed whole when ``is_python`` (a file that does not parse holds
-    none), else read as prose (``code_trees``)."""
-    if is_python:
-        tree = parse(text)
-        return CodeIndex([tree] if tree is not None else [])
-    return CodeIndex(code_trees(text))
+def _top_blocks(text: str) -> list[str]:
+    """``text`` (Python) cut into blocks that parse alone: its top-level functions and classes,
+    the methods of its top-level classes (indentation taken off; class-level statements go with
+    the method before them) and the runs of other top-level statements between them. A block
+    starts at a ``def``, ``class`` or decorator line (a decorated def stays with its
+    decorators). A cut inside a string or brackets gives a block that does not parse."""
+    cuts: list[tuple[int, str]] = [(0, "")]        # (offset, indentation of the block)
+    in_decorator = False
+    class_indent: str | None = None                # the body indentation of the class we are in
+    in_class = False
+    for m in _LINE.finditer(text):
+        indent, rest = m.group(1), m.group(2)
+        if not rest or rest.startswith("#"):
+            continue
+        if in_class and class_indent is None and indent:
+            class_indent = indent
+        if not indent:
+            in_class = rest.startswith("class ")
+            class_indent = None
+        starts = rest.startswith(("def ", "async ", "class ", "@"))
+        cut = starts and not in_decorator and (not indent or (in_class and indent == class_indent))
+        if (cut or (not indent and cuts[-1][1])) and m.start() > cuts[-1][0]:
+            cuts.append((m.start(), indent))
+        if starts:
+            in_decorator = rest.startswith("@")
+    cuts.append((len(text), ""))
+    blocks = []
+    for (a, indent), (b, next_indent) in zip(cuts, cuts[1:]):
+        block = text[a:b]
+        if indent:
+            block = "\n".join(line[len(indent):] if line.startswith(indent) else line
+                              for line in block.split("\n"))
+        elif next_indent:               # a class header whose methods follow: its body goes on
+            block = block.rstrip() + f"\n{next_indent}pass\n"
+        blocks.append(block)
+    return blocks
 
 
-def may_hold(code: HiddenCode, text: str) -> bool:
-    """Whether ``text`` has every identifier of some hidden unit (else it cannot hold one and
-    is not parsed)."""
-    needs = code.needs()
-    if not needs:
+def _may_hold(needs: list[frozenset[str]], text: str) -> bool:
+    if not any(all(w in text for w in need) for need in needs):     # substrings first: cheap
         return False
     words = set(_IDENT.findall(text))
     return any(need <= words for need in needs)
+
+
+def may_hold(code: HiddenCode, text: str) -> bool:
+    """Whether ``text`` has every identifier of some hidden unit that can make a hit (else it
+    cannot hold one and is not parsed)."""
+    needs = code.needs()
+    return bool(needs) and _may_hold(needs, text)
+
+
+def file_index(code: HiddenCode, text: str, is_python: bool) -> CodeIndex:
+    """The code of a repo file that may hold hidden code. Python: only its top-level blocks
+    (``_top_blocks``) that have every identifier of some unit are parsed; when one of them
+    does not parse the file is parsed whole, and a file that does not parse holds no code.
+    Other files are read as prose (``code_trees``)."""
+    if not is_python:
+        return CodeIndex(code_trees(text), code)
+    needs = code.needs()
+    trees = []
+    for block in _top_blocks(text):
+        if _may_hold(needs, block):
+            tree = parse(block)
+            if tree is None:
+                whole = parse(text)
+                return CodeIndex([(whole, text)] if whole is not None else [], code)
+            trees.append((tree, block))
+    return CodeIndex(trees, code)
 
 
 # ------------------------------------------------------------------ the hidden tests
@@ -365,7 +464,7 @@ def hidden_code(hidden: list[tuple[str, str]], visible: list[tuple[str, str]]) -
     """The test functions and assertions of the Python files of ``hidden`` ((path, text) under
     hidden_tests/) that the visible tests do not contain. A test whose body has no call and no
     assertion (``pass``) is left out; files that do not parse are left to the line rule."""
-    seen = CodeIndex([t for rel, text in visible if rel.endswith(".py") and (t := parse(text)) is not None])
+    seen = CodeIndex([(t, text) for rel, text in visible if rel.endswith(".py") and (t := parse(text)) is not None])
     code = HiddenCode()
     for rel, text in hidden:
         tree = parse(text) if rel.endswith(".py") else None
@@ -379,6 +478,9 @@ def hidden_code(hidden: list[tuple[str, str]], visible: list[tuple[str, str]]) -
             body = tuple(_norm(s, memo) for s in stmts)
             if seen.has_seq(body):
                 continue
+            code.funcs.add(func.name)
+            for s in stmts:
+                code.add_kind(s)
             alone = len(stmts) >= 2 or any(not _trivial(v) for v in _expected_constants(stmts[0]))
             code.tests.append(HiddenTest(name, func.name, f"hidden_tests/{rel}:{func.lineno}", body,
                                          _unparse(stmts[0]), frozenset().union(*(_words(s) for s in stmts)), alone))
@@ -387,6 +489,7 @@ def hidden_code(hidden: list[tuple[str, str]], visible: list[tuple[str, str]]) -
                     norm = _norm(node, memo)
                     if norm in seen.stmts or norm in code.asserts:
                         continue
+                    code.add_kind(node)
                     args = _checked(node)
                     calls = any(isinstance(n, ast.Call) for a in args for n in ast.walk(a))
                     consts = [n.value for a in args for n in ast.walk(a) if isinstance(n, ast.Constant)]

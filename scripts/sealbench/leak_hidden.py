@@ -288,7 +288,8 @@ def _code_hits(file: str, hits: list[leak_ast.CodeHit]) -> list[HiddenHit]:
 def _repo_code(code: leak_ast.HiddenCode, repo: _Readable) -> tuple[list[HiddenHit], leak_ast.Found]:
     """The AST hits of repo/ (``leak_ast.code_hits`` per file) and everything of the hidden code
     any repo file holds. Only ``.py`` files (parsed whole, once) and ``.md``/``.rst``/``.txt``
-    files (read as prose) that have every identifier of some hidden unit are parsed."""
+    files (read as prose) that have every identifier of some hidden unit are read, and of a
+    ``.py`` file only the top-level blocks that have them are parsed (``leak_ast.file_index``)."""
     hits: list[HiddenHit] = []
     seen = leak_ast.Found()
     if not code:
@@ -297,7 +298,7 @@ def _repo_code(code: leak_ast.HiddenCode, repo: _Readable) -> tuple[list[HiddenH
         is_py = rel.endswith(".py")
         if not (is_py or rel.endswith(leak_ast.PROSE_SUFFIXES)) or not leak_ast.may_hold(code, text):
             continue
-        found = leak_ast.find(code, leak_ast.text_index(text, is_py))
+        found = leak_ast.find(code, leak_ast.file_index(code, text, is_py))
         seen.defs |= found.defs
         seen.bodies |= found.bodies
         seen.asserts |= found.asserts
@@ -309,7 +310,7 @@ def _prompt_code_hits(prompt: str, code: leak_ast.HiddenCode, in_repo: leak_ast.
     """The AST hits of the prompt; what repo/ also holds is not secret there (unless a whole def)."""
     if not code or not leak_ast.may_hold(code, prompt):
         return []
-    found = leak_ast.find(code, leak_ast.CodeIndex(leak_ast.code_trees(prompt)))
+    found = leak_ast.find(code, leak_ast.CodeIndex(leak_ast.code_trees(prompt), code))
     return _code_hits("prompt.md", leak_ast.code_hits(code, found, in_repo))
 
 
