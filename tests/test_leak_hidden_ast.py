@@ -10,6 +10,7 @@ the repo, a generic snippet, the bundled suite.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -256,3 +257,29 @@ def test_bundled_suite_has_no_ast_leak_and_the_check_ran() -> None:
         units += len(code.tests)
         assert leak_hidden.hidden_test_hits(t.dir) == [], t.id
     assert units >= len(tasks)          # every task's hidden tests were parsed into units
+
+
+def test_hidden_body_in_a_method_of_a_big_repo_module_is_found(task: Path) -> None:
+    """Only blocks of a .py file that may hold hidden code are parsed (methods of top-level
+    classes, decorated defs, a string with column-0 `def` text that forces a whole-file parse)."""
+    module = ('TEXT = """\ndef total(xs):\n    assert isinstance(result, int) and result\n"""\n\n\n'
+              '@register(\n    "x",\n)\ndef helper():\n    return 1\n\n\n'
+              'class Checks:\n    """Self checks."""\n    LIMIT = 3\n\n'
+              '    @staticmethod\n    def other():\n        return None\n\n'
+              '    def run(self):\n        result = total([1, 2, 3])\n'
+              '        assert isinstance(result,\n                          int)\n'
+              "        assert result == 9  # 'the' sum\n\n\nX = 1\n")
+    (task / "repo" / "checks.py").write_text(module)
+    assert named(hits(task), "repo/checks.py") == {"test_total_of_three"}
+
+
+@pytest.mark.skipif(not (ROOT / "suite" / "tasks").is_dir(), reason="suite not present")
+def test_bundled_suite_tasks_with_their_hidden_tests_pasted_are_suspect(tmp_path: Path) -> None:
+    """The honest suite is clean (above); the same tasks with a hidden test file pasted into the
+    prompt as a fenced block are each a suspect naming a hidden test."""
+    for t in packs.load_pack(ROOT / "suite")[:6]:
+        d = tmp_path / t.id
+        shutil.copytree(t.dir, d)
+        hidden = sorted((d / "hidden_tests").glob("*.py"))[0]
+        (d / "prompt.md").write_text((d / "prompt.md").read_text() + "\n```python\n" + hidden.read_text() + "```\n")
+        assert any(h.kind == "test_body" and h.file == "prompt.md" for h in hits(d)), t.id

@@ -2,9 +2,11 @@
 
 Not a stage. The worker reads ``prompt.md`` and ``repo/``; ``hidden_test_hits`` finds there what
 of ``hidden_tests/`` is distinctive: a test name, an expected value of an assertion (in the
-prompt) or a line (whitespace-collapsed, >= ``HIDDEN_MIN_LINE`` characters). What the visible
-tests also contain is not secret, nor is boilerplate (imports, set-up, generic asserts); the
-rules in full are in ``hidden_test_hits``'s docstring (issue 11, point 9).
+prompt) or a line (whitespace-collapsed, >= ``HIDDEN_MIN_LINE`` characters); and, whatever
+their length, a hidden test's body or its assertions, compared as normalized ASTs
+(``leak_ast``, issue 26, point 5). What the visible tests also contain is not secret, nor is
+boilerplate (imports, set-up, generic asserts); the rules in full are in ``hidden_test_hits``'s
+docstring (issue 11, point 9).
 """
 
 from __future__ import annotations
@@ -334,12 +336,20 @@ def hidden_test_hits(task_dir: Path, max_bytes: int = HIDDEN_MAX_BYTES,
     significant digits) and ``line`` (a hidden-test line, whitespace-collapsed, at least
     ``HIDDEN_MIN_LINE`` characters, found verbatim in the prompt or a repo file). Python files
     of ``hidden_tests/`` are parsed with ``ast``; other files, and Python that does not parse,
-    give lines only (plus ``def test…``/``class Test…`` names for ``.py``).
+    give lines only (plus ``def test…``/``class Test…`` names for ``.py``). Two more kinds
+    come from ``leak_ast`` and do not depend on length: ``test_body`` (a hidden test function —
+    its ``def`` with the same name and body, or its body under any name when that has two or
+    more statements or checks a specific constant) and ``assert`` (a hidden assertion that
+    checks a specific constant, or two or more non-generic ones in one place), compared as
+    normalized ASTs in the Python of the prompt and of repo/ ``.py``/``.md``/``.rst``/``.txt``
+    files, so whitespace, comments, quoting and line breaks do not matter; the text names the
+    test (``test_a: assert f(1) == 2``).
 
     Not secret, so never a hit: anything the visible tests also contain, literals and numbers
     that ``repo/`` contains, and boilerplate lines (imports, docstrings, comments, ``def``/
     ``class`` headers of tests or of names ``repo/`` defines, ``sys.path``/``__file__``/
-    ``__main__`` set-up, Python lines without a literal such as ``assert result == expected``).
+    ``__main__`` set-up, Python lines without a literal such as ``assert result == expected``),
+    test bodies and assertions the visible tests contain and, in the prompt, those repo/ holds.
     Files over ``max_bytes`` and binary files are not read. Returns at most ``limit`` hits:
     prompt.md first, then repo/ files in path order.
     """
