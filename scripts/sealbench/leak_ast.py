@@ -7,7 +7,9 @@ is normalized — statements as ``ast.dump`` without positions, identifiers and 
 so whitespace, comments, quoting style, parentheses and line breaks do not matter, and the
 same normalized statements are looked for in the Python of ``prompt.md`` (every chunk of
 consecutive lines that parses, inline code spans, ``assert …`` tails of prose lines) and of
-``repo/`` (``.py`` files parsed whole, ``.md``/``.rst``/``.txt`` files like the prompt).
+``repo/`` (of ``.py`` files only the top-level blocks and methods that have every identifier
+of some hidden unit are parsed, see ``file_index``; ``.md``/``.rst``/``.txt`` files are read
+like the prompt).
 
 A place (the prompt, or one repo file) shows a hidden test when it holds (rules in
 ``code_hits``):
