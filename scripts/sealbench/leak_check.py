@@ -27,7 +27,9 @@ package; the decontamination method of lm-evaluation-harness):
 Within the task (issue 11, point 9), ``hidden_test_hits``:
 - *hidden tests*: the worker reads ``prompt.md`` and ``repo/``; a task is suspect when either
   shows its ``hidden_tests/``: a distinctive test name, an expected value of an assertion (in
-  the prompt) or a distinctive line (whitespace-collapsed, >= 30 characters). What the visible
+  the prompt) or a distinctive line (whitespace-collapsed, >= 30 characters); or, whatever
+  their length, a hidden test function or body, or hidden assertions, compared as normalized
+  ASTs (``leak_ast``: formatting, comments and quoting do not matter). What the visible
   tests also contain is not secret, nor is boilerplate (imports, set-up, generic asserts).
 The output JSON lists in ``checks`` what ran: ``denylist`` (when the denylist has a line),
 ``hidden_tests`` (always), ``ngram13:humaneval`` and ``identifiers:humaneval`` (when the
@@ -59,7 +61,7 @@ IDENT_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MIN_SHARED = 4
 CHECK_DENYLIST = "denylist"
 HIDDEN_WHAT = {"test_name": "hidden test name", "assert_literal": "hidden assertion literal",
-               "line": "hidden test line"}
+               "line": "hidden test line", "test_body": "hidden test body", "assert": "hidden assertion"}
 
 
 def tokens(text: str) -> set[str]:

@@ -2,9 +2,11 @@
 
 Not a stage. The worker reads ``prompt.md`` and ``repo/``; ``hidden_test_hits`` finds there what
 of ``hidden_tests/`` is distinctive: a test name, an expected value of an assertion (in the
-prompt) or a line (whitespace-collapsed, >= ``HIDDEN_MIN_LINE`` characters). What the visible
-tests also contain is not secret, nor is boilerplate (imports, set-up, generic asserts); the
-rules in full are in ``hidden_test_hits``'s docstring (issue 11, point 9).
+prompt) or a line (whitespace-collapsed, >= ``HIDDEN_MIN_LINE`` characters); and, whatever
+their length, a hidden test's body or its assertions, compared as normalized ASTs
+(``leak_ast``, issue 26, point 5). What the visible tests also contain is not secret, nor is
+boilerplate (imports, set-up, generic asserts); the rules in full are in ``hidden_test_hits``'s
+docstring (issue 11, point 9).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import leak_ast
 from .leak_text import _read_text
 
 CHECK_HIDDEN = "hidden_tests"
@@ -45,7 +48,7 @@ _NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d]|\.\d)")
 class HiddenHit:
     """Text of a hidden test found where the worker can read it."""
 
-    kind: str      # test_name | assert_literal | line
+    kind: str      # test_name | assert_literal | line | test_body | assert
     file: str      # where it was found: prompt.md or repo/<path>
     source: str    # hidden_tests/<path>:<line> it comes from
     text: str      # the matched text (shortened to HIDDEN_SHOWN characters)
@@ -266,17 +269,58 @@ def _prompt_hits(prompt: str, sec: _Secrets) -> list[HiddenHit]:
     return hits
 
 
-def _repo_hits(repo: _Readable, sec: _Secrets) -> list[HiddenHit]:
-    """Names and lines of the hidden tests in repo/ files (in path order). Literals and numbers
-    found in repo/ are not secret (excluded before), so they are not looked for here."""
+def _repo_hits(repo: _Readable, sec: _Secrets, code_hits: list[HiddenHit]) -> list[HiddenHit]:
+    """Names and lines of the hidden tests in repo/ files, with ``code_hits`` (in path order).
+    Literals and numbers found in repo/ are not secret (excluded before), so they are not
+    looked for here."""
     order = {rel: i for i, (rel, _) in enumerate(repo.files)}
-    hits: list[HiddenHit] = []
+    hits: list[HiddenHit] = list(code_hits)
     for name, src in sec.names.items():
         hits.extend(HiddenHit("test_name", f"repo/{rel}", src, name) for rel in repo.where(name, word=True))
     for line, src in sec.lines.items():
         hits.extend(HiddenHit("line", f"repo/{rel}", src, _short(line)) for rel in repo.where(line))
-    kinds = {"test_name": 0, "line": 1}
+    kinds = {"test_name": 0, "line": 1, "test_body": 2, "assert": 3}
     return sorted(hits, key=lambda h: (order[h.file[len("repo/"):]], kinds[h.kind]))
+
+
+def _code_hits(file: str, hits: list[leak_ast.CodeHit]) -> list[HiddenHit]:
+    return [HiddenHit(h.kind, file, h.source, _short(h.text)) for h in hits]
+
+
+def _repo_code(code: leak_ast.HiddenCode, repo: _Readable) -> tuple[list[HiddenHit], leak_ast.Found]:
+    """The AST hits of repo/ (``leak_ast.code_hits`` per file) and everything of the hidden code
+    any repo file holds. Only ``.py`` files (parsed whole, once) and ``.md``/``.rst``/``.txt``
+    files (read as prose) that have every identifier of some hidden unit are read, and of a
+    ``.py`` file only the top-level blocks that have them are parsed (``leak_ast.file_index``)."""
+    hits: list[HiddenHit] = []
+    seen = leak_ast.Found()
+    if not code:
+        return hits, seen
+    for rel, text in repo.files:
+        is_py = rel.endswith(".py")
+        if not (is_py or rel.endswith(leak_ast.PROSE_SUFFIXES)) or not leak_ast.may_hold(code, text):
+            continue
+        found = leak_ast.find(code, leak_ast.file_index(code, text, is_py))
+        seen.defs |= found.defs
+        seen.bodies |= found.bodies
+        seen.asserts |= found.asserts
+        hits.extend(_code_hits(f"repo/{rel}", leak_ast.code_hits(code, found)))
+    return hits, seen
+
+
+def _prompt_code_hits(prompt: str, code: leak_ast.HiddenCode, in_repo: leak_ast.Found) -> list[HiddenHit]:
+    """The AST hits of the prompt; what repo/ also holds is not secret there (unless a whole def)."""
+    if not code or not leak_ast.may_hold(code, prompt):
+        return []
+    found = leak_ast.find(code, leak_ast.CodeIndex(leak_ast.code_trees(prompt), code))
+    return _code_hits("prompt.md", leak_ast.code_hits(code, found, in_repo))
+
+
+def hidden_code_of(task_dir: Path, max_bytes: int = HIDDEN_MAX_BYTES) -> leak_ast.HiddenCode:
+    """The hidden test functions and assertions of a task that its visible tests do not show."""
+    task_dir = Path(task_dir)
+    return leak_ast.hidden_code(_text_files(task_dir / "hidden_tests", max_bytes),
+                                _text_files(task_dir / "visible_tests", max_bytes))
 
 
 def hidden_test_hits(task_dir: Path, max_bytes: int = HIDDEN_MAX_BYTES,
@@ -292,12 +336,20 @@ def hidden_test_hits(task_dir: Path, max_bytes: int = HIDDEN_MAX_BYTES,
     significant digits) and ``line`` (a hidden-test line, whitespace-collapsed, at least
     ``HIDDEN_MIN_LINE`` characters, found verbatim in the prompt or a repo file). Python files
     of ``hidden_tests/`` are parsed with ``ast``; other files, and Python that does not parse,
-    give lines only (plus ``def test…``/``class Test…`` names for ``.py``).
+    give lines only (plus ``def test…``/``class Test…`` names for ``.py``). Two more kinds
+    come from ``leak_ast`` and do not depend on length: ``test_body`` (a hidden test function —
+    its ``def`` with the same name and body, or its body under any name when that has two or
+    more statements or checks a specific constant) and ``assert`` (a hidden assertion that
+    checks a specific constant, or two or more non-generic ones in one place), compared as
+    normalized ASTs in the Python of the prompt and of repo/ ``.py``/``.md``/``.rst``/``.txt``
+    files, so whitespace, comments, quoting and line breaks do not matter; the text names the
+    test (``test_a: assert f(1) == 2``).
 
     Not secret, so never a hit: anything the visible tests also contain, literals and numbers
     that ``repo/`` contains, and boilerplate lines (imports, docstrings, comments, ``def``/
     ``class`` headers of tests or of names ``repo/`` defines, ``sys.path``/``__file__``/
-    ``__main__`` set-up, Python lines without a literal such as ``assert result == expected``).
+    ``__main__`` set-up, Python lines without a literal such as ``assert result == expected``),
+    test bodies and assertions the visible tests contain and, in the prompt, those repo/ holds.
     Files over ``max_bytes`` and binary files are not read. Returns at most ``limit`` hits:
     prompt.md first, then repo/ files in path order.
     """
@@ -305,12 +357,16 @@ def hidden_test_hits(task_dir: Path, max_bytes: int = HIDDEN_MAX_BYTES,
     hidden = _text_files(task_dir / "hidden_tests", max_bytes)
     if not hidden:
         return []
-    visible_text = "\n".join(_collapse(t) for _, t in _text_files(task_dir / "visible_tests", max_bytes))
+    visible = _text_files(task_dir / "visible_tests", max_bytes)
+    visible_text = "\n".join(_collapse(t) for _, t in visible)
     repo = _Readable(_text_files(task_dir / "repo", max_bytes))
     sec = _hidden_secrets(hidden, visible_text, repo)
-    if not sec:
+    code = leak_ast.hidden_code(hidden, visible)
+    if not sec and not code:
         return []
-    hits = _prompt_hits(_read_text(task_dir / "prompt.md"), sec)
-    if sec.names or sec.lines:
-        hits.extend(_repo_hits(repo, sec))
+    repo_code_hits, in_repo = _repo_code(code, repo)
+    prompt = _read_text(task_dir / "prompt.md")
+    hits = _prompt_hits(prompt, sec) + _prompt_code_hits(prompt, code, in_repo)
+    if sec.names or sec.lines or repo_code_hits:
+        hits.extend(_repo_hits(repo, sec, repo_code_hits))
     return hits[:limit]
