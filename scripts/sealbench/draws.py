@@ -261,14 +261,16 @@ def _line_digests(path: Path) -> set[str]:
     return {line_hash(ln) for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()}
 
 
-def draw_check(runs, split: str, copies: list[Path], experiments: Path | None, pack_digest: str) -> DrawCheck:
+def draw_check(runs, split: str | None, copies: list[Path], experiments: Path | None, pack_digest: str) -> DrawCheck:
     """Check the scored split's agent rows against the draw record.
 
     A row whose slot was drawn before its own draw is replaced by the first draw's recorded
     outcome (``redraw`` says so); a first draw that ran to its end with no recorded outcome is
     ``REDRAWN`` (refused, slots named); a first draw never seen ending (interrupted) is counted.
     A damaged copy, a scored draw neither copy holds, or a cited line gone is
-    ``DRAW_RECORD_UNREADABLE``. A copy lacking lines the other holds is noted."""
+    ``DRAW_RECORD_UNREADABLE``. A copy lacking lines the other holds is noted. ``split`` None:
+    every split (stratify substitutes in the tables; the gate then finds the rows already
+    substituted, ``redraw`` set, and only counts them)."""
     from .refusals import note_for, refusal
 
     out = DrawCheck(runs=runs)
@@ -287,7 +289,7 @@ def draw_check(runs, split: str, copies: list[Path], experiments: Path | None, p
             out.reasons.append(refusal("DRAW_RECORD_UNREADABLE", "Earlier decisions on this pack cited draw record "
                                        f"lines that are gone ({', '.join(lost[:5])}): the record was truncated, "
                                        "replaced or deleted since. Restore it; never edit it.", lost))
-    rows = runs[(runs.split == split) & (runs.role == "agent")]
+    rows = runs[((runs.split == split) if split is not None else True) & (runs.role == "agent")]
     slot_of = {i: slot_key(r.task_id, r.task_digest, r.solver, r.fingerprint, r.epoch) for i, r in rows.iterrows()}
     import pandas as pd
 
@@ -315,6 +317,14 @@ def draw_check(runs, split: str, copies: list[Path], experiments: Path | None, p
             continue
         who = f"{runs.at[i, 'solver']}:{runs.at[i, 'task_id']}#{runs.at[i, 'epoch']}"
         out.by_solver[runs.at[i, "solver"]] = out.by_solver.get(runs.at[i, "solver"], 0) + 1
+        done = runs.at[i, "redraw"]
+        if isinstance(done, str) and done:  # substituted in the tables already (stratify)
+            out.redrawn.append(f"{who} ({done})")
+            if done.startswith("first of"):
+                out.first_scored += 1
+            else:
+                out.interrupted += 1
+            continue
         if r.first_outcome is not None:
             first = r.first_outcome
             runs.at[i, "reason"] = (f"drawn {r.draws} times: the first draw is scored ({first['status']}); this "
@@ -338,7 +348,7 @@ def draw_check(runs, split: str, copies: list[Path], experiments: Path | None, p
                                    "cannot be scored and a later one would be best-of-k. Score this agent version "
                                    "on a fresh pack, or restore the first draws' score records.", refused))
     if out.redrawn:
-        out.notes.append(note_for("REDRAWN_SLOTS", f"{len(out.redrawn)} slot(s) of the {split} split were drawn more "
+        out.notes.append(note_for("REDRAWN_SLOTS", f"{len(out.redrawn)} slot(s) of the {split or 'any'} split were drawn more "
                                   f"than once ({'; '.join(out.redrawn[:5])}{'; …' if len(out.redrawn) > 5 else ''})."))
     return out
 

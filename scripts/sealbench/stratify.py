@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from . import paths
+from . import draws, paths
 from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, OFFLINE_SERVER_ID, PASS, STAMP_KEYS, TAMPER, TIMEOUT
 from .core import SealbenchError, read_json
 from .processes import ended_in_error
@@ -314,6 +314,18 @@ def per_task_files(experiment: Mapping, results: Path) -> dict[str, list[Path]]:
     return {k: [Path(p) for p in v] for k, v in out.items()}
 
 
+def first_draws(runs: list[dict], pack_digest: str, copies: list[Path] | None = None) -> Any:
+    """The runs with every slot drawn more than once scored by its first draw (``draws.py``;
+    ``redraw`` says so), from the draw record's copies (``$SEALBENCH_PACK`` and
+    ``$SEALBENCH_RESULTS``; none outside the workflow: the rows as they are)."""
+    copies = draws.record_paths() if copies is None else copies
+    if not copies or not runs:
+        return runs
+    import pandas as pd
+
+    return draws.draw_check(pd.DataFrame(runs), None, copies, None, pack_digest).runs
+
+
 def stratify(experiment_path: Path, split_path: Path, sealed: list[Path], leaks: list[Path],
              controls: list[Path], scores: list[Path], out_dir: Path) -> dict[str, int]:
     experiment = read_json(experiment_path)
@@ -328,6 +340,7 @@ def stratify(experiment_path: Path, split_path: Path, sealed: list[Path], leaks:
                         [read_json(p) for p in controls])
     health = experiment["config_full"]["health"]
     runs = build_runs(experiment, tasks, [read_json(p) for p in controls], [read_json(p) for p in scores], health)
+    runs = first_draws(runs, experiment["pack_digest"])
     strata = build_strata(runs, experiment["config_full"]["strata"],
                           experiment["config_full"].get("interval_method", "wilson"))
     out_dir = Path(out_dir)
