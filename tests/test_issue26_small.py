@@ -1,0 +1,114 @@
+"""Issue 26, point 6: the smaller points. Each is written as an attack on the code before the
+change, next to an honest case that must keep its verdict:
+
+1. the agent start check reads shell syntax (``case … in a|b) …;; esac``, ``if/then/fi``,
+   ``for/do/done``, ``while``, ``{ }``, subshells, functions, ``[[ ]]``, several lines) the way
+   bash does: a case pattern is not a command; a missing command in any case branch is still
+   found; a command word known only at run time is never refused;
+2. a file an agent's ``env:`` value names is covered by its fingerprint, like a command word;
+3. the t interval of a difference of pass rates is clamped to [-1, 1] (the raw bounds kept);
+4. the winner sentence states both agents' timeout rates on the scored split;
+5. docs/results.md says what seed 001's example does with the bundled ``min_kept_tasks``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(HERE))
+
+from sealbench import agent_probe, sandbox  # noqa: E402
+from sealbench.agent_command import command_plan  # noqa: E402
+
+BWRAP = sandbox.bwrap_problem()
+needs_bwrap = pytest.mark.skipif(bool(BWRAP) and not os.environ.get("CI"), reason=f"bubblewrap unavailable: {BWRAP}")
+
+# ------------------------------------------------------------------ 1. the start check reads shell syntax
+
+CASE = 'case "$SEALBENCH_TASK_ID" in a|b) python3 x.py ;; *) python3 y.py ;; esac'
+
+
+@pytest.fixture()
+def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder with two agent scripts, x.py and y.py (the working directory)."""
+    for name in ("x.py", "y.py"):
+        (tmp_path / name).write_text("print('hi')\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def probe(proj: Path, command: str) -> agent_probe.Probe:
+    return agent_probe.probe_agent("x", {"command": command}, "required", proj, ())
+
+
+def test_attack_a_case_pattern_is_not_the_first_command(proj: Path) -> None:
+    plan = command_plan("x", {"command": CASE}, proj)
+    assert plan.first is not None and plan.first["word"] == "python3", plan.first
+    assert plan.first["script"] == "x.py", plan.first
+    # both branches are where the command may start: each is checked
+    assert [(e["word"], e["script"]) for e in plan.entries] == [("python3", "x.py"), ("python3", "y.py")]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("command", [
+    CASE,
+    'case $SEALBENCH_TASK_ID in\n  (t0*|t1*)\n    python3 x.py\n    ;;\n  *) python3 y.py;;\nesac',
+    'case "$X" in a) python3 x.py ;& b) python3 y.py ;;& *) echo other; exit 0 ;; esac',
+    'if [ -n "$SEALBENCH_TASK_ID" ]; then python3 x.py; else python3 y.py; fi',
+    'for i in 1 2; do python3 x.py --try "$i" && break; done',
+    'for ((i = 0; i < 2; i++)); do python3 x.py; done',
+    'n=0; while [ "$n" -lt 1 ]; do n=$((n + 1)); python3 x.py; done',
+    'until python3 x.py; do sleep 1; done',
+    '{ python3 x.py; python3 y.py; } > log.txt 2>&1',
+    '(cd /tmp && python3 "$OLDPWD/x.py") || (python3 y.py)',
+    'run() { python3 x.py "$@"; }; run --fast',
+    'function go { python3 y.py; }\ngo',
+    '[[ -f x.py && -n "$X" ]] && python3 x.py',
+    'python3 x.py \\\n  --flag\npython3 y.py',
+    'if command -v no_such_uv_xyz >/dev/null 2>&1; then no_such_uv_xyz run x.py; else python3 x.py; fi',
+    'type no_such_uv_xyz >/dev/null && no_such_uv_xyz run x.py || python3 x.py',
+    'python3 - <<EOF\nimport sys\nprint(sys.argv)\nEOF',
+])
+def test_honest_shell_syntax_passes_the_start_check(proj: Path, command: str) -> None:
+    res = probe(proj, command)
+    assert res.ok, res.line()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("command", [
+    'case "$SEALBENCH_TASK_ID" in a|b) nonexistent_tool_xyz --go ;; *) python3 y.py ;; esac',
+    'case "$SEALBENCH_TASK_ID" in a|b) python3 x.py ;; *) nonexistent_tool_xyz --go ;; esac',
+    'case $X in\n  a) echo skip; exit 0 ;;\n  *) nonexistent_tool_xyz ;;\nesac',
+    'for i in 1 2; do nonexistent_tool_xyz "$i"; done',
+    'if true; then nonexistent_tool_xyz; fi',
+    '{ nonexistent_tool_xyz; }',
+    'export A=1\nnonexistent_tool_xyz --go',
+])
+def test_attack_a_missing_command_inside_shell_syntax_is_still_found(proj: Path, command: str) -> None:
+    res = probe(proj, command)
+    assert not res.ok and "command not found: nonexistent_tool_xyz" in res.reason, res.line()
+    assert res.exit_code == 127, res.line()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("command", [
+    'case "$X" in a) $TOOL --go ;; *) "$OTHER" ;; esac',
+    '$(command -v python3) x.py',
+    'eval "$AGENT_CMD"',
+])
+def test_honest_a_command_word_known_only_at_run_time_is_not_refused(proj: Path, command: str) -> None:
+    res = probe(proj, command)
+    assert res.ok, res.line()
+
+
+@needs_bwrap
+def test_attack_a_command_bash_cannot_parse_is_refused(proj: Path) -> None:
+    res = probe(proj, 'case "$X" in a) python3 x.py ;; *) python3 y.py ;;')  # no esac
+    assert not res.ok and "syntax error" in res.reason, res.line()
