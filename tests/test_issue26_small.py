@@ -112,3 +112,64 @@ def test_honest_a_command_word_known_only_at_run_time_is_not_refused(proj: Path,
 def test_attack_a_command_bash_cannot_parse_is_refused(proj: Path) -> None:
     res = probe(proj, 'case "$X" in a) python3 x.py ;; *) python3 y.py ;;')  # no esac
     assert not res.ok and "syntax error" in res.reason, res.line()
+
+
+# ------------------------------------------------------------------ 2. a file named only in env: is covered
+
+from sealbench import identity  # noqa: E402
+
+
+def test_attack_editing_a_script_named_only_in_env_changes_the_fingerprint(tmp_path: Path) -> None:
+    script = tmp_path / "agentsrc" / "agent.py"
+    script.parent.mkdir()
+    script.write_text("print('v1')\n")
+    spec = {"command": "python3 $AGENT_SCRIPT", "env": {"AGENT_SCRIPT": str(script)}}
+    before = identity.agent_identity("a", spec, tmp_path)
+    assert "agentsrc/agent.py" in before["covered"], before
+    script.write_text("print('v2: tuned on the holdout')\n")
+    assert identity.agent_identity("a", spec, tmp_path)["fingerprint"] != before["fingerprint"]
+
+
+def test_attack_editing_a_config_named_relatively_in_env_changes_the_fingerprint(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text("import os; print(open(os.environ['AGENT_CFG']).read())\n")
+    (tmp_path / "conf").mkdir()
+    cfg = tmp_path / "conf" / "agent.yaml"
+    cfg.write_text("temperature: 0\n")
+    spec = {"command": "python3 agent.py", "env": {"AGENT_CFG": "conf/agent.yaml"}}
+    before = identity.agent_identity("a", spec, tmp_path)["fingerprint"]
+    cfg.write_text("temperature: 0\nhint: look at add()\n")
+    assert identity.agent_identity("a", spec, tmp_path)["fingerprint"] != before
+
+
+def test_attack_a_folder_named_in_env_is_covered_like_a_command_word_folder(tmp_path: Path) -> None:
+    lib = tmp_path / "agentlib"
+    lib.mkdir()
+    (lib / "policy.py").write_text("RETRIES = 1\n")
+    spec = {"command": "python3 -c 'import os; print(os.environ[\"AGENT_LIB\"])'", "env": {"AGENT_LIB": str(lib)}}
+    before = identity.agent_identity("a", spec, tmp_path)
+    assert "agentlib/" in before["covered"], before
+    (lib / "policy.py").write_text("RETRIES = 3\n")
+    assert identity.agent_identity("a", spec, tmp_path)["fingerprint"] != before["fingerprint"]
+
+
+def test_honest_env_values_that_are_not_paths_cover_nothing_and_stay_stable(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text("print('hi')\n")
+    spec = {"command": "python3 agent.py",
+            "env": {"MODEL": "gpt-x", "N": 3, "URL": "http://127.0.0.1:8000/v1", "EMPTY": "", "FLAG": True}}
+    one = identity.agent_identity("a", spec, tmp_path)
+    bare = identity.agent_identity("a", {"command": "python3 agent.py"}, tmp_path)
+    assert one["covered"] == bare["covered"] and one["files"] == bare["files"], one
+    (tmp_path / "unrelated.txt").write_text("x\n")
+    assert identity.agent_identity("a", spec, tmp_path)["fingerprint"] == one["fingerprint"]
+
+
+def test_honest_search_paths_and_the_working_folder_in_env_are_not_hashed(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text("print('hi')\n")
+    bin_dir = tmp_path / "tools" / "bin"
+    bin_dir.mkdir(parents=True)
+    spec = {"command": "python3 agent.py",
+            "env": {"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "tools"), "WORK": str(tmp_path)}}
+    one = identity.agent_identity("a", spec, tmp_path)
+    assert not any(c.startswith("tools") for c in one["covered"]), one["covered"]
+    (bin_dir / "helper").write_text("echo\n")  # a new tool on the agent's PATH: not code the command names
+    assert identity.agent_identity("a", spec, tmp_path)["fingerprint"] == one["fingerprint"]

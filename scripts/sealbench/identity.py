@@ -64,6 +64,8 @@ _SHELL_BUILTINS = frozenset({
 _COMMAND_PREFIXES = frozenset({"exec", "command", "builtin", "nohup", "env", "time", "nice"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"^python[0-9.]*$")
+#: ``env:`` variables whose value is where things are looked up or written, not code.
+_ENV_NOT_CODE = frozenset({"PATH", "PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH", "HOME", "TMPDIR"})
 #: Other interpreters whose first word (when not an option) is the script they run.
 _SCRIPT_RUNNER = re.compile(r"^((ba|da|k|z)?sh|node|perl|ruby|Rscript)$")
 _PUNCT = set(OPERATOR_CHARS - {"\n"})
@@ -212,6 +214,26 @@ class _Coverage:
         if any(p == x or p.startswith(x + "/") for x in self.excluded):
             return "results/ holds outputs, not code"
         return None
+
+    # -- the env: values
+
+    def add_env(self, env: Mapping[str, Any]) -> None:
+        """Each ``env:`` value naming an existing file or folder (absolute, ``~``, or relative to
+        the working directory), covered as a word of the command naming it is (:meth:`add_word`:
+        a folder's files, the working, home and temporary folders never). Search paths and the
+        agent's own home or temporary folder (:data:`_ENV_NOT_CODE`) are not code: what the
+        command finds through ``PATH``/``PYTHONPATH`` is covered already."""
+        for key, value in sorted(env.items()):
+            v = str(value)
+            if not v or not (os.path.isabs(os.path.expanduser(v)) or os.path.exists(os.path.join(self.base, v))):
+                continue
+            p = self.abspath(v)
+            if not os.path.exists(p):
+                continue
+            if key in _ENV_NOT_CODE or key.startswith("XDG_"):
+                self.skip(f"{key}={v}", f"env {key}: a search path or the agent's own folder, not code; not hashed")
+                continue
+            self.add_word(v, p, command_word=False)
 
     # -- the command
 
@@ -495,6 +517,9 @@ def agent_identity(name: str, spec: Mapping[str, Any], base: Path | str | None =
       value of ``--opt=value``), a folder a word names (every file in it);
     * ``python -m module``: the module's file, found without importing it; for sealbench's own
       modules (the built-in agents) only that module and the sealbench modules it imports;
+    * each ``env:`` value naming an existing file or folder, as a word of the command would
+      (``python3 $AGENT_SCRIPT`` with ``AGENT_SCRIPT: agents/x.py``); search paths (``PATH``,
+      ``PYTHONPATH``), ``HOME``, ``TMPDIR`` and ``XDG_*`` aside;
     * every file under ``readonly_paths`` and ``code_paths`` (symlinks: their target's bytes).
 
     Words with ``$`` are expanded by the shell at run time and are not resolved; they are listed
@@ -513,6 +538,7 @@ def agent_identity(name: str, spec: Mapping[str, Any], base: Path | str | None =
         cache = HashCache(Path(cache))
     cov = _Coverage(name, spec, base, cache)
     cov.add_command(spec["command"])
+    cov.add_env(spec.get("env") or {})
     for p in spec.get("readonly_paths") or []:
         cov.add_path(p, "readonly_paths")
     for p in spec.get("code_paths") or []:
