@@ -173,3 +173,51 @@ def test_honest_search_paths_and_the_working_folder_in_env_are_not_hashed(tmp_pa
     assert not any(c.startswith("tools") for c in one["covered"]), one["covered"]
     (bin_dir / "helper").write_text("echo\n")  # a new tool on the agent's PATH: not code the command names
     assert identity.agent_identity("a", spec, tmp_path)["fingerprint"] == one["fingerprint"]
+
+
+# ------------------------------------------------------------------ 3. a difference of rates stays in [-1, 1]
+
+import numpy as np  # noqa: E402
+from scipy import stats as st  # noqa: E402
+
+from sealbench import decision_rule, paired  # noqa: E402
+
+#: Two strata of three tasks, the candidate passing two of three more in each: the stratified t
+#: interval's upper bound is delta + t(4) * se = 0.667 + 0.654 > 1.
+STRATA = ["easy"] * 3 + ["hard"] * 3
+CAND = [1, 1, 1, 1, 1, 1]
+BASE = [0, 0, 1, 0, 0, 1]
+
+
+def test_attack_the_stratified_t_interval_of_rates_never_leaves_minus_one_one() -> None:
+    r = paired.paired_delta(STRATA, CAND, BASE, n_resamples=2000)
+    assert r.method == "stratified_t"
+    # the raw bounds are what scipy's t quantile gives (kept for checking), the printed ones clamped
+    half = st.t.ppf(0.975, 4) * np.sqrt(2 * 0.5 ** 2 * np.var([1, 1, 0], ddof=1) / 3)
+    assert np.allclose(r.ci_raw, (2 / 3 - half, 2 / 3 + half), atol=1e-12) and r.ci_raw[1] > 1, r.ci_raw
+    assert (r.ci_low, r.ci_high) == (pytest.approx(r.ci_raw[0], abs=1e-15), 1.0), r
+    assert r.delta == pytest.approx(2 / 3) and r.paired_t_p == pytest.approx(st.ttest_1samp([1, 1, 0] * 2, 0).pvalue)
+    assert decision_rule.verdict(r) == decision_rule.verdict(
+        paired.PairedResult(**{**r.__dict__, "ci_low": r.ci_raw[0], "ci_high": r.ci_raw[1]}))
+
+
+def test_attack_the_paired_t_interval_of_rates_never_leaves_minus_one_one() -> None:
+    r = paired.paired_delta(["all"] * 3, [1, 1, 0], [0, 0, 0], n_resamples=2000)
+    want = st.ttest_1samp([1, 1, 0], 0).confidence_interval(0.95)
+    assert r.method == "paired_t" and want.high > 1
+    assert np.allclose(r.ci_raw, (want.low, want.high)) and np.allclose(r.paired_t_ci_raw, (want.low, want.high))
+    assert r.ci_high == 1.0 and r.paired_t_ci[1] == 1.0 and r.ci_low == pytest.approx(want.low), r
+    low = paired.paired_delta(["all"] * 3, [0, 0, 0], [1, 1, 0], n_resamples=2000)
+    assert low.ci_low == -1.0 and low.ci_raw[0] < -1 and low.ci_high == pytest.approx(-want.low), low
+    # the functions themselves, for a caller naming the limits
+    assert paired.stratified_t(STRATA, np.subtract(CAND, BASE), limits=(-1, 1))[3][1] == 1.0
+    assert paired.stratified_t(STRATA, np.subtract(CAND, BASE))[3][1] > 1
+
+
+def test_honest_an_interval_inside_minus_one_one_is_unchanged() -> None:
+    rng = np.random.default_rng(5)
+    strata = ["a"] * 20 + ["b"] * 20
+    cand, base = rng.integers(0, 2, 40).tolist(), rng.integers(0, 2, 40).tolist()
+    r = paired.paired_delta(strata, cand, base, n_resamples=2000)
+    assert -1 < r.ci_low < r.ci_high < 1
+    assert (r.ci_low, r.ci_high) == r.ci_raw and r.paired_t_ci == r.paired_t_ci_raw
