@@ -221,3 +221,46 @@ def test_honest_an_interval_inside_minus_one_one_is_unchanged() -> None:
     r = paired.paired_delta(strata, cand, base, n_resamples=2000)
     assert -1 < r.ci_low < r.ci_high < 1
     assert (r.ci_low, r.ci_high) == r.ci_raw and r.paired_t_ci == r.paired_t_ci_raw
+
+
+# ------------------------------------------------------------------ 4. the winner sentence states both timeout rates
+
+import re  # noqa: E402
+
+from sealbench import power  # noqa: E402
+from test_gate_refusals import BASE, CAND, _dominant_candidate, _set_status, build_spec, decide  # noqa: E402
+
+
+def _winner_spec(base_timeouts: list[str]) -> dict:
+    spec = build_spec()
+    _dominant_candidate(spec)
+    spec["cfg"].update(mde=0.5, planning_discordance=0.5)
+    assert power.required_n_miller(0.5, 0.5)[1] <= 9
+    for r in spec["runs"]:
+        if r["solver"] == BASE and r["task_id"] in base_timeouts:
+            _set_status(r, "timeout")
+            r.update(end_reason="timeout", wall_s=1800.0)
+    return spec
+
+
+def _winner_sentence(d: dict) -> str:
+    found = [s for s in d["allowed_sentences"] if s.startswith(f"On these 9 holdout tasks, {CAND} passed more than")]
+    assert len(found) == 1, d["allowed_sentences"]
+    return found[0]
+
+
+def test_attack_the_winner_sentence_states_both_agents_timeout_rates(tmp_path: Path) -> None:
+    d = decide(tmp_path, _winner_spec(["xs01", "s03"]))  # two of the baseline's 9 holdout runs hit the clock
+    assert d["publishable"] and d["comparison"]["verdict"] == decision_rule.VERDICT_CANDIDATE, d["reasons"]
+    s = _winner_sentence(d)
+    assert re.search(rf"timeouts \(counted as failures\): {CAND} 0 of 9 runs \(0%\), {BASE} 2 of 9 runs \(22%\)", s), s
+    # the same count the headline states for the candidate
+    headline = next(x for x in d["allowed_sentences"] if x.startswith("On this sealed pack"))
+    assert "timeouts 0 (counted as failures)" in headline, headline
+
+
+def test_honest_without_timeouts_the_winner_sentence_says_none_and_keeps_its_verdict(tmp_path: Path) -> None:
+    d = decide(tmp_path, _winner_spec([]))
+    s = _winner_sentence(d)
+    assert f"timeouts (counted as failures): {CAND} 0 of 9 runs (0%), {BASE} 0 of 9 runs (0%)" in s, s
+    assert d["comparison"]["exclusion_rates"][BASE]["timeouts"] == 0

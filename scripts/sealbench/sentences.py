@@ -274,11 +274,20 @@ def human_sentences(roles: list[dict], runs, cand: str, split: str, publishable:
     return allowed, refused
 
 
+def timeout_share(solver: str, counts: Mapping) -> str:
+    """``NAME t of n runs (p%)``: one solver's runs on the scored split stopped at their clock
+    (``counts``: :func:`sealbench.summaries.abstention_counts`), as the winner sentence states them."""
+    runs, t = counts["runs"], counts["timeouts"]
+    return f"{solver} {t} of {runs} runs ({pct(t / runs if runs else None)})"
+
+
 def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping, comparison: Mapping,
                        dummies: list[dict], no_pooled: bool, reuse: Mapping | None, codes: list[str],
                        publishable: bool, alpha: float) -> tuple[list[str], list[dict]]:
     """The headline sentence (pooled or per stratum), the dummy deltas and the comparison
-    sentence — or, when the gate refused, the refused headline."""
+    sentence — or, when the gate refused, the refused headline. The comparison sentence that
+    names a winner states both solvers' timeouts on the scored split (the headline states the
+    candidate's), from ``comparison["exclusion_rates"]``."""
     cand, base, split = cfg["candidate"], cfg["baseline"], cfg["score_split"]
     env = cfg["envelope"]
     allowed: list[str] = []
@@ -310,7 +319,8 @@ def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping
             f"On these {comparison['matched_tasks']} {split} tasks, {winner} passed more than {loser}: delta "
             f"{comparison['delta']:+.3f} (95% {comparison['method'].replace('_', ' ')} interval "
             f"[{comparison['ci_low']:+.3f}, {comparison['ci_high']:+.3f}], exact McNemar p "
-            f"{comparison['mcnemar_p']:.3f} < {alpha:.4g})"
+            f"{comparison['mcnemar_p']:.3f} < {alpha:.4g}); timeouts (counted as failures): "
+            + ", ".join(timeout_share(x, comparison["exclusion_rates"][x]) for x in (winner, loser))
             + (f". {comparison['exclusion_note']}" if comparison["exclusion_note"] else ".")
             + (f" {reuse['sentence']}" if reuse else "")
         )
