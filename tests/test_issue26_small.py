@@ -14,18 +14,24 @@ change, next to an honest case that must keep its verdict:
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import yaml
+from scipy import stats as st
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(HERE))
 
-from sealbench import agent_probe, sandbox  # noqa: E402
+from sealbench import agent_probe, decision_rule, identity, paired, power, sandbox  # noqa: E402
 from sealbench.agent_command import command_plan  # noqa: E402
+from test_gate_refusals import BASE, CAND, _dominant_candidate, _set_status, build_spec, codes, decide  # noqa: E402
+from test_gate_seeds import seed1_spec  # noqa: E402
 
 BWRAP = sandbox.bwrap_problem()
 needs_bwrap = pytest.mark.skipif(bool(BWRAP) and not os.environ.get("CI"), reason=f"bubblewrap unavailable: {BWRAP}")
@@ -116,8 +122,6 @@ def test_attack_a_command_bash_cannot_parse_is_refused(proj: Path) -> None:
 
 # ------------------------------------------------------------------ 2. a file named only in env: is covered
 
-from sealbench import identity  # noqa: E402
-
 
 def test_attack_editing_a_script_named_only_in_env_changes_the_fingerprint(tmp_path: Path) -> None:
     script = tmp_path / "agentsrc" / "agent.py"
@@ -177,20 +181,15 @@ def test_honest_search_paths_and_the_working_folder_in_env_are_not_hashed(tmp_pa
 
 # ------------------------------------------------------------------ 3. a difference of rates stays in [-1, 1]
 
-import numpy as np  # noqa: E402
-from scipy import stats as st  # noqa: E402
-
-from sealbench import decision_rule, paired  # noqa: E402
-
 #: Two strata of three tasks, the candidate passing two of three more in each: the stratified t
 #: interval's upper bound is delta + t(4) * se = 0.667 + 0.654 > 1.
 STRATA = ["easy"] * 3 + ["hard"] * 3
-CAND = [1, 1, 1, 1, 1, 1]
-BASE = [0, 0, 1, 0, 0, 1]
+CAND_PASS = [1, 1, 1, 1, 1, 1]
+BASE_PASS = [0, 0, 1, 0, 0, 1]
 
 
 def test_attack_the_stratified_t_interval_of_rates_never_leaves_minus_one_one() -> None:
-    r = paired.paired_delta(STRATA, CAND, BASE, n_resamples=2000)
+    r = paired.paired_delta(STRATA, CAND_PASS, BASE_PASS, n_resamples=2000)
     assert r.method == "stratified_t"
     # the raw bounds are what scipy's t quantile gives (kept for checking), the printed ones clamped
     half = st.t.ppf(0.975, 4) * np.sqrt(2 * 0.5 ** 2 * np.var([1, 1, 0], ddof=1) / 3)
@@ -210,8 +209,8 @@ def test_attack_the_paired_t_interval_of_rates_never_leaves_minus_one_one() -> N
     low = paired.paired_delta(["all"] * 3, [0, 0, 0], [1, 1, 0], n_resamples=2000)
     assert low.ci_low == -1.0 and low.ci_raw[0] < -1 and low.ci_high == pytest.approx(-want.low), low
     # the functions themselves, for a caller naming the limits
-    assert paired.stratified_t(STRATA, np.subtract(CAND, BASE), limits=(-1, 1))[3][1] == 1.0
-    assert paired.stratified_t(STRATA, np.subtract(CAND, BASE))[3][1] > 1
+    assert paired.stratified_t(STRATA, np.subtract(CAND_PASS, BASE_PASS), limits=(-1, 1))[3][1] == 1.0
+    assert paired.stratified_t(STRATA, np.subtract(CAND_PASS, BASE_PASS))[3][1] > 1
 
 
 def test_honest_an_interval_inside_minus_one_one_is_unchanged() -> None:
@@ -224,11 +223,6 @@ def test_honest_an_interval_inside_minus_one_one_is_unchanged() -> None:
 
 
 # ------------------------------------------------------------------ 4. the winner sentence states both timeout rates
-
-import re  # noqa: E402
-
-from sealbench import power  # noqa: E402
-from test_gate_refusals import BASE, CAND, _dominant_candidate, _set_status, build_spec, decide  # noqa: E402
 
 
 def _winner_spec(base_timeouts: list[str]) -> dict:
@@ -264,3 +258,32 @@ def test_honest_without_timeouts_the_winner_sentence_says_none_and_keeps_its_ver
     s = _winner_sentence(d)
     assert f"timeouts (counted as failures): {CAND} 0 of 9 runs (0%), {BASE} 0 of 9 runs (0%)" in s, s
     assert d["comparison"]["exclusion_rates"][BASE]["timeouts"] == 0
+
+
+# ------------------------------------------------------------------ 5. what docs/results.md says of seed 001
+
+
+def _seed1_passage() -> str:
+    text = (ROOT / "docs" / "results.md").read_text()
+    start = text.index("Seed 001's example report")
+    return " ".join(text[start:text.index("\n\n", start)].split())
+
+
+def test_attack_the_docs_say_what_seed_001_does_with_the_bundled_min_kept_tasks(tmp_path: Path) -> None:
+    bundled = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["min_kept_tasks"]
+    spec = seed1_spec()
+    fixture_floor = spec["cfg"]["min_kept_tasks"]
+    published = decide(tmp_path / "fixture", spec)
+    assert published["publishable"] and published["headline"] == pytest.approx(3 / 7)
+    spec = seed1_spec()
+    spec["cfg"]["min_kept_tasks"] = bundled
+    refused = decide(tmp_path / "bundled", spec)
+    passage = _seed1_passage()
+    # the passage names the floor it publishes with, the bundled default and what that default does
+    assert f"`min_kept_tasks: {fixture_floor}`" in passage, passage
+    if refused["publishable"]:
+        assert "with the bundled default" not in passage
+    else:
+        assert refused["headline"] is None and f"bundled default of {bundled}" in passage, passage
+        for code in codes(refused):
+            assert f"`{code}`" in passage, (code, passage)
