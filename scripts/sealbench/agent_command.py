@@ -26,6 +26,9 @@ class CommandPlan:
     #: was found here, or None), ``python`` (whether it is a Python), ``script``/``script_path``
     #: (the script that Python runs) and ``module`` (``-m``); None when the command runs builtins only
     first: Mapping[str, Any] | None
+    #: the commands one of which runs first, like ``first``: ``first`` and, when it is in a
+    #: ``case`` branch, the first command of each other branch (``_Coverage.entries``)
+    entries: tuple[Mapping[str, Any], ...] = ()
 
     def without(self, drop: Callable[[NamedPath], bool]) -> "CommandPlan":
         """The plan without the named paths ``drop`` selects: neither mounted nor rewritten."""
@@ -119,7 +122,8 @@ def command_plan(name: str, spec: Mapping[str, Any], base: Path | str | None = N
     cov = _Coverage(name, spec, base, None, hash_files=False)
     cov.add_module = lambda module, token: None  # type: ignore[method-assign]  # found by Python, not mounted
     cov.add_command(spec["command"])
+    entries = tuple(dict(e) for e in cov.entries())
     return CommandPlan(command=spec["command"], base=str(base), named=tuple(cov.named),
-                       first=dict(cov.first) if cov.first else None)
+                       first=entries[0] if entries else None, entries=entries)
 
 

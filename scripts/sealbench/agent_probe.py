@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ from typing import Any, Iterable, Mapping
 from .core import ConfigError, harness_env
 from .agent_health import HEALTH_DIR
 from .agent_command import CommandPlan, command_plan
+from .shell_syntax import runtime_word
 from .sandbox import SandboxUnavailable, make_sandbox, never_mounted, resolve_level
 from .processes import run_process
 from .untrusted import remove_tree
@@ -183,10 +186,42 @@ def probe_agent(agent: str, spec: Mapping[str, Any], sandbox_mode: str = "auto",
         return Probe(agent, command, False, str(exc))
     plan = plan.without(lambda n: never_mounted(n.path))
     readonly = tuple(r for r in readonly if not never_mounted(r))
-    first = plan.first
-    if first is None:
+    syntax = shell_syntax_error(command)
+    if syntax is not None:
+        return Probe(agent, command, False, f"bash cannot read the command: {syntax}", 2, level)
+    if plan.first is None:
         return Probe(agent, command, True, "shell builtins only: nothing to start", 0, level)
-    if "$" in first["word"] or (first["python"] and first["script"] is None and first["module"] is None):
+    said: list[str] = []
+    for first in plan.entries:  # the first command, or each case branch's: one of them runs first
+        res = _probe_start(agent, command, first, plan, readonly, agent_env, level, hide, limits)
+        if not res.ok:
+            return res
+        said.append(res.reason)
+    return Probe(agent, command, True, "; ".join(dict.fromkeys(said)), 0, level)
+
+
+def shell_syntax_error(command: str) -> str | None:
+    """What ``bash -n`` says of ``command`` (the shell every run uses, reading without running
+    anything), None when it reads it; None too when bash cannot be asked (the runs will say)."""
+    bash = shutil.which("bash")
+    if bash is None:
+        return None
+    try:
+        r = subprocess.run([bash, "--norc", "--noprofile", "-n", "-c", command], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=20, env={"PATH": os.defpath, "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode == 0:
+        return None
+    lines = [ln.strip() for ln in r.stderr.splitlines() if ln.strip()]
+    return re.sub(r"^\S*bash: (-c: )?", "", lines[0]) if lines else f"bash -n exited {r.returncode}"
+
+
+def _probe_start(agent: str, command: str, first: Mapping[str, Any], plan: CommandPlan, readonly: tuple[Path, ...],
+                 agent_env: Mapping[str, str], level: str, hide: Iterable[Path | str | None],
+                 limits: Mapping[str, Any] | None) -> Probe:
+    """The probe of one command that may run first (see :func:`probe_agent`)."""
+    if runtime_word(first["word"]) or (first["python"] and first["script"] is None and first["module"] is None):
         return Probe(agent, command, True, f"{first['word']} not checked: its command is only known at run time",
                      0, level)
     word = first["word"]
@@ -203,7 +238,7 @@ def probe_agent(agent: str, spec: Mapping[str, Any], sandbox_mode: str = "auto",
     try:
         ws = scratch / "ws"
         ws.mkdir()
-        box = make_sandbox(level, writable=[ws], hide=(*(h for h in hide if h), base),
+        box = make_sandbox(level, writable=[ws], hide=(*(h for h in hide if h), Path(plan.base)),
                            readable=[*readonly, *plan.mounts], limits=limits)
         env = worker_env(level, agent_env, {"SEALBENCH_WORKSPACE": str(ws), "SEALBENCH_ISOLATION": level})
         probe = f"exec {shlex.quote(sys.executable)} -I -S -c {shlex.quote(_PROBE)} {shlex.quote(json.dumps(args))}"

@@ -42,6 +42,7 @@ from .core import (
     sha256_text,
 )
 from .code_digests import _sealbench_closure
+from .shell_syntax import OPERATOR_CHARS, runtime_word, shell_events
 
 #: A folder an agent's identity covers (readonly_paths, code_paths) may hold at most this many
 #: files: more is a configuration error (name narrower folders), so planning stays quick.
@@ -59,26 +60,15 @@ _SHELL_BUILTINS = frozenset({
     "unalias", "unset", "until", "wait", "while", "{", "}", "!",
 })
 #: After these words the next word is again a command (``exec python x.py``, ``if true; then …``).
-_COMMAND_PREFIXES = frozenset({"exec", "command", "builtin", "nohup", "env", "time", "nice", "then", "do", "else",
-                               "elif", "if", "while", "until", "!", "{"})
+#: (Reserved words — then, do, if, ! … — are :mod:`sealbench.shell_syntax`'s.)
+_COMMAND_PREFIXES = frozenset({"exec", "command", "builtin", "nohup", "env", "time", "nice"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"^python[0-9.]*$")
+#: ``env:`` variables whose value is where things are looked up or written, not code.
+_ENV_NOT_CODE = frozenset({"PATH", "PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH", "HOME", "TMPDIR"})
 #: Other interpreters whose first word (when not an option) is the script they run.
 _SCRIPT_RUNNER = re.compile(r"^((ba|da|k|z)?sh|node|perl|ruby|Rscript)$")
-_PUNCT = set("();<>|&")
-
-
-def _shell_words(command: str) -> list[str]:
-    """The command's words and operators, the way a POSIX shell splits them (quotes removed).
-
-    Shell syntax shlex cannot follow (an unbalanced quote) falls back to splitting on whitespace
-    and operators, quotes stripped from the ends of each word."""
-    lex = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lex.whitespace_split = True
-    try:
-        return list(lex)
-    except ValueError:
-        return [w.strip("'\"") for w in re.findall(r"[^\s;&|()<>]+|[;&|()<>]+", command)]
+_PUNCT = set(OPERATOR_CHARS - {"\n"})
 
 
 def _module_search(entries: Iterable[str], base: Path) -> list[str]:
@@ -116,8 +106,12 @@ class _Coverage:
         self.interpreter = sys.executable
         #: every word naming a covered file or folder (:class:`NamedPath`), in command order
         self.named: list[NamedPath] = []
-        #: the first command the shell runs (builtins aside): what the start check probes
-        self.first: dict[str, Any] | None = None
+        #: each simple command's start, in command order: its command word, where it was found,
+        #: whether it is a Python, its script or module, whether a cd came before it and the case
+        #: branches it is inside (see :meth:`entries`: what the start check probes)
+        self.starts: list[dict[str, Any]] = []
+        #: names a lookup tests before running them (``command -v X``, ``type X``, ``which X``)
+        self.guarded: set[str] = set()
 
     # -- naming
 
@@ -221,6 +215,26 @@ class _Coverage:
             return "results/ holds outputs, not code"
         return None
 
+    # -- the env: values
+
+    def add_env(self, env: Mapping[str, Any]) -> None:
+        """Each ``env:`` value naming an existing file or folder (absolute, ``~``, or relative to
+        the working directory), covered as a word of the command naming it is (:meth:`add_word`:
+        a folder's files, the working, home and temporary folders never). Search paths and the
+        agent's own home or temporary folder (:data:`_ENV_NOT_CODE`) are not code: what the
+        command finds through ``PATH``/``PYTHONPATH`` is covered already."""
+        for key, value in sorted(env.items()):
+            v = str(value)
+            if not v or not (os.path.isabs(os.path.expanduser(v)) or os.path.exists(os.path.join(self.base, v))):
+                continue
+            p = self.abspath(v)
+            if not os.path.exists(p):
+                continue
+            if key in _ENV_NOT_CODE or key.startswith("XDG_"):
+                self.skip(f"{key}={v}", f"env {key}: a search path or the agent's own folder, not code; not hashed")
+                continue
+            self.add_word(v, p, command_word=False)
+
     # -- the command
 
     def add_word(self, token: str, p: str, command_word: bool) -> bool:
@@ -307,28 +321,40 @@ class _Coverage:
                 self.cover(os.path.abspath(f))
 
     def add_command(self, command: str) -> None:
+        """Cover what ``command``'s words name, read with bash's grammar (:func:`shell_events`),
+        and note each simple command's start (``starts``: what the start check may probe)."""
+        parse = shell_events(command)
         at_command = True  # the next word is run as a command
         redirect: str | None = None  # the operator the next word is the target of
         python = module_next = option_arg = False  # inside `python [options]`, the word after -m
-        in_first = False  # inside the first command's words (see self.first)
-        runner_next = False  # the next word is the script of the first command's interpreter (bash x.sh)
-        cd_first = False  # a `cd` ran before the first command: its relative paths are not the project's
-        for w in _shell_words(command):
-            word = w  # as written (quotes removed)
-            if w and set(w) <= _PUNCT:  # an operator: ; && || | & ( ) or a redirection
-                redirect = w if ("<" in w or ">" in w) else None
-                at_command = redirect is None
-                python = module_next = option_arg = runner_next = False
-                if at_command:
-                    in_first = False
+        cur: dict[str, Any] | None = None  # the start of the simple command being read (see starts)
+        runner_next = False  # the next word is the script of the command's interpreter (bash x.sh)
+        cd_seen = False  # a `cd` ran before: relative paths of later commands are not the project's
+        prefix = ""  # the last prefix word (exec, command, env …) of this command
+        lookup = False  # the words are names a lookup tests (command -v X, type X, hash X, which X)
+        for ev in parse.events:
+            w, kind = ev.token, ev.kind
+            if kind == "skip":
                 continue
+            if kind != "word":  # an operator, a redirection, or a reserved word (then, done, fi …)
+                redirect = w if kind == "redirect" else None
+                at_command = kind in ("sep", "open")
+                python = module_next = option_arg = runner_next = False
+                if kind != "redirect":
+                    cur, prefix, lookup = None, "", False
+                continue
+            word = w  # as written (quotes removed)
             if redirect is not None:
                 r, redirect = redirect, None
                 if ">" in r or r.startswith("<<") or w.isdigit() or w == "-":
                     continue  # an output, a here-document or a descriptor: not code
             elif at_command:
+                if prefix == "command" and w.startswith("-") and set(w[1:]) & {"v", "V"}:
+                    at_command, lookup = False, True  # command -v X: looks X up, runs nothing
+                    continue
                 if w in _COMMAND_PREFIXES or (w.startswith("-") and w != "-"):
-                    continue  # exec/env/nohup/if/then … (and their options): a command follows
+                    prefix = w if w in _COMMAND_PREFIXES else prefix
+                    continue  # exec/env/nohup … (and their options): a command follows
                 if _ASSIGNMENT.match(w):  # VAR=value before the command
                     var, w = w.split("=", 1)
                     if var == "PYTHONPATH":
@@ -336,36 +362,36 @@ class _Coverage:
                         continue
                 else:
                     at_command = False
-                    if w in ("cd", "pushd") and self.first is None:
-                        cd_first = True
-                    if w not in _SHELL_BUILTINS:
-                        first = self.first is None
-                        if first:
-                            self.first = {"word": w, "path": None, "python": False, "script": None,
-                                          "script_path": None, "module": None, "after_cd": cd_first}
-                            in_first = True
-                        python = self.add_command_word(w)
-                        if first:
-                            self.first["python"] = python
-                            runner_next = not python and bool(_SCRIPT_RUNNER.match(os.path.basename(w)))
+                    cd_seen = cd_seen or w in ("cd", "pushd")
+                    lookup = os.path.basename(w) in ("type", "hash", "which")
+                    if w not in _SHELL_BUILTINS and w not in parse.functions:
+                        cur = {"word": w, "path": None, "python": False, "script": None, "script_path": None,
+                               "module": None, "after_cd": cd_seen, "branch": ev.branch}
+                        self.starts.append(cur)
+                        python = self.add_command_word(w, cur)
+                        cur["python"] = python
+                        runner_next = not python and bool(_SCRIPT_RUNNER.match(os.path.basename(w)))
                     continue
-            runner_script, runner_next = runner_next and in_first and not w.startswith("-") and "$" not in w, False
+            if lookup and not w.startswith("-"):
+                self.guarded.add(w)
+            runner_script, runner_next = runner_next and cur is not None and not w.startswith("-") \
+                and not runtime_word(w), False
             if "$" in w:
                 self.skip(w, "contains $: expanded by the shell at run time, not resolved")
-                if in_first and python and self.first is not None and self.first["script"] is None \
-                        and self.first["module"] is None and not w.startswith("-"):
-                    in_first = False  # python's script or module is only known at run time
+                if cur is not None and python and cur["script"] is None and cur["module"] is None \
+                        and not w.startswith("-"):
+                    cur = None  # python's script or module is only known at run time
                 continue
             if python and module_next:
                 python = module_next = False
-                self.first_module(in_first, w)
+                self.start_module(cur, w)
                 self.add_module(w, w)
                 continue
             if python and w.startswith("-m"):
                 module_next = w == "-m"
                 if not module_next:
                     python = False
-                    self.first_module(in_first, w[2:])
+                    self.start_module(cur, w[2:])
                     self.add_module(w[2:], w)
                 continue
             if python and w in ("-W", "-X", "--check-hash-based-pycs"):
@@ -376,20 +402,19 @@ class _Coverage:
                 continue
             if python and w == "-c":
                 python = False  # code follows, then its arguments: no script
-                if in_first:
-                    in_first = False
+                cur = None
                 continue
             role = "argument"
-            if runner_script and self.first is not None:
+            if runner_script and cur is not None:
                 role = "script"
-                self.first["script"] = w
-                self.first["script_path"] = self.abspath(w)
+                cur["script"] = w
+                cur["script_path"] = self.abspath(w)
             if python and not w.startswith("-"):
                 python = False  # the script python runs; its arguments follow
                 role = "script"
-                if in_first and self.first is not None:
-                    self.first["script"] = w
-                    self.first["script_path"] = self.abspath(w)
+                if cur is not None:
+                    cur["script"] = w
+                    cur["script_path"] = self.abspath(w)
             for cand in ([w, w.split("=", 1)[1]] if "=" in w else [w]):
                 if cand and (os.path.isabs(os.path.expanduser(cand)) or os.path.exists(os.path.join(self.base, cand))):
                     p = self.abspath(cand)
@@ -398,14 +423,39 @@ class _Coverage:
                             self.name_word(word, cand, p, role)
                         break
 
-    def first_module(self, in_first: bool, module: str) -> None:
-        if in_first and self.first is not None:
-            self.first["module"] = module
+    @staticmethod
+    def start_module(cur: dict[str, Any] | None, module: str) -> None:
+        if cur is not None:
+            cur["module"] = module
 
-    def add_command_word(self, w: str) -> bool:
+    @property
+    def first(self) -> dict[str, Any] | None:
+        """The first command the shell runs, builtins and functions aside (None: builtins only);
+        a command a lookup tests first (``command -v X && X …``) may not run: never the first."""
+        entries = self.entries()
+        return entries[0] if entries else None
+
+    def entries(self) -> list[dict[str, Any]]:
+        """The commands one of which the shell runs first: the first command, and when it is in a
+        case branch, the first command of each other branch of that case (which branch runs is
+        known only at run time). Commands a lookup tests (``command -v X``) are left out."""
+        starts = [s for s in self.starts if s["word"] not in self.guarded]
+        if not starts:
+            return []
+        out = [starts[0]]
+        for case_id, own in starts[0]["branch"]:
+            seen = {own}
+            for s in starts[1:]:
+                b = dict(s["branch"]).get(case_id)
+                if b is not None and b not in seen:
+                    seen.add(b)
+                    out.append(s)
+        return out
+
+    def add_command_word(self, w: str, start: dict[str, Any] | None = None) -> bool:
         """The word the shell runs: found on the agent's PATH (or a path). True for a Python."""
-        if "$" in w:
-            self.skip(w, "contains $: expanded by the shell at run time, not resolved")
+        if runtime_word(w):
+            self.skip(w, "contains $, ` or a pattern: expanded by the shell at run time, not resolved")
             return False
         if "/" in w:
             p = self.abspath(w)
@@ -418,8 +468,8 @@ class _Coverage:
         if not os.path.exists(p):
             self.skip(w, "no such file")
             return False
-        if self.first is not None and self.first["word"] == w and self.first["path"] is None:
-            self.first["path"] = p
+        if start is not None and start["path"] is None:
+            start["path"] = p
         if self.add_word(w, p, command_word=True):
             self.name_word(w, w, p, "command")
         if _PYTHON.match(os.path.basename(w)):
@@ -467,6 +517,9 @@ def agent_identity(name: str, spec: Mapping[str, Any], base: Path | str | None =
       value of ``--opt=value``), a folder a word names (every file in it);
     * ``python -m module``: the module's file, found without importing it; for sealbench's own
       modules (the built-in agents) only that module and the sealbench modules it imports;
+    * each ``env:`` value naming an existing file or folder, as a word of the command would
+      (``python3 $AGENT_SCRIPT`` with ``AGENT_SCRIPT: agents/x.py``); search paths (``PATH``,
+      ``PYTHONPATH``), ``HOME``, ``TMPDIR`` and ``XDG_*`` aside;
     * every file under ``readonly_paths`` and ``code_paths`` (symlinks: their target's bytes).
 
     Words with ``$`` are expanded by the shell at run time and are not resolved; they are listed
@@ -485,6 +538,7 @@ def agent_identity(name: str, spec: Mapping[str, Any], base: Path | str | None =
         cache = HashCache(Path(cache))
     cov = _Coverage(name, spec, base, cache)
     cov.add_command(spec["command"])
+    cov.add_env(spec.get("env") or {})
     for p in spec.get("readonly_paths") or []:
         cov.add_path(p, "readonly_paths")
     for p in spec.get("code_paths") or []:

@@ -12,7 +12,12 @@ task ids. The decision interval of :func:`paired_delta` is the *stratified t int
     df    = n - H                              (H strata)
     ci    = delta -/+ t_{1-alpha/2, df} * se
 
-which with one stratum is exactly the paired t interval. Reported alongside it: the
+which with one stratum is exactly the paired t interval. For per-task pass rates (every score
+in [0, 1]) the difference lies in [-1, 1], so the t bounds are clamped to [-1, 1] (a t interval
+is symmetric and knows no such limit: ``[+0.196, +1.138]`` would print otherwise); the point
+estimate, the se and the p-values are not changed, and the raw bounds are kept
+(``ci_raw``, ``paired_t_ci_raw``), which are what the reference values from scipy check.
+Reported alongside it: the
 unstratified paired t interval, a blocked (within-stratum) percentile bootstrap
 (``bootstrap.py``; the variance picture only: it under-covers at small n), the exact McNemar
 (sign-test) p and, for binary outcomes, the Newcombe hybrid score interval. The call made
@@ -41,6 +46,7 @@ __all__ = [
     "two_by_two",
     "paired_delta",
     "stratified_t",
+    "clamp_interval",
     "mcnemar_exact_p",
     "mcnemar_midp",
     "newcombe_paired_interval",
@@ -115,9 +121,9 @@ class PairedResult:
     df: int
     """Degrees of freedom of the decision interval (n - H, or n - 1 for paired_t)."""
     ci_low: float
-    """Lower end of the decision interval."""
+    """Lower end of the decision interval (clamped to -1 for rates; see ``ci_raw``)."""
     ci_high: float
-    """Upper end of the decision interval."""
+    """Upper end of the decision interval (clamped to 1 for rates; see ``ci_raw``)."""
     method: str
     """"stratified_t" (H >= 2 strata) or "paired_t" (one stratum, or a fallback)."""
     n: int
@@ -125,7 +131,7 @@ class PairedResult:
     n_by_stratum: dict[str, int]
     """Tasks per stratum, in first-appearance order."""
     paired_t_ci: tuple[float, float]
-    """Unstratified paired t interval (ignores strata), for comparison."""
+    """Unstratified paired t interval (ignores strata), for comparison (clamped like ``ci_low``)."""
     paired_t_p: float
     """Two-sided p of the unstratified paired t test of mean(d) = 0 (1.0 if all d equal 0)."""
     bootstrap_ci: tuple[float, float]
@@ -150,16 +156,31 @@ class PairedResult:
     """Number of bootstrap resamples drawn."""
     seed: int = DEFAULT_SEED
     """Seed given to numpy.random.default_rng for the bootstrap."""
+    ci_raw: tuple[float, float] | None = None
+    """The decision interval before clamping to [-1, 1] (delta -/+ t * se as computed)."""
+    paired_t_ci_raw: tuple[float, float] | None = None
+    """The unstratified paired t interval before clamping."""
+
+
+def clamp_interval(ci: tuple[float, float], limits: tuple[float, float] | None) -> tuple[float, float]:
+    """``ci`` with each bound moved into ``limits`` (the range the estimated quantity can take:
+    (-1, 1) for a difference of rates); ``ci`` unchanged when ``limits`` is None."""
+    if limits is None:
+        return float(ci[0]), float(ci[1])
+    lo, hi = float(limits[0]), float(limits[1])
+    return min(max(float(ci[0]), lo), hi), min(max(float(ci[1]), lo), hi)
 
 
 def stratified_t(
-    strata: Sequence[str], d: Sequence[float], conf: float = 0.95
+    strata: Sequence[str], d: Sequence[float], conf: float = 0.95, *,
+    limits: tuple[float, float] | None = None,
 ) -> tuple[float, float, int, tuple[float, float]]:
     """Stratified t interval for paired differences ``d``: ``(delta, se, df, (lo, hi))``.
 
     ``delta = sum w_h dbar_h`` with ``w_h = n_h/n``; ``se = sqrt(sum w_h^2 s_h^2 / n_h)``
-    (``s_h^2`` ddof=1); ``df = n - H``. Raises ``ValueError`` if a stratum has fewer
-    than 2 tasks (its variance cannot be estimated).
+    (``s_h^2`` ddof=1); ``df = n - H``. With ``limits`` (``(-1, 1)`` for a difference of rates)
+    the bounds are clamped to it (:func:`clamp_interval`); delta and se never are. Raises
+    ``ValueError`` if a stratum has fewer than 2 tasks (its variance cannot be estimated).
     """
     conf = _check_conf(conf)
     d_arr = np.asarray(d, dtype=float)
@@ -187,17 +208,19 @@ def stratified_t(
     df = n - len(order)
     se = math.sqrt(var)
     half = float(_st.t.ppf(0.5 + conf / 2, df)) * se
-    return delta, se, df, (delta - half, delta + half)
+    return delta, se, df, clamp_interval((delta - half, delta + half), limits)
 
 
-def _paired_t(d: np.ndarray, conf: float) -> tuple[float, float, int, tuple[float, float]]:
+def _paired_t(d: np.ndarray, conf: float, limits: tuple[float, float] | None = None,
+              ) -> tuple[float, float, int, tuple[float, float]]:
+    """The paired t interval of ``d`` (bounds clamped to ``limits`` when given)."""
     n = len(d)
     if n < 2:
         raise ValueError(f"a paired t interval needs at least 2 tasks, got {n}")
     delta = float(d.mean())
     se = float(d.std(ddof=1)) / math.sqrt(n)
     half = float(_st.t.ppf(0.5 + conf / 2, n - 1)) * se
-    return delta, se, n - 1, (delta - half, delta + half)
+    return delta, se, n - 1, clamp_interval((delta - half, delta + half), limits)
 
 
 def _t_pvalue(delta: float, se: float, df: int) -> float:
@@ -299,7 +322,9 @@ def paired_delta(
     cannot be estimated, and the result falls back to the unstratified paired t interval
     (method ``"paired_t"``, reason in ``note``). Also reports the unstratified paired t
     interval, a blocked bootstrap, the exact McNemar (sign-test) p, and for binary
-    outcomes the Newcombe hybrid score interval.
+    outcomes the Newcombe hybrid score interval. When every score is in [0, 1] (pass rates)
+    the t bounds (``ci_low``/``ci_high``, ``paired_t_ci``) are clamped to [-1, 1], the raw ones
+    kept in ``ci_raw``/``paired_t_ci_raw``; delta, se and the p-values are never changed.
     """
     conf = _check_conf(conf)
     d, order, codes, cb = _as_pairs(strata, cand, base)
@@ -323,13 +348,15 @@ def paired_delta(
     else:
         delta, se, df, ci = stratified_t(labels, d, conf)
         method = "stratified_t"
+    c, b = cb
+    rates = bool(np.all((c >= 0) & (c <= 1)) and np.all((b >= 0) & (b <= 1)))
+    limits = (-1.0, 1.0) if rates else None  # a difference of two rates
 
     boot_ci, boot_se, _ = blocked_bootstrap(labels, d, conf, n_resamples, seed)
     wins = int(np.sum(d > 0))
     losses = int(np.sum(d < 0))
 
     newcombe = None
-    c, b = cb
     if np.all(np.isin(c, (0.0, 1.0))) and np.all(np.isin(b, (0.0, 1.0))):
         newcombe = newcombe_paired_interval(**two_by_two(c, b), conf=conf)
 
@@ -337,12 +364,12 @@ def paired_delta(
         delta=float(delta),
         se=float(se),
         df=int(df),
-        ci_low=float(ci[0]),
-        ci_high=float(ci[1]),
+        ci_low=clamp_interval(ci, limits)[0],
+        ci_high=clamp_interval(ci, limits)[1],
         method=method,
         n=n,
         n_by_stratum=n_by,
-        paired_t_ci=(float(pt_ci[0]), float(pt_ci[1])),
+        paired_t_ci=clamp_interval(pt_ci, limits),
         paired_t_p=_t_pvalue(pt_delta, pt_se, pt_df),
         bootstrap_ci=boot_ci,
         bootstrap_se=boot_se,
@@ -355,6 +382,8 @@ def paired_delta(
         note=note,
         bootstrap_resamples=int(n_resamples),
         seed=int(seed),
+        ci_raw=(float(ci[0]), float(ci[1])),
+        paired_t_ci_raw=(float(pt_ci[0]), float(pt_ci[1])),
     )
 
 

@@ -289,6 +289,13 @@ def redraw_words(redraws: Mapping[str, int]) -> str:
     return " " + "; ".join(parts) + (f" ({who})" if who else "") + "."
 
 
+def timeout_share(solver: str, counts: Mapping) -> str:
+    """``NAME t of n runs (p%)``: one solver's runs on the scored split stopped at their clock
+    (``counts``: :func:`sealbench.summaries.abstention_counts`), as the winner sentence states them."""
+    runs, t = counts["runs"], counts["timeouts"]
+    return f"{solver} {t} of {runs} runs ({pct(t / runs if runs else None)})"
+
+
 def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping, comparison: Mapping,
                        dummies: list[dict], no_pooled: bool, reuse: Mapping | None, codes: list[str],
                        publishable: bool, alpha: float, interval: Mapping | None = None,
@@ -296,7 +303,9 @@ def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping
     """The headline sentence (pooled or per stratum, with its interval: corrected for the agent
     versions that reached the holdout before, and saying so; with the slots drawn more than once
     counted), the dummy deltas and the comparison sentence — or, when the gate refused, the
-    refused headline."""
+    refused headline. The comparison sentence that names a winner states both solvers' timeouts
+    on the scored split (the headline states the candidate's), from
+    ``comparison["exclusion_rates"]``."""
     cand, base, split = cfg["candidate"], cfg["baseline"], cfg["score_split"]
     env = cfg["envelope"]
     allowed: list[str] = []
@@ -335,7 +344,8 @@ def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping
             f"On these {comparison['matched_tasks']} {split} tasks, {winner} passed more than {loser}: delta "
             f"{comparison['delta']:+.3f} (95% {comparison['method'].replace('_', ' ')} interval "
             f"[{comparison['ci_low']:+.3f}, {comparison['ci_high']:+.3f}], exact McNemar p "
-            f"{comparison['mcnemar_p']:.3f} < {alpha:.4g})"
+            f"{comparison['mcnemar_p']:.3f} < {alpha:.4g}); timeouts (counted as failures): "
+            + ", ".join(timeout_share(x, comparison["exclusion_rates"][x]) for x in (winner, loser))
             + (f". {comparison['exclusion_note']}" if comparison["exclusion_note"] else ".")
             + (f" {reuse['sentence']}" if reuse else "")
         )

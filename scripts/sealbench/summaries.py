@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any, Mapping
 
 from . import epoch_stats
-from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, PASS, STATUSES
+from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, PASS, STATUSES, TIMEOUT
 from .sentences import fmt
 
 
@@ -29,10 +29,13 @@ def per_task_scores(runs, solver: str, split: str, abstained_as_failures: bool =
 
 
 def abstention_counts(rows) -> dict:
-    """Runs, excluded and infra_fail rows of one solver on the slice, and their share."""
+    """Runs, excluded and infra_fail rows of one solver on the slice, and their share; with
+    ``timeouts``, the runs stopped at their clock (failures, not abstentions: the winner sentence
+    states them for both solvers, as the headline does for the candidate)."""
     total = int(len(rows))
     ex, inf = int((rows.status == EXCLUDED).sum()), int((rows.status == INFRA_FAIL).sum())
-    return {"runs": total, "excluded": ex, "infra_fail": inf, "rate": fmt((ex + inf) / total, 6) if total else None}
+    return {"runs": total, "excluded": ex, "infra_fail": inf, "rate": fmt((ex + inf) / total, 6) if total else None,
+            "timeouts": int((rows.status == TIMEOUT).sum())}
 
 
 #: Longest reason key :func:`failure_key` returns (an ellipsis marks a cut).
