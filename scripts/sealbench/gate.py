@@ -75,6 +75,7 @@ def compare(s: Slice, alpha: float) -> tuple[dict, list[dict]]:
         verdict_label = call.label
         comparison.update({
             "delta": fmt(res.delta, 6), "ci_low": fmt(res.ci_low, 6), "ci_high": fmt(res.ci_high, 6),
+            "ci_raw": [fmt(x, 6) for x in res.ci_raw],
             "se": fmt(res.se, 6), "df": res.df, "method": res.method, "note": res.note,
             "bootstrap_ci": [fmt(x, 6) for x in res.bootstrap_ci], "bootstrap_se": fmt(res.bootstrap_se, 6),
             "mcnemar_p": fmt(res.mcnemar_p, 6), "wins": res.wins, "losses": res.losses,
