@@ -31,7 +31,7 @@ from .core import SealbenchError, atomic_write_text, canonical_json, sha256_text
 from .holdout_memory import Memory, holdout_memory
 from .latest_link import point_latest
 from .ledger import LEDGER_CITATION, append_ledger, read_ledger
-from .refusal_rules import RULES, tamper_note, tokens_incomplete_note
+from .refusal_rules import RULES, stamp_claims_note, tamper_note, tokens_incomplete_note
 from .refusals import note_for
 from .report_html import write_report
 from .report_md import render_report
@@ -155,7 +155,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     s.aggregate()                                        # 2. the candidate's aggregates
     reasons = list(memory.reasons)
     reasons += [r for _code, rule in RULES if (r := rule(s)) is not None]   # 3. every refusal rule
-    notes = list(memory.notes) + [n for n in [tamper_note(s), tokens_incomplete_note(s)] if n]
+    notes = list(memory.notes) + [n for n in [tamper_note(s), tokens_incomplete_note(s), stamp_claims_note(s)] if n]
     comparison, cmp_notes = compare(s, memory.alpha)      # 4. the paired comparison
     notes += cmp_notes
     no_pooled, dummies, form_notes = headline_form(s)     # 5. may one pooled number be quoted?
