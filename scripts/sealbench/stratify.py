@@ -81,15 +81,16 @@ BRIDGE, NO_SERVER_RUN, UNOBSERVED = "bridge", "offline", "unobserved"
 
 def observed_session(run: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """(how it was observed, the runs table's session columns) from a run record: the bridge's
-    ``session_observed``; a sandboxed run without an endpoint reached no server
-    (``server_id`` :data:`~sealbench.contract.OFFLINE_SERVER_ID`); otherwise nothing is known.
+    ``session_observed``; a sandboxed run without an endpoint (and nothing relayed: :func:`server_use`)
+    reached no server (``server_id`` :data:`~sealbench.contract.OFFLINE_SERVER_ID`); otherwise
+    nothing is known.
     Never from the agent's stamp."""
     obs = run.get("session_observed")
     if isinstance(obs, Mapping):
         return BRIDGE, {"server_id": obs.get("server_id"), "queue_ms": obs.get("max_queue_ms"),
                         "retries": obs.get("retries"), "quota_state": obs.get("quota_state"),
                         "route_changed": obs.get("route_changed")}
-    if not run.get("endpoint") and run.get("isolation") == "bwrap":
+    if not server_use(run):   # sandboxed, no endpoint, nothing relayed: provably no server
         return NO_SERVER_RUN, {"server_id": OFFLINE_SERVER_ID, "queue_ms": None, "retries": None,
                                "quota_state": None, "route_changed": False}
     return UNOBSERVED, {k: None for k in STAMP_KEYS}
