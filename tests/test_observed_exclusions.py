@@ -329,3 +329,10 @@ def test_bridge_without_replies_observes_no_server(tmp_path: Path) -> None:
     got = _through_bridge(tmp_path, [], 0)
     assert got["server_id"] is None and got["quota_state"] is None and got["max_queue_ms"] is None
     assert got["route_changed"] is False and got["retries"] == 0
+
+
+def test_an_infra_fail_run_keeps_its_status_and_has_no_stamp_note() -> None:
+    """The harness's own fault: infra_fail (left out of the rates as before); the stamp it never
+    got to write is not the agent's claim."""
+    [row] = rows_of([score("t1", "infra_fail", NO_STAMP, endpoint=None, isolation="none")])
+    assert row["status"] == "infra_fail" and row["stamp_notes"] is None and row["excluded_reason"] is None

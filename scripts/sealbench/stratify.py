@@ -266,7 +266,8 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
         else:
             # the session as the harness observed it; the agent's stamp is a note, never an exclusion
             row.update(observed_session(run)[1])
-            row["stamp_notes"] = stamp_notes(run, stamp, health)
+            # a run the harness could not run or score wrote nothing of its own: nothing to note
+            row["stamp_notes"] = None if row["status"] == INFRA_FAIL else stamp_notes(run, stamp, health)
             problems = session_problems(run, health, declared_offline(experiment, s["solver"]))
         # timeout, infra_fail and tamper keep their status: an exclusion must not turn a run
         # killed at its clock or caught tampering into an abstention
