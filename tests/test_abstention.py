@@ -8,6 +8,8 @@ Attacks, each against the stage that used to reward it:
 - a run killed at its clock that wrote no stamp, or a forged one (stratify made it ``excluded``);
 - failures reported as ``route_changed: true`` (excluded): the gate's rate with exclusions
   counted as failures must agree with the headline, or there is no headline (EXCLUSIONS_DECIDE).
+  Since issue 26 point 3 the stamp no longer excludes at all (a note, ``stamp_notes``); the
+  gate tests below still build ``excluded`` rows directly, as an observed change would.
 """
 
 from __future__ import annotations
@@ -200,9 +202,11 @@ def test_timed_out_run_is_timeout_even_if_its_score_record_says_otherwise() -> N
     assert row["status"] == "timeout"
 
 
-def test_unhealthy_run_within_its_clock_is_still_excluded() -> None:
+def test_a_route_changed_stamp_within_its_clock_is_a_failure_with_a_note() -> None:
+    """Issue 26 point 3 (was: excluded): the stamp is the agent's claim; only a route change the
+    bridge observed excludes a run (tests/test_observed_exclusions.py)."""
     [row] = _runs_of(_score_record("fail", dict(GOOD_STAMP, route_changed=True), False))
-    assert row["status"] == "excluded"
+    assert row["status"] == "fail" and "route changed" in row["stamp_notes"]
 
 
 def test_hidden_score_timeout_beats_agent_exit_status(pyt, tmp_path: Path) -> None:

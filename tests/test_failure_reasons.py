@@ -67,18 +67,26 @@ def test_offline_agent_pass_without_a_stamp_counts_as_a_pass() -> None:
     assert row["status"] == "pass" and row["server_id"] == "offline"
 
 
-def test_agent_without_offline_and_without_a_stamp_is_still_excluded() -> None:
+def test_agent_without_offline_and_without_a_stamp_is_scored_with_a_note() -> None:
+    """Issue 26 point 3 (was: excluded): a missing stamp is the agent's doing, so it is a note
+    (``stamp_notes``) and the row keeps its scored status; a sandboxed run without an endpoint
+    provably reached no server (``offline``), so it had no session to stamp (no note)."""
     for offline in (None, False):
-        [row] = _rows(_score(NO_STAMP), offline=offline)
-        assert row["status"] == "excluded"
-        assert "stamp.json missing" in row["excluded_reason"]
+        [row] = _rows(_score(NO_STAMP, isolation="bwrap"), offline=offline)
+        assert row["status"] == "fail" and row["excluded_reason"] is None, row
+        assert row["server_id"] == "offline" and row["stamp_notes"] is None
+        [row] = _rows(_score(NO_STAMP, isolation="none"), offline=offline)
+        assert row["status"] == "fail" and row["excluded_reason"] is None, row
+        assert row["server_id"] is None and "stamp.json missing" in row["stamp_notes"]
 
 
-def test_offline_agent_that_writes_a_stamp_has_it_checked() -> None:
+def test_offline_agent_that_writes_a_stamp_has_it_noted() -> None:
+    """Issue 26 point 3 (was: excluded, server_id from the stamp): the stamp's route change is
+    a note; the server is the observed one (``offline``), not the stamp's ``srv-1``."""
     [row] = _rows(_score(dict(GOOD_STAMP, route_changed=True)), offline=True)
-    assert row["status"] == "excluded" and "route changed" in row["excluded_reason"]
+    assert row["status"] == "fail" and "route changed" in row["stamp_notes"]
     [row] = _rows(_score(GOOD_STAMP), offline=True)
-    assert row["status"] == "fail" and row["server_id"] == "srv-1"
+    assert row["status"] == "fail" and row["server_id"] == "offline" and row["stamp_notes"] is None
 
 
 @pytest.mark.parametrize("run", [
@@ -94,7 +102,8 @@ def test_offline_agent_that_used_the_endpoint_is_excluded_with_the_reason(run: d
     assert row["status"] == "excluded", row
     why = row["excluded_reason"]
     assert "offline" in why and ("endpoint" in why or "bridge" in why), why
-    assert "stamp.json missing" in why
+    # issue 26 point 3: the missing stamp is a note now, no longer part of the exclusion's reason
+    assert "stamp.json missing" in row["stamp_notes"] and "stamp.json" not in why
     assert row["server_id"] is None  # nothing is invented for a run that reached a server
 
 

@@ -345,9 +345,12 @@ SEED3_HEALTH = {"allowed_quota_states": ["ok", "within_budget"], "max_queue_ms":
 
 
 def seed3_spec() -> dict:
-    """Seed 003's ten rows as a holdout, with its envelope; the stamps go through stratify's
-    health check (the pipeline's exclusion rule), not through a copy of the seed's keep()."""
-    from sealbench.stratify import health_problems
+    """Seed 003's ten rows as a holdout, with its envelope; the session facts go through
+    stratify's health check (the pipeline's exclusion rule), not through a copy of the seed's
+    keep(). Since issue 26 point 3 only what the harness observed excludes a run, so the seed's
+    rows (read "from the provider's live response") are the sessions the bridge observed
+    (``observed_problems``), not agent-written stamps: the seed's decision is unchanged."""
+    from sealbench.stratify import observed_problems
 
     spec = build_spec()
     spec["cfg"].update(strata=["repair", "migration", "explain"], health=SEED3_HEALTH, min_kept_tasks=8,
@@ -364,7 +367,7 @@ def seed3_spec() -> dict:
         for solver, ok in ((CAND, c), (BASE, b)):
             row = _run(t, solver, "agent", 1, "pass" if ok else "fail")
             row.update(stamp)
-            problems = health_problems(stamp, SEED3_HEALTH)
+            problems = observed_problems(stamp, SEED3_HEALTH)
             if problems:
                 _set_status(row, "excluded")
                 row["reason"] = "; ".join(problems)

@@ -67,7 +67,13 @@ def test_full_run_writes_decision_tables_and_card(done: Path) -> None:
     agents = runs[runs.role == "agent"]
     assert set(agents[agents.solver == "fixer"].status) == {"pass"}
     assert set(agents[agents.solver == "idle"].status) == {"fail"}
-    assert agents.steer_count.eq(0).all() and agents.server_id.eq("local").all()
+    assert agents.steer_count.eq(0).all()
+    # the server is the one the harness observed, not the agents' stamps ("local"): sandboxed
+    # without an endpoint they provably reached none; unsandboxed it is unknown (issue 26 point 3)
+    if BWRAP_PROBLEM:
+        assert agents.server_id.isna().all() and agents.stamp_notes.isna().all()
+    else:
+        assert agents.server_id.eq("offline").all()
     strata = pd.read_parquet(latest / "tables" / "strata.parquet")
     assert {"solver", "split", "stratum", "n", "ci_low", "ci_high", "timeout_rate"} <= set(strata.columns)
     manifest = json.loads((done / "pack" / "split_manifest.json").read_text())

@@ -17,6 +17,15 @@ So the token counts of a sandboxed agent come from what the server said, not fro
 A reply that carries no usage, or that the connection cut short (the client hung up before its
 end, where a stream says its usage), is counted as a reply without usage: the run's metered
 tokens are then incomplete (``run_agent.choose_tokens``), never replaced by the agent's word.
+
+It also *observes the session* (:class:`ObservedSession`, run.json ``session_observed``): per
+reply its HTTP status, the time on the harness's clock from the request's first byte to the
+reply's first byte, and the reply's ``model`` field (JSON or event stream) as the server's
+identity; and every upstream connect that failed (the harness's own fault reaching the server).
+From these, not from the agent's ``stamp.json``, come the session facts that can exclude a run
+(``stratify``): the servers seen, a route change (two server identities in one run, or the
+server unreachable after it had answered), retries (429 and 5xx replies plus failed connects),
+the longest wait for a first reply byte and the quota state (``exhausted`` once a 429 came).
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ import sys
 import threading
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
@@ -39,14 +48,16 @@ except ImportError:  # run as a script inside the sandbox (the TCP side): no pac
 
 
 def _pipe(a: socket.socket, b: socket.socket, tap=None) -> None:
+    """Copy ``a`` to ``b`` until either end closes; ``tap`` sees each piece just before it is sent
+    on (so a request's first byte is timed before the server can answer it)."""
     try:
         while True:
             data = a.recv(1 << 16)
             if not data:
                 break
-            b.sendall(data)
             if tap is not None:
                 tap.feed(data)
+            b.sendall(data)
     except OSError:
         pass
     finally:
@@ -59,8 +70,8 @@ def _pipe(a: socket.socket, b: socket.socket, tap=None) -> None:
                 pass
 
 
-def _splice(a: socket.socket, b: socket.socket, tap_b_to_a=None) -> list[threading.Thread]:
-    pipes = [threading.Thread(target=_pipe, args=(a, b), daemon=True),
+def _splice(a: socket.socket, b: socket.socket, tap_b_to_a=None, tap_a_to_b=None) -> list[threading.Thread]:
+    pipes = [threading.Thread(target=_pipe, args=(a, b, tap_a_to_b), daemon=True),
              threading.Thread(target=_pipe, args=(b, a, tap_b_to_a), daemon=True)]
     for t in pipes:
         t.start()
@@ -89,6 +100,61 @@ class MeteredUsage:
                 "responses_with_usage": self.with_usage, "responses_unparsed": self.unparsed}
 
 
+@dataclass
+class ObservedSession:
+    """What the harness itself saw of one run's session at the bridge (never the agent's word)."""
+
+    endpoint: str | None = None   #: the one host:port the bridge connects to
+    models: list = field(default_factory=list)       #: distinct reply ``model`` values, first seen first
+    replies: int = 0              #: final replies (1xx excluded), whole or cut short
+    statuses: dict = field(default_factory=dict)     #: HTTP status (as a string) -> replies
+    retry_replies: int = 0        #: 429 and 5xx replies
+    quota_replies: int = 0        #: 429 replies
+    failed_connects: int = 0      #: upstream connects that failed
+    lost_after_reply: bool = False  #: an upstream connect failed after the server had answered
+    max_queue_ms: int | None = None  #: longest time from a request's first byte to its reply's first byte
+
+    def copy(self) -> "ObservedSession":
+        return ObservedSession(**{**vars(self), "models": list(self.models), "statuses": dict(self.statuses)})
+
+    def as_dict(self) -> dict:
+        """run.json ``session_observed``: the facts ``stratify`` checks against ``health``."""
+        servers = sorted(set(self.models))
+        if servers:
+            server_id = ",".join(servers)
+        else:  # replies without a model field: the endpoint is all the harness knows of the server
+            server_id = self.endpoint if self.replies else None
+        return {"endpoint": self.endpoint, "servers": servers, "server_id": server_id,
+                "route_changed": len(servers) > 1 or self.lost_after_reply,
+                "retries": self.retry_replies + self.failed_connects,
+                "max_queue_ms": self.max_queue_ms,
+                "quota_state": "exhausted" if self.quota_replies else ("ok" if self.replies else None),
+                "replies": self.replies, "statuses": dict(sorted(self.statuses.items())),
+                "failed_connects": self.failed_connects, "unreachable_after_reply": self.lost_after_reply}
+
+
+class _Exchange:
+    """One connection's clock: when the request now waiting for its reply sent its first byte."""
+
+    def __init__(self) -> None:
+        self.pending: float | None = None
+
+
+class RequestClock:
+    """Client→server tap: notes the time of a request's first byte (the first byte sent while no
+    request waits for its reply)."""
+
+    def __init__(self, exchange: _Exchange) -> None:
+        self.exchange = exchange
+
+    def feed(self, data: bytes) -> None:
+        if data and self.exchange.pending is None:
+            self.exchange.pending = time.monotonic()
+
+    def close(self) -> None:
+        pass
+
+
 def _usage_of(obj: object) -> tuple[int, int] | None:
     """(tokens in, tokens out) of one reply object, or None when it carries no usage."""
     if not isinstance(obj, dict):
@@ -107,6 +173,35 @@ def _usage_of(obj: object) -> tuple[int, int] | None:
         return 0
 
     return num("prompt_tokens", "input_tokens"), num("completion_tokens", "output_tokens")
+
+
+def _model_of(obj: object) -> str | None:
+    if not isinstance(obj, dict):
+        return None
+    m = obj.get("model")
+    if not isinstance(m, str) and isinstance(obj.get("message"), dict):   # anthropic stream start
+        m = obj["message"].get("model")
+    return m if isinstance(m, str) and m else None
+
+
+def model_in_body(body: bytes, content_type: str) -> str | None:
+    """The server identity one reply names (its ``model`` field; in an event stream, the first
+    event that names one), or None."""
+    text = body.decode("utf-8", "replace")
+    if "event-stream" in content_type or text.lstrip().startswith(("data:", "event:")):
+        for line in text.splitlines():
+            if line.startswith("data:"):
+                try:
+                    m = _model_of(json.loads(line[5:].strip()))
+                except ValueError:
+                    continue
+                if m is not None:
+                    return m
+        return None
+    try:
+        return _model_of(json.loads(text))
+    except ValueError:
+        return None
 
 
 def usage_in_body(body: bytes, content_type: str) -> tuple[int, int] | None:
@@ -145,8 +240,10 @@ def usage_in_body(body: bytes, content_type: str) -> tuple[int, int] | None:
 class ResponseMeter:
     """Incremental parser of the server→client byte stream of one connection (HTTP/1.x)."""
 
-    def __init__(self, total: MeteredUsage, lock: threading.Lock) -> None:
+    def __init__(self, total: MeteredUsage, lock: threading.Lock, session: ObservedSession | None = None,
+                 exchange: _Exchange | None = None) -> None:
         self.total, self.lock = total, lock
+        self.session, self.exchange = session, exchange
         self.buf = b""
         self.state = "head"           # head | length | chunked | close | skip
         self.need = 0
@@ -155,6 +252,8 @@ class ResponseMeter:
         self.too_big = False
 
     def feed(self, data: bytes) -> None:
+        if data and self.state == "head" and not self.buf:
+            self._reply_starts()
         self.buf += data
         try:
             while self._step():
@@ -189,6 +288,7 @@ class ResponseMeter:
             for ln in lines[1:]:
                 k, _, v = ln.partition(":")
                 self.headers[k.strip().lower()] = v.strip()
+            self._observe_status(status)
             self.body, self.too_big = bytearray(), False
             if 100 <= status < 200 or status in (204, 304):
                 return True
@@ -254,9 +354,39 @@ class ResponseMeter:
                 body = zlib.decompress(body)
         except (OSError, zlib.error):
             body = b""
-        got = None if self.too_big or not body else usage_in_body(body, self.headers.get("content-type", ""))
+        ctype = self.headers.get("content-type", "")
+        got = None if self.too_big or not body else usage_in_body(body, ctype)
+        if self.session is not None and not self.too_big and body:
+            model = model_in_body(body, ctype)
+            if model is not None:
+                with self.lock:
+                    if model not in self.session.models:
+                        self.session.models.append(model)
         self._count(got, parsed=not self.too_big)
         self.state, self.body = "head", bytearray()
+
+    def _reply_starts(self) -> None:
+        """The first byte of a reply arrived: the wait since its request's first byte, on the
+        harness's clock."""
+        if self.session is None or self.exchange is None or self.exchange.pending is None:
+            return
+        waited = int(round((time.monotonic() - self.exchange.pending) * 1000))
+        self.exchange.pending = None
+        with self.lock:
+            prev = self.session.max_queue_ms
+            self.session.max_queue_ms = waited if prev is None else max(prev, waited)
+
+    def _observe_status(self, status: int) -> None:
+        if self.session is None or 100 <= status < 200:
+            return
+        with self.lock:
+            s = self.session
+            s.replies += 1
+            s.statuses[str(status)] = s.statuses.get(str(status), 0) + 1
+            if status == 429 or status >= 500:
+                s.retry_replies += 1
+            if status == 429:
+                s.quota_replies += 1
 
     def _count(self, got: tuple[int, int] | None, parsed: bool) -> None:
         with self.lock:
@@ -275,6 +405,7 @@ class UnixToTcp:
     def __init__(self, sock_path: str, host: str, port: int) -> None:
         self.sock_path, self.host, self.port = sock_path, host, port
         self.usage = MeteredUsage()
+        self.session = ObservedSession(endpoint=f"{host}:{port}")
         self._lock = threading.Lock()
         self._pipes: list[threading.Thread] = []
         self.server = UnixServer(Path(sock_path), self._connect, backlog=16)
@@ -284,14 +415,26 @@ class UnixToTcp:
         with self._lock:
             return MeteredUsage(**vars(self.usage))
 
+    def observed(self) -> ObservedSession:
+        """A copy of what the bridge saw of the session so far (``as_dict``: run.json
+        ``session_observed``)."""
+        with self._lock:
+            return self.session.copy()
+
     def _connect(self, conn: socket.socket) -> None:
         try:
             up = socket.create_connection((self.host, self.port), timeout=10)
             up.settimeout(None)
         except OSError:
+            with self._lock:   # the harness could not reach the server: its fault, observed
+                self.session.failed_connects += 1
+                if self.session.replies:
+                    self.session.lost_after_reply = True
             conn.close()
             return
-        pipes = _splice(conn, up, ResponseMeter(self.usage, self._lock))
+        exchange = _Exchange()
+        pipes = _splice(conn, up, ResponseMeter(self.usage, self._lock, self.session, exchange),
+                        RequestClock(exchange))
         with self._lock:
             self._pipes += pipes
 

@@ -33,7 +33,7 @@ from .draws import DRAWS, DRAWS_CITATION, draw_check
 from .holdout_memory import Memory, holdout_memory, results_copy
 from .latest_link import point_latest
 from .ledger import LEDGER_CITATION, append_ledger, read_ledger
-from .refusal_rules import RULES, tamper_note, tokens_incomplete_note
+from .refusal_rules import RULES, stamp_claims_note, tamper_note, tokens_incomplete_note
 from .rate_intervals import rate_interval
 from .refusals import ALPHA, note_for
 from .report_html import write_report
@@ -164,7 +164,8 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     s.aggregate()                                        # 2. the candidate's aggregates
     reasons = list(drawn.reasons) + list(memory.reasons)
     reasons += [r for _code, rule in RULES if (r := rule(s)) is not None]   # 3. every refusal rule
-    notes = list(drawn.notes) + list(memory.notes) + [n for n in [tamper_note(s), tokens_incomplete_note(s)] if n]
+    notes = list(drawn.notes) + list(memory.notes) + [n for n in [tamper_note(s), tokens_incomplete_note(s),
+                                                                   stamp_claims_note(s)] if n]
     comparison, cmp_notes = compare(s, memory.alpha)      # 4. the paired comparison
     notes += cmp_notes
     no_pooled, dummies, form_notes = headline_form(s)     # 5. may one pooled number be quoted?

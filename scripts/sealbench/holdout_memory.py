@@ -38,7 +38,10 @@ class Memory:
 
 
 def _server_labels(rows: Any) -> Any:
-    """Each row's server id as a string (``NO_SERVER`` when none was recorded)."""
+    """Each row's server id as a string (``NO_SERVER`` when none was recorded). ``server_id`` is
+    the server the harness observed (``stratify.observed_session``: the bridge's, ``offline``
+    for a sandboxed run without an endpoint), never the agent's stamp: a stamp cannot move a row
+    in or out of the pin, and two offline agents are the same server."""
     return rows.server_id.where(rows.server_id.notna(), NO_SERVER).astype(str)
 
 
@@ -84,8 +87,8 @@ def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
                                    "control; never edit it.", lost))
     runs, split, cfg = s.runs, s.split, s.cfg
     agent_rows = runs[(runs.split == split) & (runs.role == "agent") & runs.solver.isin([s.cand, s.base])]
-    # an agent that ran on the holdout reached it, even when its rows were excluded (a run
-    # without a stamp still saw the tasks); only a harness failure is no visit
+    # an agent that ran on the holdout reached it, even when its rows were excluded (an
+    # excluded run still saw the tasks); only a harness failure is no visit
     reached = agent_rows[agent_rows.status != INFRA_FAIL]
     agents = {n: fp for n, fp in s.exp["agent_fingerprints"].items() if (reached.solver == n).any()}
     probe = ledger_entry(s.exp, s.manifest, agents, [])
@@ -95,7 +98,7 @@ def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
         runs = runs.copy()
         rows = runs[(runs.split == split) & (runs.role == "agent")]
         lab = _server_labels(rows)
-        # a tampering or timed-out run keeps its status (as stratify keeps it for a bad stamp):
+        # a tampering or timed-out run keeps its status (as stratify keeps it under an exclusion):
         # excluding it would hide the tampering and move a failure out of the denominator
         foreign_ix = rows.index[~lab.isin(servers) & ~rows.status.isin((*ABSTAINED, TAMPER, TIMEOUT))]
         why = (f"server {{}} is not among the servers of this holdout's first scored run ({', '.join(servers)}, "

@@ -1,5 +1,5 @@
 """The refusal rules a scored slice is checked for, one function per refusal, listed in
-``RULES`` in the order they are reported, and the TAMPER note. The codes and their meanings
+``RULES`` in the order they are reported, and the TAMPER, TOKENS_INCOMPLETE and STAMP_CLAIMS notes. The codes and their meanings
 are in ``refusals.py``; the ledger's refusals come from ``holdout_memory.py`` and
 EXCLUSIONS_DECIDE from ``sensitivity.py``. A refusal about too few scored or clean tasks names
 the candidate's dominant failure with its counts (``summaries.dominant_failure``): what took
@@ -12,7 +12,7 @@ from typing import Callable
 
 from .refusals import note_for, refusal
 from .scored_slice import Slice
-from .contract import PASS, TAMPER
+from .contract import ABSTAINED, PASS, TAMPER
 from .summaries import dominant_failure
 
 
@@ -215,3 +215,25 @@ def tamper_note(s: Slice) -> dict | None:
                                               "were scored tamper (not pass): "
                 + ", ".join(sorted(f"{r.solver}:{r.task_id}" for r in tampered.itertuples()))}
     return None
+
+
+def stamp_claims_note(s: Slice) -> dict | None:
+    """The STAMP_CLAIMS note: scored runs on the scored split, whoever the solver, whose own
+    ``stamp.json`` reported a problem (runs.parquet ``stamp_notes``). The stamp is the agent's
+    claim, so they stay scored; only what the harness observed excludes a run."""
+    if "stamp_notes" not in s.split_runs:
+        return None
+    rows = s.split_runs[s.split_runs.stamp_notes.notna() & ~s.split_runs.status.isin(list(ABSTAINED))]
+    if not len(rows):
+        return None
+    runs = sorted(f"{r.solver}:{r.task_id}#{r.epoch}" for r in rows.itertuples())
+    claims: dict[str, int] = {}
+    for text in rows.stamp_notes:
+        for claim in str(text).split("; "):
+            claims[claim] = claims.get(claim, 0) + 1
+    top = sorted(claims.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    return note_for("STAMP_CLAIMS",
+                    f"{len(rows)} runs' own stamps reported a problem ("
+                    + "; ".join(f"{n}x {c}" for c, n in top) + ": " + ", ".join(runs[:5])
+                    + (", …" if len(runs) > 5 else "") + "); they are counted as scored: only what the "
+                    "harness observed (the bridge's session, an offline agent's server use) excludes a run.")

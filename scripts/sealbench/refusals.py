@@ -69,6 +69,8 @@ NOTES: dict[str, str] = {
     "TOKENS_INCOMPLETE": "some runs reached their server through the bridge and a reply carried no usage: their "
                          "metered tokens are a lower bound, and one not over max_output_tokens is not confirmed "
                          "within it",
+    "STAMP_CLAIMS": "some runs' own stamp.json reported a session problem (missing, route changed, quota, "
+                    "server...): the agent's claim, not the harness's observation, so they are counted as scored",
     "DUMMY_BEATEN_ONLY_ON_EASY": "the candidate beats the do-nothing controls on some strata but not on others: "
                                  "no pooled headline, per-stratum rates and dummy deltas only",
 }

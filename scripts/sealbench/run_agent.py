@@ -24,6 +24,8 @@ reaches its server through the bridge, the tokens are the ones the server's repl
 reply carried no usage (``tokens_source: metered_incomplete``: a lower bound); otherwise they are
 the agent's (``tokens_source: agent``). Usage over the envelope is recorded as ``over_envelope``;
 incomplete metered tokens under the cap as ``envelope_unconfirmed`` (never silently within).
+What the bridge saw of the session (servers, waits, retries, quota: ``bridge.ObservedSession``)
+is ``session_observed`` (null without a bridge); ``stamp`` is only the agent's claim.
 
 The files and folders the command's words name (resolved from the project folder, the working
 directory, as the fingerprint resolves them: ``agent_command.command_plan``) are mounted read-only at
@@ -287,6 +289,9 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     # as usage_agent), flagged incomplete when a reply said nothing of its usage
     usage, tokens_source = choose_tokens(usage_agent, metered)
     usage_metered = None if metered is None else metered.as_dict()
+    # the session as the harness saw it at the bridge (servers, waits, retries, quota): what can
+    # exclude the run (stratify); the agent's stamp.json is only its claim
+    session_observed = None if bridge is None else bridge.observed().as_dict()
     attempts = read_attempts(run_dir / "attempts.jsonl")
     end_reason = "green" if res.end_reason == "stopped" else res.end_reason
     record = {
@@ -299,7 +304,7 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
         "usage": usage, "stamp": stamp, "steer_count": count_steers(out / STEERS_FILE),
         "report_problems": [p for p in (usage_problem, stamp_problem) if p] + [f"out/{p}" for p in out_skipped],
         "usage_agent": usage_agent, "tokens_source": tokens_source,
-        "usage_metered": usage_metered,
+        "usage_metered": usage_metered, "session_observed": session_observed,
         "attempts": attempts, "stdout_bytes": res.stdout_bytes, "stderr_bytes": res.stderr_bytes,
         "stdout_truncated_bytes": res.stdout_truncated_bytes, "stderr_truncated_bytes": res.stderr_truncated_bytes,
         "log_cap_bytes": res.cap_bytes, "isolation": res.isolation, "endpoint": options.endpoint,
@@ -330,7 +335,8 @@ def harness_failure(sealed: Path, run_dir: Path, agent: str, fingerprint: str, e
         "task_id": task_id, "solver": agent, "fingerprint": fingerprint, "epoch": epoch, "role": "agent",
         "command": None, "time_box_s": None, "wall_s": None, "exit_code": None, "end_reason": "harness_error",
         "timed_out": False, "patch_bytes": 0, "usage": {k: None for k in USAGE_KEYS},
-        "stamp": {k: None for k in STAMP_KEYS}, "steer_count": None, "tokens_source": None, "attempts": [], "isolation": None,
+        "stamp": {k: None for k in STAMP_KEYS}, "session_observed": None, "steer_count": None, "tokens_source": None,
+        "attempts": [], "isolation": None,
         "over_envelope": [], "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
         "draw": draw,
     }

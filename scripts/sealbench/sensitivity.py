@@ -97,8 +97,8 @@ def sensitivity(runs, cfg: Mapping, cand: str, base: str, split: str, strata_of:
         if counts[base]["excluded"] + counts[base]["infra_fail"]:
             whose += f" (and {base}'s {abstained_words(counts[base])})"
         sentence = (f"With {whose} counted as failures, " + "; ".join(moved) + ". Runs left out of the rate decide "
-                    "this result, and an agent can abstain on its failures (a forged stamp, a dropped route): fix what "
-                    "excluded them (session stamps, server, quota, the harness) and rerun.")
+                    "this result: fix what excluded them (the server, its queue, retries or quota, a route change the "
+                    "bridge observed, the harness) and rerun.")
         named = [d["sentence"] for x in (cand, base)
                  if (d := dominant_failure(runs, x, split)) is not None and d["status"] is not None]
         if named:

@@ -397,6 +397,7 @@ def submit(session_id: str | None = None, results: Path = Path("results")) -> di
         "stop_on_green": False,
         # a person's tokens are not metered and their machine has no sandbox limits
         "usage_agent": {k: None for k in USAGE_KEYS}, "tokens_source": None, "usage_metered": None,
+        "session_observed": None,  # no bridge: the session command writes the person's stamp
         "limit_hit": None, "limits": None, "limit_mechanisms": None, "patch_error": None,
         # no command ran: nothing was mounted, nothing ended on a signal
         "command_run": None, "agent_paths": [], "signal": None,

@@ -4,23 +4,30 @@ Reads:  experiment.json, the frozen split manifest, every task's sealed.json, le
         controls.json and every agent score
 Writes: tables/tasks.parquet, tables/runs.parquet, tables/strata.parquet (schemas: ``tables.py``)
 
-Health envelope (seed "session stamp"): an agent row whose stamp is missing, whose server is
-not the required one, whose queue delay or retries exceed the envelope, whose quota state is
-not allowed, or whose route changed gets status ``excluded`` with the reason; excluded rows
-stay in ``runs.parquet`` and are left out of the rates. An agent declared ``offline: true``
-(config ``agents``) has no server and so no session: its run without a ``stamp.json`` is not
-excluded and records ``server_id`` ``offline`` (a stamp it does write is checked as any). The
-declaration is checked, not trusted: a run that had an endpoint, whose bridge relayed a server
-reply, or that ran unsandboxed (its network use cannot be ruled out) is not offline and is
-excluded, the reason naming what it used (:func:`server_use`). ``infra_fail`` rows (the harness
-broke, not the solver: see ``hidden_score``) are left out of the rates too and reported as the
-infra rate. A run killed at its clock (``run.json`` ``timed_out``) is ``timeout`` whatever it
-wrote (a missing or forged stamp, ``route_changed``...): timeout takes precedence over
-exclusion, so a timed-out run always counts in the denominator as a failure. So does
-``tamper``: an agent caught tampering cannot leave its stamp out to be excluded instead
-(which would hide it from ``CANDIDATE_TAMPERED``). Because the agent
-writes its own stamp, the gate also computes the rate with excluded and infra_fail rows
-counted as failures and refuses a headline that depends on them (``EXCLUSIONS_DECIDE``).
+Health envelope (seed "session stamp"): only what the harness observed excludes a run. The
+session facts are the ones the bridge saw (run.json ``session_observed``: the server identity the
+replies named, the longest wait for a reply's first byte on the harness's clock, 429/5xx replies
+and failed connects as retries, the quota state, a route change): an agent row whose observed
+session is outside the envelope (not the required server, queue delay or retries over the caps,
+a quota state not allowed, a route change) gets status ``excluded`` with the reason; excluded
+rows stay in ``runs.parquet`` and are left out of the rates. A run without a bridge has no
+observed session: sandboxed (bubblewrap) and without an endpoint it provably reached no server
+(``server_id`` ``offline``); unsandboxed, its server is unknown (null). Neither is excluded.
+The agent's own ``stamp.json`` is its claim: a missing stamp, ``route_changed: true``, a bad
+quota state or another server in it never takes a run out of the denominator; what it reports
+outside the envelope is the row's ``stamp_notes`` and the row keeps its scored status (an agent
+that stamps each failure "route changed" is counted as failing). The runs table's
+``server_id``/``queue_ms``/``retries``/``quota_state``/``route_changed`` are the observed values
+(a person's session: the values the session command recorded). An agent declared
+``offline: true`` (config ``agents``) is checked, not trusted: a run that had an endpoint, whose
+bridge relayed a server reply, or that ran unsandboxed (its network use cannot be ruled out) is
+not offline and is excluded, the reason naming what it used (:func:`server_use`). ``infra_fail``
+rows (the harness broke, not the solver: see ``hidden_score``) are left out of the rates too and
+reported as the infra rate. A run killed at its clock (``run.json`` ``timed_out``) is
+``timeout`` whatever was observed: timeout takes precedence over exclusion, so a timed-out run
+always counts in the denominator as a failure. So does ``tamper`` (an exclusion must not hide
+it from ``CANDIDATE_TAMPERED``). The gate also computes the rate with excluded and infra_fail
+rows counted as failures and refuses a headline that depends on them (``EXCLUSIONS_DECIDE``).
 
 Rates are per task: epochs are averaged per task first (the task is the unit), and intervals
 are Wilson 95% on the per-task pass share.
@@ -44,7 +51,9 @@ RATE_EXCLUDED = frozenset(ABSTAINED)
 
 
 def health_problems(stamp: Mapping[str, Any], health: Mapping[str, Any]) -> list[str]:
-    """Why a row's session stamp falls outside the health envelope (empty list: healthy)."""
+    """What an agent's own session stamp reports outside the health envelope (empty list: it
+    reports nothing wrong). The stamp is the agent's claim: these go into ``stamp_notes``, never
+    into an exclusion (:func:`observed_problems` decides those)."""
     if all(stamp.get(k) is None for k in STAMP_KEYS):
         return ["stamp.json missing: the session cannot be checked"]
     out = []
@@ -62,6 +71,50 @@ def health_problems(stamp: Mapping[str, Any], health: Mapping[str, Any]) -> list
         out.append(f"quota state {stamp.get('quota_state')!r} is not one of {allowed}")
     if stamp.get("route_changed") is not False:
         out.append("the route changed during the session (or is unknown)")
+    return out
+
+
+#: How the harness knows a run's session: through its bridge, provably without a server
+#: (sandboxed, no endpoint), or not at all (unsandboxed or an older run.json without a bridge record).
+BRIDGE, NO_SERVER_RUN, UNOBSERVED = "bridge", "offline", "unobserved"
+
+
+def observed_session(run: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(how it was observed, the runs table's session columns) from a run record: the bridge's
+    ``session_observed``; a sandboxed run without an endpoint (and nothing relayed: :func:`server_use`)
+    reached no server (``server_id`` :data:`~sealbench.contract.OFFLINE_SERVER_ID`); otherwise
+    nothing is known.
+    Never from the agent's stamp."""
+    obs = run.get("session_observed")
+    if isinstance(obs, Mapping):
+        return BRIDGE, {"server_id": obs.get("server_id"), "queue_ms": obs.get("max_queue_ms"),
+                        "retries": obs.get("retries"), "quota_state": obs.get("quota_state"),
+                        "route_changed": obs.get("route_changed")}
+    if not server_use(run):   # sandboxed, no endpoint, nothing relayed: provably no server
+        return NO_SERVER_RUN, {"server_id": OFFLINE_SERVER_ID, "queue_ms": None, "retries": None,
+                               "quota_state": None, "route_changed": False}
+    return UNOBSERVED, {k: None for k in STAMP_KEYS}
+
+
+def observed_problems(obs: Mapping[str, Any], health: Mapping[str, Any]) -> list[str]:
+    """Why a session the bridge observed is outside the health envelope (empty: healthy). A fact
+    the bridge did not see (no reply: no server, no wait, no quota) is nothing outside it."""
+    out = []
+    req, sid = health.get("required_server_id"), obs.get("server_id")
+    if req is not None and sid is not None and sid != req:
+        out.append(f"the bridge observed server {sid!r}, not the required {req!r}")
+    mq, q = health.get("max_queue_ms"), obs.get("queue_ms")
+    if mq is not None and q is not None and q > mq:
+        out.append(f"the bridge observed a queue delay of {q} ms (request to the reply's first byte) over {mq} ms")
+    mr, r = health.get("max_retries"), obs.get("retries")
+    if mr is not None and r is not None and r > mr:
+        out.append(f"the bridge observed {r} retries (429/5xx replies and failed connects) over {mr}")
+    allowed, quota = health.get("allowed_quota_states") or [], obs.get("quota_state")
+    if allowed and quota is not None and quota not in allowed:
+        out.append(f"the bridge observed quota state {quota!r}, not one of {allowed}")
+    if obs.get("route_changed") is True:
+        out.append("the bridge observed a route change (two server identities in one run, or the server "
+                   "unreachable after it had answered)")
     return out
 
 
@@ -100,21 +153,29 @@ def declared_offline(experiment: Mapping, solver: str) -> bool:
     return (agents.get(solver) or {}).get("offline") is True
 
 
-def session_problems(run: Mapping[str, Any], stamp: Mapping[str, Any], health: Mapping[str, Any],
-                     offline: bool) -> tuple[list[str], bool]:
-    """Why an agent row is outside the health envelope, and whether it is an offline run
-    without a session (no stamp, no server: nothing to check). ``offline``: the agent was
-    declared ``offline: true``; a run that used a server anyway (:func:`server_use`) is
-    excluded whatever its stamp says, the reason naming what it used."""
-    if not offline:
-        return health_problems(stamp, health), False
-    used = server_use(run)
-    if used:
-        return [f"declared offline: true, but {' and '.join(used)}: not an offline run"] + health_problems(
-            stamp, health), False
-    if all(stamp.get(k) is None for k in STAMP_KEYS):
-        return [], True
-    return health_problems(stamp, health), False
+def session_problems(run: Mapping[str, Any], health: Mapping[str, Any], offline: bool) -> list[str]:
+    """Why an agent row is excluded, from what the harness observed only: the bridge's session
+    outside the envelope (:func:`observed_problems`), and an agent declared ``offline: true``
+    whose run used a server anyway (:func:`server_use`, the reason naming what it used)."""
+    out = []
+    if offline:
+        used = server_use(run)
+        if used:
+            out.append(f"declared offline: true, but {' and '.join(used)}: not an offline run")
+    kind, obs = observed_session(run)
+    if kind == BRIDGE:
+        out += observed_problems(obs, health)
+    return out
+
+
+def stamp_notes(run: Mapping[str, Any], stamp: Mapping[str, Any], health: Mapping[str, Any]) -> str | None:
+    """What the agent's own stamp reported outside the envelope (:func:`health_problems`), as
+    the runs table's ``stamp_notes``; null when nothing. A run that provably reached no server
+    and wrote no stamp has no session to stamp: nothing to note."""
+    kind, _ = observed_session(run)
+    if kind == NO_SERVER_RUN and all(stamp.get(k) is None for k in STAMP_KEYS):
+        return None
+    return "; ".join(health_problems(stamp, health)) or None
 
 
 def build_tasks(experiment: Mapping, split_of: Mapping[str, str], sealed: Iterable[Mapping],
@@ -143,7 +204,7 @@ def build_tasks(experiment: Mapping, split_of: Mapping[str, str], sealed: Iterab
 def _nulls() -> dict[str, Any]:
     return {k: None for k in ("time_to_green_s", "wall_s", "time_box_s", "end_reason", "exit_code", "steps",
                               "tokens_in", "tokens_out", "cost_usd", "steer_count", "visible_attempts",
-                              "excluded_reason", "server_id", "queue_ms", "retries", "quota_state", "route_changed",
+                              "excluded_reason", "stamp_notes", "server_id", "queue_ms", "retries", "quota_state", "route_changed",
                               "isolation", "workspace", "over_envelope", "tamper_paths", "gold_like", "gold_similarity",
                               "stdout_truncated_bytes", "stderr_truncated_bytes", "tokens_source", "draw_id", "redraw")}
 
@@ -184,8 +245,6 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             "cost_usd": None if usage.get("cost_usd") is None else float(usage["cost_usd"]),
             "steer_count": run.get("steer_count"), "visible_attempts": len(run.get("attempts") or []),
             "patch_bytes": run.get("patch_bytes"), "reason": s.get("reason"),
-            "server_id": stamp.get("server_id"), "queue_ms": stamp.get("queue_ms"), "retries": stamp.get("retries"),
-            "quota_state": stamp.get("quota_state"), "route_changed": stamp.get("route_changed"),
             "task_digest": t["task_digest"], "pack_digest": pack_digest, "draw_id": run.get("draw"),
             "isolation": "human" if run.get("role") == "human" else run.get("isolation", "none"),
             "workspace": run.get("workspace"),
@@ -200,12 +259,18 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             row["reason"] = f"the worker was stopped at its clock; its patch scored {row['status']}" + (
                 f" ({row['reason']})" if row["reason"] else "")
             row["status"] = TIMEOUT
-        problems, no_session = ([], False) if row["role"] == "human" else session_problems(
-            run, stamp, health, declared_offline(experiment, s["solver"]))
-        if no_session:
-            row["server_id"] = OFFLINE_SERVER_ID
-        # timeout, infra_fail and tamper keep their status: a stamp the agent leaves out or
-        # spoils must not turn a run killed at its clock or caught tampering into an abstention
+        if row["role"] == "human":
+            # a person's session: its stamp is the one the session command wrote, not the person's
+            row.update({k: stamp.get(k) for k in STAMP_KEYS})
+            problems = []
+        else:
+            # the session as the harness observed it; the agent's stamp is a note, never an exclusion
+            row.update(observed_session(run)[1])
+            # a run the harness could not run or score wrote nothing of its own: nothing to note
+            row["stamp_notes"] = None if row["status"] == INFRA_FAIL else stamp_notes(run, stamp, health)
+            problems = session_problems(run, health, declared_offline(experiment, s["solver"]))
+        # timeout, infra_fail and tamper keep their status: an exclusion must not turn a run
+        # killed at its clock or caught tampering into an abstention
         if problems and row["status"] not in (INFRA_FAIL, TIMEOUT, TAMPER):
             row["excluded_reason"] = "; ".join(problems)
             row["reason"] = f"{row['status']} before exclusion" + (f": {row['reason']}" if row["reason"] else "")

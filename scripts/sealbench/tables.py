@@ -18,7 +18,8 @@ STATUSES: dict[str, str] = {
     "timeout": "the worker ran out of clock; not a pass, reported as the timeout rate",
     "tamper": "the patch touched tests or test configuration",
     "infra_fail": "the harness broke (missing interpreter, no tests collected, agent command not found)",
-    "excluded": "the row failed the session-health envelope and is left out of the rates",
+    "excluded": "the session the harness observed left the health envelope (or an offline agent used a server): "
+                "left out of the rates",
 }
 
 #: Roles of solvers.
@@ -85,12 +86,23 @@ RUNS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("stdout_truncated_bytes", "int64", True, "worker stdout bytes dropped over the cap"),
     ("stderr_truncated_bytes", "int64", True, "worker stderr bytes dropped over the cap"),
     ("reason", "string", True, "why the row is not a pass, in words"),
-    ("excluded_reason", "string", True, "why the row was excluded (health envelope)"),
-    ("server_id", "string", True, "from stamp.json (null: unknown)"),
-    ("queue_ms", "int64", True, "from stamp.json"),
-    ("retries", "int64", True, "from stamp.json"),
-    ("quota_state", "string", True, "from stamp.json"),
-    ("route_changed", "bool", True, "from stamp.json"),
+    ("excluded_reason", "string", True, "why the row was excluded: what the harness observed (the bridge's session "
+                                        "outside the health envelope, an `offline: true` agent that used a server)"),
+    ("stamp_notes", "string", True, "what the agent's own stamp.json reported outside the health envelope (missing, "
+                                    "route changed, quota, server...): its claim, a note that never excludes the row "
+                                    "(null: nothing reported)"),
+    ("server_id", "string", True, "observed by the harness: the server the replies named at the bridge (`,`-joined "
+                                  "when several; the endpoint when they named none), `offline` for a sandboxed run "
+                                  "without an endpoint, the session's for a person (null: not observed)"),
+    ("queue_ms", "int64", True, "observed at the bridge: the longest time from a request's first byte to its reply's "
+                                "first byte (null: not observed)"),
+    ("retries", "int64", True, "observed at the bridge: 429 and 5xx replies plus failed connects to the server "
+                               "(null: not observed)"),
+    ("quota_state", "string", True, "observed at the bridge: `exhausted` once a 429 came, `ok` when replies came "
+                                    "(null: no reply or not observed)"),
+    ("route_changed", "bool", True, "observed at the bridge: two server identities in one run, or the server "
+                                    "unreachable after it had answered; false for a run that reached no server "
+                                    "(null: not observed)"),
     ("task_digest", "string", False, "digest of the task the row was scored on"),
     ("pack_digest", "string", False, "digest of the pack"),
     ("draw_id", "string", True, "the run's draw on the draw record (draws.jsonl); null: a control, a human session, or a run made before the record"),
