@@ -347,3 +347,12 @@ def test_declaring_a_new_agent_offline_moves_nothing_pinned(tmp_path: Path) -> N
     base_now["cfg"]["agents"]["mine"]["offline"] = True
     base_now["cfg"]["agents"][BASE]["offline"] = True
     assert "PREREGISTRATION_CHANGED" in codes(_ledger_decide(tmp_path / "c", base_now, ledger))
+
+
+def test_the_bundled_agents_are_declared_offline_so_the_server_rule_is_on() -> None:
+    """Issue 26: the foreign-server rule was off in the bundled config (no agent declared
+    offline, so a bundled agent's run that reached a server was not excluded)."""
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    assert {n for n, a in cfg["agents"].items() if a.get("offline") is True} == set(cfg["agents"])
