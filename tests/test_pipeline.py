@@ -267,7 +267,15 @@ def test_unsandboxed_runs_refuse_a_headline(done: Path, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-3000:]
     decision = json.loads((wd / "results" / "latest" / "decision.json").read_text())
     assert decision["publishable"] is False
-    assert [r["code"] for r in decision["reasons"]] == ["UNSANDBOXED"]
+    if BWRAP_PROBLEM:
+        assert [r["code"] for r in decision["reasons"]] == ["UNSANDBOXED"]
+    else:
+        # issue 26 point 3: the server pin reads the server the harness observed, not the agents'
+        # stamps ("local" both times). The holdout was first scored sandboxed without an endpoint
+        # (server `offline`); unsandboxed, no server can be observed (`<none>`): the pin excludes
+        # those rows, so TOO_FEW_CLEAN_TASKS joins UNSANDBOXED
+        assert [r["code"] for r in decision["reasons"]] == ["TOO_FEW_CLEAN_TASKS", "UNSANDBOXED"]
+        assert "SERVER_PINNED" in [n["code"] for n in decision["notes"]]
     card = json.loads((wd / "results" / "latest" / "card.json").read_text())
     assert card["isolation"]["levels"] == ["none"]
 
