@@ -356,3 +356,22 @@ def test_the_bundled_agents_are_declared_offline_so_the_server_rule_is_on() -> N
 
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     assert {n for n, a in cfg["agents"].items() if a.get("offline") is True} == set(cfg["agents"])
+
+
+def test_a_pack_that_cannot_hold_the_record_starts_no_agent(tmp_path: Path, monkeypatch, capsys) -> None:
+    """No draw on the record, no run: a read-only pack stops the job in one sentence."""
+    from sealbench import run_agent
+
+    pack, results = tmp_path / "pack", tmp_path / "results"
+    pack.mkdir()
+    (pack / "draws.jsonl").mkdir()  # cannot be opened for appending, even as root
+    monkeypatch.setenv("SEALBENCH_PACK", str(pack))
+    monkeypatch.setenv("SEALBENCH_RESULTS", str(results))
+    started = []
+    monkeypatch.setattr(run_agent, "run_agent", lambda *a, **k: started.append(a))
+    sealed = results / "tasks" / "t1" / ("a" * 64) / "sealed"
+    rc = run_agent.main(["--sealed", str(sealed), "--run-dir", str(tmp_path / "run"), "--agent", "me",
+                         "--fingerprint", "f" * 16, "--spec", json.dumps({"command": "true"}), "--epoch", "1",
+                         "--envelope", "{}"])
+    assert rc == 1 and not started
+    assert "the agent was not started" in capsys.readouterr().err

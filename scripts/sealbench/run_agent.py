@@ -366,7 +366,13 @@ def main(argv: list[str] | None = None) -> int:
     sealed_at = Path(args.sealed).absolute()
     slot = draws.slot_key(sealed_at.parent.parent.name, sealed_at.parent.name, args.agent, args.fingerprint,
                           args.epoch)
-    draw = draws.start_draw(slot)
+    try:
+        draw = draws.start_draw(slot)
+    except OSError as exc:
+        print(f"run_agent: the draw could not be put on the record, so the agent was not started: {exc}. "
+              f"The pack folder (${paths.PACK_ENV}) and results/ must be writable: "
+              f"{draws.DRAWS} in each records every run before it starts.", file=sys.stderr)
+        return 1
     try:
         spec = json.loads(args.spec)
         options = RunOptions(sandbox_mode=args.sandbox, stop_on_green=args.stop_on_green,
