@@ -254,6 +254,8 @@ def test_versions_under_new_names_and_paths_exhaust_the_budget(tmp_path: Path) -
     assert hi["versions"] == 3 and hi["corrected"] and abs(hi["confidence"] - (1 - 0.05 / 3)) < 1e-6
     assert hi["low"] < first["headline_interval"]["low"], "the corrected interval is wider"
     assert "Bonferroni-corrected for the 3 agent versions" in second["allowed_sentences"][0]
+    assert "98.33% intervals, Bonferroni-corrected" in second["allowed_sentences"][0]
+    assert set(hi["per_stratum"]) == {"xs", "s", "m"}
     # one more, again new name, new path: past the budget
     third = _ledger_decide(tmp_path / "c", _as_candidate(build_spec(), "again", "python /opt/y/again.py"), ledger)
     assert "HOLDOUT_EXHAUSTED" in codes(third) and not third["publishable"]

@@ -112,8 +112,10 @@ def test_2_a_candidate_after_other_versions_carries_the_multiple_comparisons_not
     rename_candidate(other, "another_agent")
     d = ledger_decide(tmp_path / "b", other, ledger)
     assert codes(d) == [] and "HOLDOUT_REUSED" in notes(d)
-    assert d["holdout_reuse"]["count"] == 1
-    assert "1 other agent version" in d["allowed_sentences"][0]
+    # issue 26: every version that reached the holdout before counts, the baseline's included
+    # (it was 1, the old candidate only): the same count as the budget and the interval's correction
+    assert d["holdout_reuse"]["count"] == 2
+    assert "2 other agent version" in d["allowed_sentences"][0]
 
 
 # --------------------------------------------------------------- 3. the pre-registration

@@ -224,8 +224,10 @@ def headline_interval(facts: Mapping, cfg: Mapping, memory: Memory) -> dict | No
     conf = 1 - ALPHA / m
     method = cfg.get("interval_method", "wilson")
     low, high = rate_interval(facts["passes"], facts["n"], method, conf)
+    per = {p["stratum"]: [fmt(x, 6) for x in rate_interval(p["passes"], p["n"], method, conf)]
+           for p in facts["per_stratum"] if p["n"]}
     return {"low": fmt(low, 6), "high": fmt(high, 6), "confidence": fmt(conf, 6), "method": method,
-            "versions": m, "corrected": m > 1}
+            "versions": m, "corrected": m > 1, "per_stratum": per}
 
 
 def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], comparison: dict, sens: Mapping,
@@ -236,6 +238,8 @@ def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], c
     rate = facts["rate"]
     headline = round(rate, 6) if (publishable and rate is not None and not no_pooled) else None
     interval = headline_interval(facts, cfg, memory)
+    if interval is not None and headline is None:  # no pooled number to bound: only the strata's intervals
+        interval = {**interval, "low": None, "high": None}
     allowed, refused = headline_sentences(exp, cfg, facts, sens, comparison, dummies, no_pooled, memory.reuse,
                                           [r["code"] for r in reasons], publishable, memory.alpha, interval,
                                           redraws)
@@ -263,7 +267,7 @@ def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], c
     return {
         "experiment": exp["exp_id"], "publishable": publishable, "headline": headline,
         "headline_metric": f"{cand} hidden-test pass rate on the {split} split (per-task, epochs averaged)",
-        "headline_interval": interval if headline is not None else None,
+        "headline_interval": interval if publishable else None,
         "n": facts["n"], "passes": facts["passes"], "per_stratum": facts["per_stratum"], "timeouts": facts["timeouts"],
         "exclusions": excluded, "scheduled": scheduled,
         "exclusion_rate_scheduled": fmt(excluded / scheduled, 6) if scheduled else None,

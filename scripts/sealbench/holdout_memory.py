@@ -130,7 +130,7 @@ def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
     mem.reasons.extend(budget_reasons(mem.versions, cfg.get("holdout_budget")))
     # a card pre-registered on an earlier slice of a grown pack (split --extend)
     mem.reasons.extend(slice_reasons(earlier, entry, s.manifest))
-    mem.reuse = holdout_reuse(earlier, entry, s.cand)
+    mem.reuse = holdout_reuse(prior, entry, s.cand)  # the place its first scoring took, as the budget
     if mem.reuse:
         mem.notes.append(note_for("HOLDOUT_REUSED", mem.reuse["sentence"]))
     # a scoring in which no agent ran did not reach the holdout: nothing to record

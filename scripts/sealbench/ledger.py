@@ -298,12 +298,18 @@ def ledger_reasons(prior: list[dict], entry: Mapping) -> list[dict]:
 
 
 def holdout_reuse(prior: list[dict], entry: Mapping, cand: str) -> dict | None:
-    """How many other agent versions reached this holdout before (multiple comparisons)."""
-    mine = set(entry["agents"].values())
-    others = sorted({fp for e in prior if _same_holdout(e, entry) for fp in e["agents"].values() if fp not in mine})
-    if not others or cand not in entry["agents"]:
+    """How many other agent versions reached this holdout before the candidate first did
+    (multiple comparisons): every fingerprint counts, the baseline's included, as in the budget
+    and the headline interval's correction (:func:`holdout_versions`)."""
+    if cand not in entry["agents"]:
         return None
-    k = len(others)
+    versions = holdout_versions(prior, entry)
+    k = versions[cand]["before"]
+    if not k:
+        return None
+    mine = entry["agents"][cand]
+    others = sorted({fp for e in prior if _same_holdout(e, entry) for fp in (e.get("agents") or {}).values()
+                     if fp != mine})
     return {"other_fingerprints": others, "count": k, "alpha": ALPHA / (k + 1),
             "sentence": f"This holdout was scored before for {k} other agent version(s); with {k + 1} versions "
                         "compared on one holdout the best of them is favoured by chance (multiple comparisons: a "

@@ -315,6 +315,13 @@ def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping
                         "why": "the gate refused a headline: " + ", ".join(codes)})
         return allowed, refused
     strata_txt = "; ".join(f"{p['stratum']} {p['passes']:g}/{p['n']}" for p in facts["per_stratum"])
+    per = (interval or {}).get("per_stratum") or {}
+    if interval is not None and interval.get("corrected") and per:
+        # the strata are published numbers too: their intervals carry the same correction
+        strata_txt = (f"({interval['confidence'] * 100:.4g}% intervals, Bonferroni-corrected for the "
+                      f"{interval['versions']} agent versions that have reached this holdout) " + "; ".join(
+                          f"{p['stratum']} {p['passes']:g}/{p['n']} [{per[p['stratum']][0]:.3f}, "
+                          f"{per[p['stratum']][1]:.3f}]" for p in facts["per_stratum"] if p["stratum"] in per))
     ci = ""
     if interval is not None and interval.get("low") is not None:
         level = f"{interval['confidence'] * 100:.4g}%"
