@@ -377,3 +377,41 @@ def test_a_pack_that_cannot_hold_the_record_starts_no_agent(tmp_path: Path, monk
                          "--envelope", "{}"])
     assert rc == 1 and not started
     assert "the agent was not started" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ validate foresees them
+
+
+def _foresee(spec: dict, ledger: Path) -> list[str]:
+    """What `sealbench validate` foresees from the ledger for ``spec``'s config (the identities
+    the pipeline would compute: fingerprint and files)."""
+    from sealbench import identity, preflight
+
+    cfg = spec["cfg"]
+    idents = {a: {**(spec.get("agent_identity") or {}).get(a, {}),
+                  "fingerprint": identity.agent_fingerprint(a, cfg["agents"][a])} for a in cfg["agents"]}
+    manifest = {"seed": cfg["seed"], "holdout_frac": cfg["holdout_frac"],
+                "tune": sorted(t["task_id"] for t in spec["tasks"] if t["split"] == "tune"),
+                "holdout": sorted(t["task_id"] for t in spec["tasks"] if t["split"] == "holdout")}
+    found = preflight.foreseeable_ledger_refusals(cfg, "p" * 64, "d" * 64,
+                                                  {t["task_id"]: t["task_digest"] for t in spec["tasks"]},
+                                                  manifest, idents, [ledger])
+    return [r["code"] for r in found]
+
+
+def test_validate_foresees_what_the_ledger_already_decides(tmp_path: Path) -> None:
+    ledger = tmp_path / "pack" / "ledger.jsonl"
+    ledger.parent.mkdir()
+    assert _foresee(build_spec(), ledger) == []          # no ledger yet: nothing foreseen
+    _ledger_decide(tmp_path / "a", build_spec(), ledger)
+    assert _foresee(build_spec(), ledger) == []          # the same config again: nothing
+    moved = build_spec()
+    moved["cfg"]["min_kept_tasks"] -= 1
+    assert _foresee(moved, ledger) == ["PREREGISTRATION_CHANGED"]
+    tuned = build_spec()
+    tuned["cfg"]["agents"][CAND]["command"] += " --tuned"
+    assert "HOLDOUT_TUNED" in _foresee(tuned, ledger)
+    _ledger_decide(tmp_path / "b", _as_candidate(build_spec(), "fresh", "python /opt/x/fresh.py"), ledger)
+    assert "HOLDOUT_EXHAUSTED" in _foresee(_as_candidate(build_spec(), "again", "python /opt/y/a.py"), ledger)
+    # an honest user's first agent of their own, declared offline: foreseen clean
+    assert _foresee(_as_candidate(build_spec(), "fresh", "python /opt/x/fresh.py"), ledger) == []

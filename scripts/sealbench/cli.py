@@ -115,11 +115,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from .sandbox import bwrap_problem
 
     problem = bwrap_problem() if cfg["sandbox"] == "auto" else None
-    for line in preflight_lines(foreseeable_refusals(cfg, list(manifest[scored]), strata_of, problem), scored):
+    from .preflight import foreseeable_ledger_refusals
+    from .ledger import LEDGER
+
+    identities = {name: agent_identity(name, spec) for name, spec in cfg["agents"].items()}
+    foreseen = foreseeable_refusals(cfg, list(manifest[scored]), strata_of, problem)
+    foreseen += foreseeable_ledger_refusals(cfg, plan.pack_digest, plan.denylist_digest, plan.task_digests, manifest,
+                                            identities, [plan.pack / LEDGER, Path(paths.RESULTS) / LEDGER])
+    for line in preflight_lines(foreseen, scored):
         print(line)
     print("agents (fingerprint and what it covers, seen from this working directory):")
     for name, spec in sorted(cfg["agents"].items()):
-        for line in _identity_lines(name, agent_identity(name, spec)):
+        for line in _identity_lines(name, identities[name]):
             print("  " + line)
     # the same check as the pipeline's start (agent_probe.start_check): an agent that cannot start stops it
     from .configuration import agents_to_run

@@ -3,8 +3,11 @@
 Some of the gate's refusals (``refusal_rules.py``) do not depend on what the agents do: scoring
 the tune split, a blank envelope cap, a scored split with fewer tasks than ``min_kept_tasks`` or
 a stratum with fewer than 2 scored tasks (exclusions can only remove tasks), runs without the
-sandbox. Each is named here with the gate's code, in the gate's terms, so a pack that can never
-publish with a config costs no run to find out. Everything else is decided by the runs.
+sandbox. The holdout's ledger (the pack's, and its copy in results/) decides more before any run:
+an agent version tuned on the holdout, a moved denominator, envelope or pre-registration, a
+budget spent (:func:`foreseeable_ledger_refusals`). Each is named here with the gate's code, in
+the gate's terms, so a pack that can never publish with a config costs no run to find out.
+Everything else is decided by the runs.
 """
 
 from __future__ import annotations
@@ -54,8 +57,42 @@ def preflight_lines(refusals: list[dict], split: str) -> list[str]:
     """What ``sealbench validate`` prints about them."""
     if not refusals:
         return [f"publishable: nothing in the config or the split stops a headline on the {split} split; "
-                "the runs decide (controls, exclusions, tampering, the ledger)."]
+                "nor does the holdout's ledger; the runs decide (controls, exclusions, tampering)."]
     lines = [f"publishable: this config cannot publish a headline on this pack, whatever the agents do "
              f"({len(refusals)} refusal(s) decided before any run):"]
     lines += [f"  {r['code']}: {r['sentence']}" for r in refusals]
     return lines
+
+
+def foreseeable_ledger_refusals(cfg: Mapping, pack_digest: str, denylist_digest: str,
+                                task_digests: Mapping[str, str], manifest: Mapping,
+                                identities: Mapping[str, Mapping], ledgers: list) -> list[dict]:
+    """The holdout's memory, before any run: what the pack's ledger (and its copy in results/)
+    already decides for this config's candidate and baseline — a version tuned on the holdout
+    (``HOLDOUT_TUNED``), a moved denominator, envelope or pre-registration, a budget already
+    spent (``HOLDOUT_EXHAUSTED``) — as the gate would find it if they run on the holdout."""
+    if cfg["score_split"] != "holdout":
+        return []
+    from pathlib import Path
+
+    from .holdout_memory import merge_copies
+    from .ledger import budget_reasons, holdout_versions, ledger_entry, ledger_reasons, read_ledger
+    from .split import manifest_digest
+
+    try:
+        copies = [read_ledger(Path(p)) for p in ledgers]
+    except ValueError as exc:
+        return [refusal("LEDGER_UNREADABLE", f"{exc} Restore it from version control; never edit it.", None)]
+    prior: list[dict] = []
+    for c in copies:
+        prior = merge_copies(prior, c)[0] if prior else c
+    if not prior:
+        return []
+    who = [a for a in dict.fromkeys([cfg["candidate"], cfg["baseline"]]) if a in identities]
+    exp = {"config_full": cfg, "agent_identity": dict(identities), "pack_digest": pack_digest,
+           "denylist_digest": denylist_digest, "split_manifest_digest": manifest_digest(manifest),
+           "task_digests": dict(task_digests), "exp_id": None}
+    entry = ledger_entry(exp, manifest, {a: identities[a]["fingerprint"] for a in who})
+    out = ledger_reasons(prior, entry)
+    out += budget_reasons(holdout_versions(prior, entry), cfg.get("holdout_budget"))
+    return out
