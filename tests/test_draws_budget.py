@@ -93,7 +93,7 @@ def test_a_reroll_of_failed_runs_is_scored_by_the_first_draws(tmp_path: Path) ->
     headline = d["allowed_sentences"][0]
     assert f"{len(slots)} run slot(s) were drawn again after a scored draw" in headline
     assert d["_card"]["draw_record"]["redrawn_slots"] == len(slots)
-    assert set(d["draw_record"]["heads"]) == {str(c.resolve()) for c in copies}
+    assert set(d["draw_heads"]) == {str(c.resolve()) for c in copies}  # cited beside decision.json
 
 
 def test_a_reroll_with_the_pack_copied_without_its_record_is_still_seen(tmp_path: Path) -> None:
@@ -180,7 +180,7 @@ def test_a_damaged_copy_or_a_cited_line_gone_is_refused(tmp_path: Path) -> None:
     assert first["publishable"]
     exp_dir = next((root / "experiments").iterdir())
     (exp_dir / draws.DRAWS_CITATION).write_text(json.dumps({"pack_digest": first["digests"]["pack"],
-                                                            "heads": first["draw_record"]["heads"]}))
+                                                            "heads": first["draw_heads"]}))
     for c in copies2:
         kept = c.read_text().splitlines()
         c.write_text("\n".join(kept[:-1]) + "\n")  # the last line (an outcome) cut off

@@ -189,10 +189,13 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     decision = assemble(s, facts, reasons, notes, comparison, sens, dummies, no_pooled, memory, publishable,
                         pack_hash_path, {"first_scored": drawn.first_scored, "interrupted": drawn.interrupted,
                                          "by_solver": drawn.by_solver})
-    decision["draw_record"] = {"heads": drawn.heads, "draws": drawn.draws, "redrawn": drawn.redrawn}
+    # the heads are run-specific (paths, fresh draw ids): cited beside decision.json (DRAWS_CITATION),
+    # so that the same logs give the same decision.json anywhere
+    decision["draw_record"] = {"draws": drawn.draws, "redrawn": drawn.redrawn, "cited_in": DRAWS_CITATION}
+    decision["draw_heads"] = drawn.heads
     card = build_card(s.exp, s.manifest, s.tasks, s.runs)
     card.update(card_claim(s.exp, decision))
-    card["draw_record"] = {"heads": drawn.heads, "draws": drawn.draws, "redrawn_slots": len(drawn.redrawn)}
+    card["draw_record"] = {"draws": drawn.draws, "redrawn_slots": len(drawn.redrawn), "cited_in": DRAWS_CITATION}
     return decision, card, render_report(decision, card, s.strata, s.tasks)
 
 
@@ -325,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                "line": append_ledger(args.ledger, entry, prior)})
             keep_results_copy(args.ledger, results_copy(args.experiment_dir), entry)
     write_json(args.experiment_dir / DRAWS_CITATION, {"pack_digest": decision["digests"]["pack"],
-                                                       "heads": decision["draw_record"]["heads"]})
+                                                       "heads": decision.pop("draw_heads")})
     write_json(args.experiment_dir / "decision.json", decision)
     write_report(args.experiment_dir)  # the HTML report, from the files just written
     if args.latest:  # last: results/latest only ever points at a complete experiment
