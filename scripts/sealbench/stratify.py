@@ -5,11 +5,12 @@ Reads:  experiment.json, the frozen split manifest, every task's sealed.json, le
 Writes: tables/tasks.parquet, tables/runs.parquet, tables/strata.parquet (schemas: ``tables.py``)
 
 Health envelope (seed "session stamp"): only what the harness observed excludes a run. The
-session facts are the ones the bridge saw (run.json ``session_observed``: the server identity the
-replies named, the longest wait for a reply's first byte on the harness's clock, 429/5xx replies
+session facts are the ones the bridge saw (run.json ``session_observed``: the endpoint, each
+reply's model against the model its request asked for, the longest wait for a reply's first byte on the harness's clock, 429/5xx replies
 and failed connects as retries, the quota state, a route change): an agent row whose observed
-session is outside the envelope (not the required server, queue delay or retries over the caps,
-a quota state not allowed, a route change) gets status ``excluded`` with the reason; excluded
+session is outside the envelope (not the required server: :func:`server_problem`, queue delay or retries over the caps,
+a quota state not allowed, a route change: one requested model answered under two names; asking
+for several models is the agent's choice, never a route change) gets status ``excluded`` with the reason; excluded
 rows stay in ``runs.parquet`` and are left out of the rates. A run without a bridge has no
 observed session: sandboxed (bubblewrap) and without an endpoint it provably reached no server
 (``server_id`` ``offline``); unsandboxed, its server is unknown (null). Neither is excluded.
