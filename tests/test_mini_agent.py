@@ -186,4 +186,4 @@ def test_pipeline_with_mini_candidate(tmp_path: Path) -> None:
         [served] = [c for c in conversations.values() if f"Task {row.task_id}:" in c["task"]]
         assert (row.tokens_in, row.tokens_out, row.steps) == (
             served["prompt_tokens"], served["completion_tokens"], served["calls"]), row.task_id
-        assert row.server_id == fake.api_base and row.quota_state == "ok"
+        assert row.server_id == fake.endpoint and row.quota_state == "ok"  # the observed server: the endpoint

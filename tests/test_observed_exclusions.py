@@ -305,7 +305,7 @@ def _through_bridge(tmp_path: Path, script: list, n: int, then_stop: bool = Fals
 
 def test_bridge_observes_a_healthy_session(tmp_path: Path) -> None:
     got = _through_bridge(tmp_path, [(200, "srv-1", 0.0, False), (200, "srv-1", 0.15, True)], 2)
-    assert got["servers"] == ["srv-1"] and got["server_id"] == "srv-1" and got["endpoint"].startswith("127.0.0.1:")
+    assert got["servers"] == ["srv-1"] and got["server_id"] == got["endpoint"] and got["endpoint"].startswith("127.0.0.1:")
     assert got["route_changed"] is False and got["retries"] == 0 and got["quota_state"] == "ok"
     assert got["replies"] == 2 and got["statuses"] == {"200": 2}
     assert 150 <= got["max_queue_ms"] < 5000, got  # the wait is on the harness's clock

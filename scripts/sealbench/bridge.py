@@ -20,24 +20,33 @@ tokens are then incomplete (``run_agent.choose_tokens``), never replaced by the 
 
 It also *observes the session* (:class:`ObservedSession`, run.json ``session_observed``): per
 reply its HTTP status, the time on the harness's clock from the request's first byte to the
-reply's first byte, and the reply's ``model`` field (JSON or event stream) as the server's
-identity; and every upstream connect that failed (the harness's own fault reaching the server).
-From these, not from the agent's ``stamp.json``, come the session facts that can exclude a run
-(``stratify``): the servers seen, a route change (two server identities in one run, or the
-server unreachable after it had answered), retries (429 and 5xx replies plus failed connects),
-the longest wait for a first reply byte and the quota state (``exhausted`` once a 429 came).
+reply's first byte, and the reply's ``model`` field (JSON or event stream); and every upstream
+connect that failed (the harness's own fault reaching the server). The client→server direction
+is read too (:class:`RequestMeter`: ``Content-Length`` and chunked bodies, pipelined requests
+matched with their replies in order), so each reply is paired with the ``model`` its request
+asked for. Which model is asked for is the agent's choice and never a session problem; what the
+server answered to it is the server's. From these, not from the agent's ``stamp.json``, come the
+session facts that can exclude a run (``stratify``): the server (``server_id``: the endpoint the
+harness forwarded to, which no request can change; ``answers``: requested model -> reply
+models), a route change (one requested model answered under two model names in one run, or the
+server unreachable after it had answered), retries (429 and 5xx replies plus failed connects —
+an agent that floods its server can provoke these: the gate's ``EXCLUSIONS_DECIDE`` is the
+backstop), the longest wait for a first reply byte and the quota state (``exhausted`` once a 429
+came).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import socket
 import subprocess
 import sys
 import threading
 import time
 import zlib
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,12 +109,40 @@ class MeteredUsage:
                 "responses_with_usage": self.with_usage, "responses_unparsed": self.unparsed}
 
 
+#: Parts a server appends to a requested model name when it resolves an alias to a snapshot
+#: (``gpt-4o`` -> ``gpt-4o-2024-08-06``, ``claude-x`` -> ``claude-x-20241022``, ``llama3`` ->
+#: ``llama3:latest``): the same model, not a substitution.
+_SNAPSHOT_SUFFIX = re.compile(r"[-:@](?:latest|v?[0-9][0-9._-]*)")
+
+
+def same_model(asked: str, named: str) -> bool:
+    """Whether a reply naming ``named`` answered a request for ``asked`` with the model asked
+    for: the same name (case aside), or the name plus a snapshot suffix (:data:`_SNAPSHOT_SUFFIX`).
+    ``gpt-x`` answered as ``gpt-x-mini`` is not the same model."""
+    a, n = asked.lower(), named.lower()
+    return a == n or (n.startswith(a) and _SNAPSHOT_SUFFIX.fullmatch(n[len(a):]) is not None)
+
+
 @dataclass
 class ObservedSession:
-    """What the harness itself saw of one run's session at the bridge (never the agent's word)."""
+    """What the harness itself saw of one run's session at the bridge (never the agent's word).
+
+    The requests are read too (:class:`RequestMeter`), so each reply is matched with the model
+    its request asked for: which model is used is the agent's choice; what the server answered
+    to a given request is the server's. A route change is the server's doing only: one
+    requested model answered under two model names in one run (on one request path), or the
+    server unreachable after it had answered. Requests for two models answered as asked are
+    not a route change (``models_requested`` records them)."""
 
     endpoint: str | None = None   #: the one host:port the bridge connects to
     models: list = field(default_factory=list)       #: distinct reply ``model`` values, first seen first
+    models_requested: list = field(default_factory=list)  #: distinct request ``model`` values, first seen first
+    #: requested model -> distinct reply models that answered it (requests and replies naming one)
+    answers: dict = field(default_factory=dict)
+    #: "<requested model> <request target>" -> distinct reply models (the route-change key)
+    routes: dict = field(default_factory=dict)
+    substitutions: int = 0        #: replies naming another model than their request asked for (same_model)
+    unmatched: int = 0            #: replies whose request the bridge could not read (nothing inferred)
     replies: int = 0              #: final replies (1xx excluded), whole or cut short
     statuses: dict = field(default_factory=dict)     #: HTTP status (as a string) -> replies
     retry_replies: int = 0        #: 429 and 5xx replies
@@ -115,44 +152,238 @@ class ObservedSession:
     max_queue_ms: int | None = None  #: longest time from a request's first byte to its reply's first byte
 
     def copy(self) -> "ObservedSession":
-        return ObservedSession(**{**vars(self), "models": list(self.models), "statuses": dict(self.statuses)})
+        return ObservedSession(**{**vars(self), "models": list(self.models),
+                                  "models_requested": list(self.models_requested),
+                                  "answers": {k: list(v) for k, v in self.answers.items()},
+                                  "routes": {k: list(v) for k, v in self.routes.items()},
+                                  "statuses": dict(self.statuses)})
+
+    def observe_reply(self, request: "_Request | None", model: str | None) -> None:
+        """One whole reply naming ``model`` (or none), answering ``request`` (None: a reply the
+        bridge could not match with a request it read). Call with the lock held."""
+        if request is None or not request.read:
+            self.unmatched += 1
+        elif request.model is not None and request.model not in self.models_requested:
+            self.models_requested.append(request.model)
+        if model is None:
+            return
+        if model not in self.models:
+            self.models.append(model)
+        if request is None or not request.read or request.model is None:
+            return   # no model asked for (or the request unread): nothing inferred
+        seen = self.answers.setdefault(request.model, [])
+        if model not in seen:
+            seen.append(model)
+        route = self.routes.setdefault(f"{request.model} {request.target}", [])
+        if model not in route:
+            route.append(model)
+        if not same_model(request.model, model):
+            self.substitutions += 1
+
+    def route_changed(self) -> bool:
+        return self.lost_after_reply or any(len(v) > 1 for v in self.routes.values())
 
     def as_dict(self) -> dict:
-        """run.json ``session_observed``: the facts ``stratify`` checks against ``health``."""
-        servers = sorted(set(self.models))
-        if servers:
-            server_id = ",".join(servers)
-        else:  # replies without a model field: the endpoint is all the harness knows of the server
-            server_id = self.endpoint if self.replies else None
-        return {"endpoint": self.endpoint, "servers": servers, "server_id": server_id,
-                "route_changed": len(servers) > 1 or self.lost_after_reply,
+        """run.json ``session_observed``: the facts ``stratify`` checks against ``health``.
+
+        ``server_id`` is the endpoint the harness forwarded to (once the server answered): the
+        harness's fact, which no request can change. ``servers`` are the model names the replies
+        gave (the agent chooses which models it asks for, so they identify the server only
+        together with ``answers``: requested model -> the reply models that answered it)."""
+        return {"endpoint": self.endpoint, "servers": sorted(set(self.models)),
+                "server_id": self.endpoint if self.replies else None,
+                "models_requested": list(self.models_requested),
+                "answers": {k: sorted(v) for k, v in sorted(self.answers.items())},
+                "substitutions": self.substitutions,
+                "route_changed": self.route_changed(),
                 "retries": self.retry_replies + self.failed_connects,
                 "max_queue_ms": self.max_queue_ms,
                 "quota_state": "exhausted" if self.quota_replies else ("ok" if self.replies else None),
                 "replies": self.replies, "statuses": dict(sorted(self.statuses.items())),
+                "replies_unmatched": self.unmatched,
                 "failed_connects": self.failed_connects, "unreachable_after_reply": self.lost_after_reply}
 
 
+@dataclass
+class _Request:
+    """One request on a connection, as the client→server tap read it."""
+
+    start: float                  #: time.monotonic() of its first byte
+    method: str = ""
+    target: str = ""
+    model: str | None = None      #: its body's ``model`` (None: none, or not read)
+    read: bool = False            #: the whole request was parsed (head and body under the cap)
+    timed: bool = False           #: its reply's first byte has been timed
+
+
 class _Exchange:
-    """One connection's clock: when the request now waiting for its reply sent its first byte."""
+    """One connection's requests, in order, waiting for their replies (HTTP/1.x answers
+    pipelined requests in order)."""
 
     def __init__(self) -> None:
-        self.pending: float | None = None
+        self.lock = threading.Lock()
+        self.queue: deque[_Request] = deque()
+        self.lost = False         #: the tap lost track of the requests: no later reply is matched
+
+    def add(self, req: _Request) -> None:
+        with self.lock:
+            self.queue.append(req)
+
+    def first_untimed(self) -> _Request | None:
+        with self.lock:
+            return self.queue[0] if self.queue and not self.queue[0].timed else None
+
+    def answered(self) -> _Request | None:
+        """The request a final reply answers (the oldest waiting), or None."""
+        with self.lock:
+            if self.lost:
+                self.queue.clear()
+                return None
+            return self.queue.popleft() if self.queue else None
 
 
-class RequestClock:
-    """Client→server tap: notes the time of a request's first byte (the first byte sent while no
-    request waits for its reply)."""
+def model_requested(body: bytes, headers: dict[str, str]) -> str | None:
+    """The ``model`` a request body asks for: a JSON object's one top-level ``model`` string
+    (gzip/deflate bodies decoded). None when there is none, the body is not JSON, or it is
+    ambiguous (``model`` given twice: a server may read another one than this parser)."""
+    enc = headers.get("content-encoding", "").lower()
+    try:
+        if enc == "gzip":
+            body = gzip.decompress(body)
+        elif enc == "deflate":
+            body = zlib.decompress(body)
+        elif enc not in ("", "identity"):
+            return None
+    except (OSError, zlib.error, EOFError):
+        return None
+    dup = []
+
+    def pairs(items: list) -> dict:
+        keys = [k for k, _ in items]
+        if keys.count("model") > 1:
+            dup.append(True)
+        return dict(items)
+
+    try:
+        obj = json.loads(body.decode("utf-8"), object_pairs_hook=pairs)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if dup or not isinstance(obj, dict):
+        return None
+    m = obj.get("model")
+    return m if isinstance(m, str) and m else None
+
+
+class RequestMeter:
+    """Incremental parser of the client→server byte stream of one connection (HTTP/1.x
+    requests: ``Content-Length`` or chunked bodies, pipelined ones too). Each request is queued
+    on the connection's :class:`_Exchange` at its first byte (the clock of its reply's wait) and
+    gets the ``model`` its body asks for once the body is whole (bodies over
+    :data:`METER_BODY_CAP` are forwarded, not read). Bytes it cannot parse stop the matching for
+    the rest of the connection (its replies are ``unmatched``: nothing inferred from them)."""
 
     def __init__(self, exchange: _Exchange) -> None:
         self.exchange = exchange
+        self.buf = b""
+        self.state = "head"           # head | length | chunked | skip
+        self.need = 0
+        self.body = bytearray()
+        self.headers: dict[str, str] = {}
+        self.too_big = False
+        self.req: _Request | None = None
 
     def feed(self, data: bytes) -> None:
-        if data and self.exchange.pending is None:
-            self.exchange.pending = time.monotonic()
+        if not data or self.state == "skip":
+            return
+        self.buf += data
+        try:
+            while self._step():
+                pass
+        except (ValueError, IndexError):
+            with self.exchange.lock:
+                self.exchange.lost = True
+            self.state, self.buf = "skip", b""
 
     def close(self) -> None:
-        pass
+        self.state = "skip"
+
+    def _step(self) -> bool:
+        if self.state == "head":
+            if self.req is None:
+                if not self.buf.lstrip(b"\r\n"):
+                    self.buf = b""
+                    return False
+                self.req = _Request(start=time.monotonic())
+                self.exchange.add(self.req)
+            self.buf = self.buf.lstrip(b"\r\n")
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self.buf) > 1 << 20:
+                    raise ValueError("request head too long")
+                return False
+            head, self.buf = self.buf[:end].decode("latin-1"), self.buf[end + 4:]
+            lines = head.split("\r\n")
+            method, target, version = lines[0].split(" ")
+            if not version.startswith("HTTP/1."):
+                raise ValueError("not HTTP/1.x")
+            self.headers = {}
+            for ln in lines[1:]:
+                k, _, v = ln.partition(":")
+                self.headers[k.strip().lower()] = v.strip()
+            self.req.method, self.req.target = method, target
+            self.body, self.too_big = bytearray(), False
+            if "chunked" in self.headers.get("transfer-encoding", "").lower():
+                self.state, self.need = "chunked", -1
+            elif int(self.headers.get("content-length", "0") or 0) > 0:
+                self.state, self.need = "length", int(self.headers["content-length"])
+            else:
+                self._finish()
+            return True
+        if self.state == "length":
+            take = min(self.need, len(self.buf))
+            self._keep(self.buf[:take])
+            self.buf, self.need = self.buf[take:], self.need - take
+            if self.need == 0:
+                self._finish()
+                return True
+            return False
+        if self.state == "chunked":
+            if self.need == -1:
+                end = self.buf.find(b"\r\n")
+                if end < 0:
+                    return False
+                size = int(self.buf[:end].split(b";")[0].strip() or b"0", 16)
+                self.buf = self.buf[end + 2:]
+                self.need = -2 if size == 0 else size
+                return True
+            if self.need == -2:
+                end = self.buf.find(b"\r\n")
+                if end < 0:
+                    return False
+                line, self.buf = self.buf[:end], self.buf[end + 2:]
+                if not line:
+                    self._finish()
+                return True
+            if len(self.buf) < self.need + 2:
+                return False
+            self._keep(self.buf[:self.need])
+            self.buf, self.need = self.buf[self.need + 2:], -1
+            return True
+        return False
+
+    def _keep(self, data: bytes) -> None:
+        if self.too_big or len(self.body) + len(data) > METER_BODY_CAP:
+            self.too_big, self.body = True, bytearray()
+        else:
+            self.body += data
+
+    def _finish(self) -> None:
+        req = self.req
+        if req is not None:
+            model = None if self.too_big or not self.body else model_requested(bytes(self.body), self.headers)
+            with self.exchange.lock:
+                req.model, req.read = model, not self.too_big
+        self.req, self.state, self.body = None, "head", bytearray()
 
 
 def _usage_of(obj: object) -> tuple[int, int] | None:
@@ -250,6 +481,7 @@ class ResponseMeter:
         self.body = bytearray()
         self.headers: dict[str, str] = {}
         self.too_big = False
+        self.request: _Request | None = None   #: the request the reply being read answers
 
     def feed(self, data: bytes) -> None:
         if data and self.state == "head" and not self.buf:
@@ -290,7 +522,11 @@ class ResponseMeter:
                 self.headers[k.strip().lower()] = v.strip()
             self._observe_status(status)
             self.body, self.too_big = bytearray(), False
-            if 100 <= status < 200 or status in (204, 304):
+            if 100 <= status < 200:
+                return True
+            self.request = self.exchange.answered() if self.exchange is not None else None
+            if status in (204, 304) or (self.request is not None and self.request.method == "HEAD"):
+                self._observe_model(None)
                 return True
             if "chunked" in self.headers.get("transfer-encoding", "").lower():
                 self.state, self.need = "chunked", -1
@@ -356,22 +592,31 @@ class ResponseMeter:
             body = b""
         ctype = self.headers.get("content-type", "")
         got = None if self.too_big or not body else usage_in_body(body, ctype)
-        if self.session is not None and not self.too_big and body:
-            model = model_in_body(body, ctype)
-            if model is not None:
-                with self.lock:
-                    if model not in self.session.models:
-                        self.session.models.append(model)
+        self._observe_model(None if self.too_big or not body else model_in_body(body, ctype))
         self._count(got, parsed=not self.too_big)
         self.state, self.body = "head", bytearray()
+
+    def _observe_model(self, model: str | None) -> None:
+        """A whole reply naming ``model``, matched with the request it answers."""
+        request, self.request = self.request, None
+        if self.session is None:
+            return
+        if self.exchange is not None and request is not None:
+            with self.exchange.lock:      # the request's body may still have been in flight
+                request = _Request(**vars(request))
+        with self.lock:
+            self.session.observe_reply(request, model)
 
     def _reply_starts(self) -> None:
         """The first byte of a reply arrived: the wait since its request's first byte, on the
         harness's clock."""
-        if self.session is None or self.exchange is None or self.exchange.pending is None:
+        if self.session is None or self.exchange is None:
             return
-        waited = int(round((time.monotonic() - self.exchange.pending) * 1000))
-        self.exchange.pending = None
+        req = self.exchange.first_untimed()
+        if req is None:
+            return
+        req.timed = True
+        waited = int(round((time.monotonic() - req.start) * 1000))
         with self.lock:
             prev = self.session.max_queue_ms
             self.session.max_queue_ms = waited if prev is None else max(prev, waited)
@@ -434,7 +679,7 @@ class UnixToTcp:
             return
         exchange = _Exchange()
         pipes = _splice(conn, up, ResponseMeter(self.usage, self._lock, self.session, exchange),
-                        RequestClock(exchange))
+                        RequestMeter(exchange))
         with self._lock:
             self._pipes += pipes
 

@@ -5,11 +5,12 @@ Reads:  experiment.json, the frozen split manifest, every task's sealed.json, le
 Writes: tables/tasks.parquet, tables/runs.parquet, tables/strata.parquet (schemas: ``tables.py``)
 
 Health envelope (seed "session stamp"): only what the harness observed excludes a run. The
-session facts are the ones the bridge saw (run.json ``session_observed``: the server identity the
-replies named, the longest wait for a reply's first byte on the harness's clock, 429/5xx replies
+session facts are the ones the bridge saw (run.json ``session_observed``: the endpoint, each
+reply's model against the model its request asked for, the longest wait for a reply's first byte on the harness's clock, 429/5xx replies
 and failed connects as retries, the quota state, a route change): an agent row whose observed
-session is outside the envelope (not the required server, queue delay or retries over the caps,
-a quota state not allowed, a route change) gets status ``excluded`` with the reason; excluded
+session is outside the envelope (not the required server: :func:`server_problem`, queue delay or retries over the caps,
+a quota state not allowed, a route change: one requested model answered under two names; asking
+for several models is the agent's choice, never a route change) gets status ``excluded`` with the reason; excluded
 rows stay in ``runs.parquet`` and are left out of the rates. A run without a bridge has no
 observed session: sandboxed (bubblewrap) and without an endpoint it provably reached no server
 (``server_id`` ``offline``); unsandboxed, its server is unknown (null). Neither is excluded.
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import draws, paths
+from .bridge import same_model
 from .contract import ABSTAINED, EXCLUDED, INFRA_FAIL, OFFLINE_SERVER_ID, PASS, STAMP_KEYS, TAMPER, TIMEOUT
 from .core import SealbenchError, read_json
 from .processes import ended_in_error
@@ -96,13 +98,35 @@ def observed_session(run: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return UNOBSERVED, {k: None for k in STAMP_KEYS}
 
 
-def observed_problems(obs: Mapping[str, Any], health: Mapping[str, Any]) -> list[str]:
+def server_problem(req: str, sid: Any, raw: Mapping[str, Any] | None) -> str | None:
+    """Why the observed server is not ``health.required_server_id`` (None: it is, or nothing
+    says otherwise). A session whose bridge read the requests (``answers`` in it) matches when
+    the required id is its endpoint, or when every reply to a request for the required model
+    named that model (:func:`~sealbench.bridge.same_model`): requests for other models are the
+    agent's choice and never put a run outside. An older record is compared by its
+    ``server_id``."""
+    if raw is None or not isinstance(raw.get("answers"), Mapping):
+        return None if sid is None or sid == req else f"the bridge observed server {sid!r}, not the required {req!r}"
+    if raw.get("endpoint") == req:
+        return None
+    named = [m for asked, got in raw["answers"].items() if asked == req for m in got if not same_model(req, m)]
+    if named:
+        return f"the bridge observed requests for {req!r} answered as {', '.join(map(repr, sorted(named)))}"
+    return None
+
+
+def observed_problems(obs: Mapping[str, Any], health: Mapping[str, Any],
+                      raw: Mapping[str, Any] | None = None) -> list[str]:
     """Why a session the bridge observed is outside the health envelope (empty: healthy). A fact
-    the bridge did not see (no reply: no server, no wait, no quota) is nothing outside it."""
+    the bridge did not see (no reply: no server, no wait, no quota) is nothing outside it.
+    ``obs`` holds the runs table's columns (:func:`observed_session`), ``raw`` the run's
+    ``session_observed`` (for the server pin: :func:`server_problem`)."""
     out = []
-    req, sid = health.get("required_server_id"), obs.get("server_id")
-    if req is not None and sid is not None and sid != req:
-        out.append(f"the bridge observed server {sid!r}, not the required {req!r}")
+    req = health.get("required_server_id")
+    if req is not None:
+        why = server_problem(req, obs.get("server_id"), raw)
+        if why:
+            out.append(why)
     mq, q = health.get("max_queue_ms"), obs.get("queue_ms")
     if mq is not None and q is not None and q > mq:
         out.append(f"the bridge observed a queue delay of {q} ms (request to the reply's first byte) over {mq} ms")
@@ -113,8 +137,8 @@ def observed_problems(obs: Mapping[str, Any], health: Mapping[str, Any]) -> list
     if allowed and quota is not None and quota not in allowed:
         out.append(f"the bridge observed quota state {quota!r}, not one of {allowed}")
     if obs.get("route_changed") is True:
-        out.append("the bridge observed a route change (two server identities in one run, or the server "
-                   "unreachable after it had answered)")
+        out.append("the bridge observed a route change (one requested model answered under two model names in "
+                   "one run, or the server unreachable after it had answered)")
     return out
 
 
@@ -164,7 +188,7 @@ def session_problems(run: Mapping[str, Any], health: Mapping[str, Any], offline:
             out.append(f"declared offline: true, but {' and '.join(used)}: not an offline run")
     kind, obs = observed_session(run)
     if kind == BRIDGE:
-        out += observed_problems(obs, health)
+        out += observed_problems(obs, health, run.get("session_observed"))
     return out
 
 

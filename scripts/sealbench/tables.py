@@ -91,8 +91,8 @@ RUNS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("stamp_notes", "string", True, "what the agent's own stamp.json reported outside the health envelope (missing, "
                                     "route changed, quota, server...): its claim, a note that never excludes the row "
                                     "(null: nothing reported)"),
-    ("server_id", "string", True, "observed by the harness: the server the replies named at the bridge (`,`-joined "
-                                  "when several; the endpoint when they named none), `offline` for a sandboxed run "
+    ("server_id", "string", True, "observed by the harness: the endpoint (`host:port`) the bridge forwarded to once "
+                                  "the server answered (run.json `session_observed` has the model names), `offline` for a sandboxed run "
                                   "without an endpoint, the session's for a person (null: not observed)"),
     ("queue_ms", "int64", True, "observed at the bridge: the longest time from a request's first byte to its reply's "
                                 "first byte (null: not observed)"),
