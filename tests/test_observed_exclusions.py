@@ -280,6 +280,7 @@ def _ask(sock_path: str, n: int) -> list[int]:
                 length = int(line.split(b":")[1])
         f.read(length)
         got.append(status)
+    f.close()  # the makefile holds the connection open: close both, or the bridge waits for it
     s.close()
     return got
 
