@@ -162,12 +162,14 @@ RUN: dict[str, tuple[str | None, set[int], str]] = {
     "sealbench COMMAND --help": ("sealbench --help", {0}, "usage: sealbench"),
 }
 
-_SESSION = "needs the open session `session start` opens from a terminal (a person, the sealed shell); tests/test_session.py and tests/test_session_shell.py run it"
+_SESSION = ("needs the open session `session start` opens from a terminal (a person, the sealed shell); "
+            "tests/test_session.py and tests/test_session_shell.py run it")
 #: Commands that cannot run here, each with the reason. Reviewed: add a command only with a reason.
 ALLOWED: dict[str, str] = {
     # installing, and the test suite itself
     "python3 -m venv .venv": "creates the venv the test suite already runs in; .ci/run runs it on a fresh clone",
-    ".venv/bin/pip install -q -e .": "installs from the package registry (network); .ci/run installs the same with [test]",
+    ".venv/bin/pip install -q -e .":
+        "installs from the package registry (network); .ci/run installs the same with [test]",
     ".venv/bin/pip install -q -e '.[test]'": "installs from the package registry (network); .ci/run runs it verbatim",
     ".venv/bin/python -m pytest": "the whole test suite (30+ minutes); .ci/run runs it verbatim (tests/test_docs.py)",
     # a real agent run, a person's session
@@ -188,7 +190,8 @@ ALLOWED: dict[str, str] = {
         "SLURM controller) and a submit node; bench/slurm_single_node.py runs it on a one-node cluster",
     "snakemake --profile workflow/profiles/kubernetes gate":
         "a template: needs the kubernetes executor and S3 storage plugins, an image, a bucket (FILL_IN_ values)",
-    "python bench/slurm_single_node.py": "sets up a SLURM cluster as root (11 to 30 min); tests/test_slurm_single_node.py",
+    "python bench/slurm_single_node.py":
+        "sets up a SLURM cluster as root (11 to 30 min); tests/test_slurm_single_node.py runs it",
     "python bench/slurm_single_node.py --stop": "stops the daemons a `--keep` run of the bench left",
     "snakemake --report report.html --forceall gate":
         "reports on a finished run's outputs (no dry-run form: it fails on the missing decision.json)",
@@ -347,30 +350,98 @@ def test_the_parse_check_catches_a_target_swallowed_by_a_list_option() -> None:
         assert all(w in args.targets for w in argv if w in rules) == ok, argv
 
 
+def synopsis_argv(argv: list[str]) -> list[str] | None:
+    """The command line a synopsis stands for with every optional part given: brackets dropped, a
+    `…` repetition dropped (an option's elided value kept as a word); None for alternatives
+    (`start|check`) or an elided rest (`session …`), which are only walked."""
+    if any("|" in w for w in argv) or argv[-1:] == ["…"]:
+        return None
+    out: list[str] = []
+    for w in argv:
+        bare = w.strip("[]")
+        if bare == "…":
+            if out and out[-1].startswith("--"):
+                out.append("X")
+            continue
+        out.append(bare)
+    return out
+
+
+def takes_subcommand(path: list[str]) -> bool:
+    """Whether ``sealbench PATH`` is followed by a subcommand (``path`` as sealbench_walk gives it)."""
+    import argparse
+
+    parser = cli.build_parser()
+    for w in path:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[w.split("|")[0]]
+    return any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
+
+
+def untyped_sealbench_parser():
+    """sealbench's parser with the types and choices of its arguments lifted, so placeholders parse."""
+    import argparse
+
+    ap = cli.build_parser()
+    stack = [ap]
+    while stack:
+        for action in stack.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+            else:
+                action.type, action.choices = None, None
+    return ap
+
+
+def sealbench_parse_error(parser, argv: list[str]) -> str:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            parser.parse_args(argv)
+        except SystemExit as exc:
+            if exc.code:
+                return err.getvalue().strip().splitlines()[-1]
+    return ""
+
+
 def test_every_sealbench_command_names_real_subcommands_and_options() -> None:
+    """Every subcommand and option shown exists; a command line parses as written; a synopsis
+    line parses with its placeholders as words and every optional part given (so a required
+    argument it leaves out, or an option's value it forgets, shows)."""
     bad = []
     for c in doc_commands():
-        if program(c.text) != "sealbench":
+        if program(c.text) != "sealbench" or is_mention(c):
             continue
         argv = args_of(c.text)
         path, problems = sealbench_walk(argv)
         bad += [f"{c.where}: {c.text}: {p}" for p in problems]
-        if not problems and not has_placeholder(c.text) and not is_mention(c):
-            # a concrete command line: sealbench's own parser accepts it as written
-            err = io.StringIO()
-            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                try:
-                    cli.build_parser().parse_args(argv)
-                except SystemExit as exc:
-                    if exc.code:
-                        bad.append(f"{c.where}: {c.text}: {err.getvalue().strip().splitlines()[-1]}")
+        if problems:
+            continue
+        if not has_placeholder(c.text):
+            err = sealbench_parse_error(cli.build_parser(), argv)
+        elif takes_subcommand(path):
+            err = ""  # `sealbench COMMAND --help`: the placeholder stands for any subcommand
+        elif (full := synopsis_argv(argv)) is not None:
+            err = sealbench_parse_error(untyped_sealbench_parser(), full)
+        else:
+            err = ""
+        if err:
+            bad.append(f"{c.where}: {c.text}: {err}")
     assert not bad, "sealbench commands its parser refuses:\n  " + "\n  ".join(bad)
+
+
+def test_the_sealbench_check_catches_a_missing_argument() -> None:
+    """The check above fails on what docs/pipeline.md used to show and passes its fix."""
+    assert "required: pack" in sealbench_parse_error(cli.build_parser(), ["split", "--extend"])
+    assert sealbench_parse_error(untyped_sealbench_parser(), synopsis_argv(["split", "PACK", "--extend"])) == ""
+    assert "expected one argument" in sealbench_parse_error(untyped_sealbench_parser(), ["try", "A", "T", "--epochs"])
+    assert sealbench_walk(["split", "PACK", "--extent"])[1] == ["`sealbench split` has no option --extent"]
 
 
 def test_every_python_m_sealbench_module_exists_and_takes_the_options_shown() -> None:
     bad = []
     for c in doc_commands():
-        if program(c.text) != "python-sealbench" or c.text in ALLOWED and PLACEHOLDER.search(words(c.text)[2]):
+        if program(c.text) != "python-sealbench" or (c.text in ALLOWED and PLACEHOLDER.search(words(c.text)[2])):
             continue
         module = words(c.text)[2]
         if importlib.util.find_spec(module) is None:
@@ -455,7 +526,8 @@ def test_doc_command_runs_as_written(workdir: Path, doc_text: str) -> None:
     as_run, codes, fragment = RUN[doc_text]
     res = run_bash(as_run or doc_text, workdir, workdir)
     where = [c.where for c in doc_commands() if c.text == doc_text]
-    assert res.returncode in codes and "Traceback" not in res.stdout, f"{where}: {as_run or doc_text}\n{res.stdout[-3000:]}"
+    assert res.returncode in codes and "Traceback" not in res.stdout, \
+        f"{where}: {as_run or doc_text} exited {res.returncode}\n{res.stdout[-3000:]}"
     assert fragment in res.stdout, f"{where}: {as_run or doc_text}: no '{fragment}' in\n{res.stdout[-3000:]}"
 
 
