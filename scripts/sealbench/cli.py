@@ -339,7 +339,9 @@ def _add_pack(sub: argparse._SubParsersAction) -> None:
     pack_swebench.add_parser(pack_sub)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``sealbench``, every subcommand and option (tests/test_doc_commands.py
+    checks the commands the docs show against it)."""
     ap = argparse.ArgumentParser(prog="sealbench", description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -372,6 +374,11 @@ def main(argv: list[str] | None = None) -> int:
     _add_try(sub)
     _add_predictions(sub)
     _add_pack(sub)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
     inside = session_cli.forwarded(list(sys.argv[1:] if argv is None else argv))  # in a sealed session shell
     if inside is not None:
         return inside
