@@ -26,6 +26,12 @@ JUSTIFIED = {
                     "line rules, the build's sandbox and the record share one spec",
     "session": "one human session's lifecycle (start, check, steer, submit, abandon) over one state file; "
                "the pieces share the session record and its invariants",
+    "bridge": "one connection through the bridge: the forwarding, the request meter and the reply meter read "
+              "the same two byte streams, and the observed session pairs each reply with its request",
+    "leak_ast": "one algorithm: hidden tests as normalized syntax trees, the code found in prose, and the "
+                "index they are looked up in share the one normalisation",
+    "stratify": "one definition of a run row: its columns, and the rules that decide its status (timeout "
+                "first, observed session, offline declaration, the first draw) read the same record",
 }
 
 
