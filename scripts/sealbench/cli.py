@@ -178,6 +178,23 @@ def _decision(path: Path) -> dict:
     return read_json(f)
 
 
+#: The notes that withhold the pooled headline of a publishable decision (per-stratum rates only).
+POOLED_WITHHELD_BY = ("UNBALANCED_STRATA", "DUMMY_BEATEN_ONLY_ON_EASY")
+
+
+def verdict_text(d: dict) -> str:
+    """What the decision allows, in words: a publishable headline with its number, a publishable
+    decision without a pooled number (per stratum only, and the notes that withheld it), or no
+    headline and the refusal codes. Never "headline None"."""
+    if not d.get("publishable"):
+        codes = ", ".join(str(r.get("code")) for r in d.get("reasons") or [])
+        return "NOT PUBLISHABLE; no headline" + (f" ({codes})" if codes else "")
+    if d.get("headline") is None:
+        codes = ", ".join(str(n.get("code")) for n in d.get("notes") or [] if n.get("code") in POOLED_WITHHELD_BY)
+        return "PUBLISHABLE per stratum; no pooled headline" + (f" ({codes})" if codes else "")
+    return f"PUBLISHABLE; headline {d['headline']}"
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     """The decision: verdict, reasons and notes, each agent's (and person's) most common failure
     on the scored split, the candidate's strata, the comparison, the allowed sentences and
@@ -188,8 +205,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     d = _decision(args.results)
     con = _console()
-    state = "[green]PUBLISHABLE[/green]" if d["publishable"] else "[red]NOT PUBLISHABLE[/red]"
-    con.print(f"experiment {escape(str(d['experiment']))}: {state}; headline {d['headline']} "
+    style = "green" if d["publishable"] else "red"
+    con.print(f"experiment {escape(str(d['experiment']))}: [{style}]{escape(verdict_text(d))}[/{style}] "
               f"({escape(str(d['headline_metric']))})")
     for r in d["reasons"]:
         con.print(f"  [red]{escape(r['code'])}[/red] {escape(r['sentence'])}")
@@ -246,7 +263,8 @@ def _show_identities(con, results: Path) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     d = _decision(args.results)
     if d["publishable"]:
-        print(f"publishable: headline {d['headline']}")
+        print(f"publishable: headline {d['headline']}" if d.get("headline") is not None
+              else "publishable per stratum only: " + verdict_text(d).split("; ", 1)[1])
         return 0
     print("not publishable: " + "; ".join(f"{r['code']}: {r['sentence']}" for r in d["reasons"]), file=sys.stderr)
     return 1
