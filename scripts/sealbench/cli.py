@@ -185,6 +185,23 @@ def _decision(path: Path) -> dict:
     return read_json(f)
 
 
+#: The notes that withhold the pooled headline of a publishable decision (per-stratum rates only).
+POOLED_WITHHELD_BY = ("UNBALANCED_STRATA", "DUMMY_BEATEN_ONLY_ON_EASY")
+
+
+def verdict_text(d: dict) -> str:
+    """What the decision allows, in words: a publishable headline with its number, a publishable
+    decision without a pooled number (per stratum only, and the notes that withheld it), or no
+    headline and the refusal codes. Never "headline None"."""
+    if not d.get("publishable"):
+        codes = ", ".join(str(r.get("code")) for r in d.get("reasons") or [])
+        return "NOT PUBLISHABLE; no headline" + (f" ({codes})" if codes else "")
+    if d.get("headline") is None:
+        codes = ", ".join(str(n.get("code")) for n in d.get("notes") or [] if n.get("code") in POOLED_WITHHELD_BY)
+        return "PUBLISHABLE per stratum; no pooled headline" + (f" ({codes})" if codes else "")
+    return f"PUBLISHABLE; headline {d['headline']}"
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     """The decision: verdict, reasons and notes, each agent's (and person's) most common failure
     on the scored split, the candidate's strata, the comparison, the allowed sentences and
@@ -195,8 +212,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     d = _decision(args.results)
     con = _console()
-    state = "[green]PUBLISHABLE[/green]" if d["publishable"] else "[red]NOT PUBLISHABLE[/red]"
-    con.print(f"experiment {escape(str(d['experiment']))}: {state}; headline {d['headline']} "
+    style = "green" if d["publishable"] else "red"
+    con.print(f"experiment {escape(str(d['experiment']))}: [{style}]{escape(verdict_text(d))}[/{style}] "
               f"({escape(str(d['headline_metric']))})")
     for r in d["reasons"]:
         con.print(f"  [red]{escape(r['code'])}[/red] {escape(r['sentence'])}")
@@ -253,20 +270,69 @@ def _show_identities(con, results: Path) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     d = _decision(args.results)
     if d["publishable"]:
-        print(f"publishable: headline {d['headline']}")
+        print(f"publishable: headline {d['headline']}" if d.get("headline") is not None
+              else "publishable per stratum only: " + verdict_text(d).split("; ", 1)[1])
         return 0
     print("not publishable: " + "; ".join(f"{r['code']}: {r['sentence']}" for r in d["reasons"]), file=sys.stderr)
     return 1
 
 
-def progress_counts(cfg: dict, results: Path) -> list[tuple[str, int, int]]:
-    """(stage, done, expected) for the current pack and config, read from the results folder."""
+def _plan_and_fingerprints(cfg: dict):
     from . import hash_pack
-
-    plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
     from .identity import agent_fingerprint
 
-    fps = {a: agent_fingerprint(a, cfg["agents"][a]) for a in agents_to_run(cfg)}
+    plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
+    return plan, {a: agent_fingerprint(a, cfg["agents"][a]) for a in agents_to_run(cfg)}
+
+
+#: Config keys that do not name the experiment (as the Snakefile's EXECUTION_ONLY_KEYS).
+EXECUTION_ONLY_KEYS = ("pack", "batch_size")
+
+
+def config_differences(exp: dict, cfg: dict, pack_digest: str, fps: dict) -> list[str]:
+    """What of an experiment record (experiment.json) is not this config's: its pack (digest),
+    its agents (fingerprints) or its settings (the config the experiment id covers)."""
+    import json
+
+    from .core import canonical_json
+
+    mine = {k: v for k, v in cfg.items() if k not in EXECUTION_ONLY_KEYS}
+    mine["agents"] = {a: cfg["agents"][a] for a in agents_to_run(cfg)}
+    out = []
+    if exp.get("pack_digest") != pack_digest:
+        out.append("pack")
+    if exp.get("agent_fingerprints") != fps:
+        out.append("agents")
+    if canonical_json(exp.get("config")) != canonical_json(json.loads(json.dumps(mine, default=str))):
+        out.append("settings")
+    return out
+
+
+def latest_sentence(cfg: dict, results: Path, pack_digest: str, fps: dict) -> str:
+    """The progress line on the decision: is results/latest this config's experiment? (A run of
+    this config, even one with nothing to do, points it there; planning does not.)"""
+    latest = Path(paths.latest(str(results)))
+    f = latest / "decision.json"
+    if not f.exists():
+        return f"decision: not yet ({f})"
+    exp_file = latest / "experiment.json"
+    try:
+        exp = read_json(exp_file)
+    except (OSError, SealbenchError):
+        return f"decision: {f} is written, but {exp_file} cannot be read: whose experiment it is is unknown"
+    name = latest.resolve().name
+    differ = config_differences(exp, cfg, pack_digest, fps)
+    if not differ:
+        return f"decision: written ({f}): experiment {name}, this config's (its pack, agents and settings)"
+    return (f"decision: results/latest is experiment {name}, not this config's (its {', '.join(differ)} differ); "
+            "a run of this config (`snakemake --cores N gate`, also when nothing is to be done) points it at "
+            "this config's experiment")
+
+
+def progress_counts(cfg: dict, results: Path, planned=None) -> list[tuple[str, int, int]]:
+    """(stage, done, expected) for the current pack and config, read from the results folder
+    (``planned``: :func:`_plan_and_fingerprints` of ``cfg``, when the caller has it)."""
+    plan, fps = planned or _plan_and_fingerprints(cfg)
     agents, epochs = sorted(fps), int(cfg["epochs"])
     tasks, res = sorted(plan.task_digests.items()), str(results)
     n, attempts = len(tasks), [(a, e) for a in agents for e in range(1, epochs + 1)]
@@ -290,15 +356,15 @@ def cmd_progress(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     cfg = config_of(args)
-    rows = progress_counts(cfg, args.results)
+    planned = _plan_and_fingerprints(cfg)
+    rows = progress_counts(cfg, args.results, planned)
     table = Table(title=f"sealbench progress ({cfg['pack']})")
     for col in ("stage", "done", "of", ""):
         table.add_column(col)
     for stage, done, total in rows:
         table.add_row(stage, str(done), str(total), ProgressBar(total=max(total, 1), completed=done, width=30))
     _console().print(table)
-    latest = args.results / "latest" / "decision.json"
-    print(f"decision: {'written' if latest.exists() else 'not yet'} ({latest})")
+    print(latest_sentence(cfg, args.results, planned[0].pack_digest, planned[1]))
     return 0
 
 

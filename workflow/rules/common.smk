@@ -480,6 +480,40 @@ def _try_run_lock(hold):
         os.close(fd)
 
 
+def _point_latest_if_decided():
+    """results/latest: the current, finished experiment — this config's, once it is decided."""
+    if (Path(exp_dir()) / "decision.json").exists():
+        from sealbench.latest_link import point_latest
+        from sealbench.results_index import write_index
+
+        point_latest(Path(paths.latest()), Path(exp_dir()))
+        write_index(Path(RESULTS))  # results/index.html marks the experiment latest points at
+
+
+def _execute_then_point_latest(execute):
+    """Snakemake's ``workflow.execute``, then results/latest pointed at this config's experiment
+    when it is decided. A run with nothing to be done returns before ``onstart`` and
+    ``onsuccess`` (Snakemake's hooks run only when there are jobs), so without this an
+    up-to-date rerun of another config would leave latest on the previous one. Only a real run
+    writes: not ``-n`` (the dry-run executor), and a failed run raises before this point."""
+
+    @functools.wraps(execute)
+    def run(*args, **kwargs):
+        result = execute(*args, **kwargs)
+        if not workflow.dryrun and not workflow.execution_settings.no_hooks:
+            try:
+                _point_latest_if_decided()
+            except OSError as exc:
+                raise WorkflowError(f"{paths.latest()} could not be pointed at {exp_dir()}: {exc}") from exc
+        return result
+
+    return run
+
+
+if workflow.is_main_process:
+    workflow.execute = _execute_then_point_latest(workflow.execute)
+
+
 onstart:
     # Only a run writes (never `-n`, `--lint` or `--summary`): the disk probe, the lock, the caches.
     _check_results_writable()
@@ -497,12 +531,7 @@ onstart:
             _save()
         except OSError:
             pass  # the caches only save time
-    if (Path(exp_dir()) / "decision.json").exists():  # results/latest: the current, finished experiment
-        from sealbench.latest_link import point_latest
-        from sealbench.results_index import write_index
-
-        point_latest(Path(paths.latest()), Path(exp_dir()))
-        write_index(Path(RESULTS))  # results/index.html marks the experiment latest points at
+    _point_latest_if_decided()
     # The plan as one log record: its line on the console, its numbers for the sealbench logger plugin.
     run_console.log_plan(workflow, log)
 

@@ -41,9 +41,11 @@ rule decide:
 
 
 rule gate:
-    """The target users type. results/latest is pointed by the decide job, and at the start of
-    any run whose experiment is already decided (never while planning: `snakemake -n` writes
-    nothing, so after switching back to a finished experiment it points there at the next run)."""
+    """The target users type. results/latest is pointed by the decide job, and at the start and
+    the end of any real run whose experiment is already decided — one with nothing to be done
+    too (common.smk wraps workflow.execute: Snakemake's onstart does not run without jobs) —
+    never while planning: `snakemake -n` writes nothing, so after switching back to a finished
+    experiment it points there at the next run."""
     default_target: True
     input:
         lambda w: f"{exp_dir()}/decision.json",
