@@ -204,7 +204,6 @@ def test_run_agent_and_hidden_score_put_the_draw_on_the_record_before_the_agent_
         Path(run_dir).mkdir(parents=True, exist_ok=True)
         rec = {"task_id": "t1", "solver": agent, "epoch": epoch, "end_reason": "exit", "exit_code": 0, "wall_s": 1,
                "patch_bytes": 0, "draw": options.draw}
-        draws.note_ran(options.slot, options.draw, "exit")
         return rec
 
     monkeypatch.setattr(run_agent, "run_agent", fake_run_agent)

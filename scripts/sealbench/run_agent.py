@@ -186,7 +186,6 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
         if options.draw:
             record["draw"] = options.draw
             write_json(run_dir / "run.json", record)
-        draws.note_ran(options.slot or "", options.draw, "not started")
         return record
     scratch = scratch_dir("run")
     try:
@@ -198,7 +197,6 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
             record["draw"] = options.draw
         if withheld or options.draw:
             write_json(run_dir / "run.json", record)
-        draws.note_ran(options.slot or "", options.draw, record.get("end_reason"))
     finally:
         remove_tree(scratch)   # whatever the agent left there (iterative, no link followed); leftovers are only disk
     if health is not None:
@@ -391,11 +389,15 @@ def main(argv: list[str] | None = None) -> int:
         draws.note_ran(slot, draw, "harness_error")
         print(f"run_agent: HARNESS ERROR on {rec['task_id']}: {rec['error']}", file=sys.stderr)
         return 0
+    # last: the draw "ran" once everything of it is on disk; a job killed before this line is
+    # an interrupted draw (counted in the sentence), never a finished one left unscored (REDRAWN)
     if rec.get("stopped"):
         print(f"run_agent {rec['task_id']} {rec['solver']}#{rec['epoch']}: not started, {rec['error']}")
+        draws.note_ran(slot, draw, "not started")
         return 0
     print(f"run_agent {rec['task_id']} {rec['solver']}#{rec['epoch']}: {rec['end_reason']} "
           f"exit={rec['exit_code']} wall={rec['wall_s']}s patch={rec['patch_bytes']}B")
+    draws.note_ran(slot, draw, rec.get("end_reason"))
     return 0
 
 
