@@ -54,9 +54,9 @@ def calc_patch(tmp: Path, t: Path, prelude: str, body: str = BUGGY) -> bytes:
     return git_patch(t / "repo", tmp, lambda wd: (wd / "calc.py").write_text(prelude + "\n" + body))
 
 
-def score(t: Path, meta: dict, patch: bytes, tmp: Path, **kw) -> scoring.ScoreResult:
+def score(t: Path, meta: dict, patch: bytes, tmp: Path, timeout_s: float = 60, **kw) -> scoring.ScoreResult:
     logs = tmp / f"logs-{len(list(tmp.glob('logs-*')))}"
-    return scoring.score_patch(t, meta, patch, logs, 60, **kw)
+    return scoring.score_patch(t, meta, patch, logs, timeout_s, **kw)
 
 
 def not_pass(res: scoring.ScoreResult) -> None:
