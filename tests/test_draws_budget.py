@@ -414,3 +414,32 @@ def test_validate_foresees_what_the_ledger_already_decides(tmp_path: Path) -> No
     assert "HOLDOUT_EXHAUSTED" in _foresee(_as_candidate(build_spec(), "again", "python /opt/y/a.py"), ledger)
     # an honest user's first agent of their own, declared offline: foreseen clean
     assert _foresee(_as_candidate(build_spec(), "fresh", "python /opt/x/fresh.py"), ledger) == []
+
+
+def test_a_new_candidate_names_its_own_baseline_and_the_old_one_keeps_its_pin(tmp_path: Path) -> None:
+    """Issue 27: an honest user's own agent compared with the built-in candidate (the first
+    scoring's candidate becomes the baseline) is no moved pre-registration; the same candidate
+    moving to another baseline after its result still is."""
+    ledger = tmp_path / "pack" / "ledger.jsonl"
+    ledger.parent.mkdir()
+    assert _ledger_decide(tmp_path / "a", build_spec(), ledger)["publishable"]
+    mine = _as_candidate(build_spec(), "mine", "python /opt/mine.py")
+    mine["cfg"]["agents"]["base2"] = {"command": "python -m base2"}
+    for r in mine["runs"]:
+        if r["solver"] == BASE:
+            r["solver"], r["fingerprint"] = "base2", "fp-base2"
+    mine["cfg"]["baseline"] = "base2"
+    mine["cfg"]["agents"].pop(BASE)
+    d = _ledger_decide(tmp_path / "b", mine, ledger)
+    assert "PREREGISTRATION_CHANGED" not in codes(d), [r["sentence"] for r in d["reasons"]]
+    # the first candidate moving to the other baseline after its result: a dial
+    moved = build_spec()
+    moved["cfg"]["agents"]["base2"] = {"command": "python -m base2"}
+    for r in moved["runs"]:
+        if r["solver"] == BASE:
+            r["solver"], r["fingerprint"] = "base2", "fp-base2"
+    moved["cfg"]["baseline"] = "base2"
+    moved["cfg"]["agents"].pop(BASE)
+    d2 = _ledger_decide(tmp_path / "c", moved, ledger)
+    assert "PREREGISTRATION_CHANGED" in codes(d2)
+    assert "baseline" in next(r for r in d2["reasons"] if r["code"] == "PREREGISTRATION_CHANGED")["sentence"]

@@ -39,6 +39,12 @@ PREREGISTERED = ("mde", "planning_discordance", "min_kept_tasks", "interval_meth
 _ENVELOPE_KEYS = ("envelope", "health")
 
 
+#: Knobs pinned per candidate, not per holdout: a new candidate names the baseline it is compared
+#: with at its own first scored run (its look is counted by the budget); the same candidate
+#: moving to another baseline afterwards is PREREGISTRATION_CHANGED.
+PER_CANDIDATE = ("baseline", "candidate")
+
+
 #: The server label of a scored row whose stamp names no server.
 NO_SERVER = "<none>"
 
@@ -47,7 +53,9 @@ def preregistration(cfg: Mapping, exp: Mapping | None = None) -> dict:
     """Every knob that can change the decision, with its value (the fixed alpha, and the
     denylist digest: deleting a denylist line after LEAK_SUSPECT is a knob too)."""
     out = {**{k: cfg.get(k) for k in PREREGISTERED}, "alpha": ALPHA}
-    # `offline: true` decides whether a run without a stamp is excluded: a knob like the others
+    # whose baseline `baseline` is: each candidate pins its own (PER_CANDIDATE)
+    out["candidate"] = cfg.get("candidate")
+    # `offline: true` decides whether a run that used a server is excluded: a knob like the others
     out["offline_agents"] = sorted(a for a, spec in (cfg.get("agents") or {}).items() if spec.get("offline"))
     if exp is not None:
         out["denylist_digest"] = exp.get("denylist_digest")
@@ -211,6 +219,16 @@ def _changed_knobs(first: Mapping, now: Mapping, keys) -> list[str]:
             for k in keys if k in first and first.get(k) != now.get(k)]
 
 
+def _candidate_of(entry: Mapping) -> str | None:
+    """The candidate of a scoring: recorded in its pre-registration, or (lines written before it
+    was) the one agent of the scoring that is not its baseline."""
+    prereg = entry.get("preregistration") or {}
+    if prereg.get("candidate"):
+        return prereg["candidate"]
+    others = [a for a in entry.get("agents") or {} if a != prereg.get("baseline")]
+    return others[0] if len(others) == 1 else None
+
+
 def _declared_by_both(pinned: Mapping, entry: Mapping) -> tuple[dict, dict]:
     """The two pre-registrations with ``offline_agents`` narrowed to the agents both scorings
     ran: declaring a new agent offline moves nothing that was pinned; changing the declaration of
@@ -282,9 +300,13 @@ def ledger_reasons(prior: list[dict], entry: Mapping) -> list[dict]:
                                f"envelope ({'; '.join(knobs) or ', '.join(env)}): a new envelope is a new experiment "
                                "— score it on a fresh holdout.", knobs or env))
     if pinned is not None:
-        skip = _ENVELOPE_KEYS if env else ()
+        skip = (_ENVELOPE_KEYS if env else ()) + PER_CANDIDATE
         first, now = _declared_by_both(pinned, entry)
         knobs = _changed_knobs(first, now, [k for k in sorted(set(first) | set(now)) if k not in skip])
+        mine = next((e for e in prior if isinstance(e.get("preregistration"), dict) and _same_holdout(e, entry)
+                     and _candidate_of(e) == _candidate_of(entry)), None)
+        if mine is not None:
+            knobs += _changed_knobs(mine["preregistration"], now, ["baseline"])
         if knobs:
             other = pinned["card_name"] != entry["card_name"]
             reasons.append(refusal("PREREGISTRATION_CHANGED",
