@@ -101,7 +101,8 @@ def launch(run_pid: int, module: str, args: list[str]) -> int:
     except ProcessLookupError:
         _say(f"the run that started this job (pid {run_pid}) has already ended; nothing was run")
         return 1
-    child = subprocess.Popen([sys.executable, "-m", module, *args], process_group=0,
+    # stdin: not the terminal's (the child is not in its foreground group: no stage reads it)
+    child = subprocess.Popen([sys.executable, "-m", module, *args], process_group=0, stdin=subprocess.DEVNULL,
                              preexec_fn=_die_with_parent())
     child_fd = _pidfd(child.pid)
     if run_fd is None or child_fd is None:  # nothing to watch with: wait for the stage
