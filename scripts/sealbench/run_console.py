@@ -8,7 +8,8 @@ onsuccess and onerror; workflow/rules/console.smk).
 * At onsuccess, the decision in short (what `sealbench show` prints at length): publishable or
   not, the headline, each refusal code with its sentence, the notes' codes, the comparison, the
   first sentence that may be published, and where to read on.
-* At onerror, one sentence: no decision was made, and what to do.
+* At onerror, one sentence: no decision was made, and what to do — after a Ctrl-C
+  (:func:`watch_interrupt`), that the run was interrupted and the same command continues it.
 
 Everything goes through Snakemake's logger, so the full log file keeps it too. No stage
 imports this module (its toolchain does not include the workflow engine)."""
@@ -122,9 +123,43 @@ def log_decision(exp_dir: str, latest: str) -> None:
     logger.info("\n".join(summary_lines(d, where.rstrip("/"))))
 
 
+#: Whether this run was interrupted (Ctrl-C): set by :func:`watch_interrupt`'s handler.
+INTERRUPTED = False
+#: What the console says at the end of an interrupted run (one sentence).
+INTERRUPTED_SENTENCE = ("sealbench: the run was interrupted before a decision; run the same command again "
+                        "to continue it (every job that finished is kept, the interrupted ones run again).")
+#: ... and at the end of a run that stopped at a failed job.
+FAILED_SENTENCE = ("sealbench: no decision; the run stopped at the failed job named above. Jobs that "
+                   "finished are kept: fix the cause and run the same command again.")
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    """The first Ctrl-C stops the run (Snakemake's own handling of KeyboardInterrupt: it cancels
+    the jobs, which end with everything they started, sealbench.job_launch); later ones while it
+    stops change nothing (no traceback from an interpreter interrupted in its shutdown)."""
+    global INTERRUPTED
+    if INTERRUPTED:
+        return
+    INTERRUPTED = True
+    raise KeyboardInterrupt
+
+
+def watch_interrupt() -> None:
+    """Before the run: note a Ctrl-C (SIGINT) for :func:`log_stopped`. Only in the main thread
+    (elsewhere Python cannot set a handler, and nothing is changed)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
+def stop_sentence(interrupted: bool) -> str:
+    return INTERRUPTED_SENTENCE if interrupted else FAILED_SENTENCE
+
+
 def log_stopped() -> None:
     """At onerror."""
     from snakemake.logging import logger
 
-    logger.error("sealbench: no decision; the run stopped at the failed job named above. Jobs that "
-                 "finished are kept: fix the cause and run the same command again.")
+    logger.error(stop_sentence(INTERRUPTED))

@@ -10,6 +10,8 @@ state and prints, in order:
   hidden-test result when its scores are readable;
 * one line per failed job: rule, task, its log file, then a short excerpt of that log (a failed
   group job on a cluster: the group's log, its excerpt and the jobs left unfinished, at most 5);
+  nothing for a job stopped by a Ctrl-C (its log ends with :data:`STOPPED`: the Snakefile's
+  onerror then says in one sentence that the run was interrupted);
 * messages it does not know (warnings, errors, the decision summary the Snakefile logs at
   onsuccess) as they are; Snakemake's routine chatter not at all (it is in the full log);
 * at the end: how long the run took and the full log's path.
@@ -41,7 +43,11 @@ CHATTER = re.compile(
     r"Conda environments: ignored|Singularity containers: ignored|Group jobs: inactive|"
     r"Assuming unrestricted shared filesystem|Select jobs to execute|Execute \d+ jobs|Removing temporary output|"
     r"Shutting down, this might take some time|Exiting because a job execution failed|"
-    r"Workflow has started|Job stats:|Waiting for more resources)")
+    r"Workflow has started|Job stats:|Waiting for more resources|Terminating processes on user request)")
+#: Snakemake's line when a Ctrl-C stops the run.
+INTERRUPTED = re.compile(r"^Terminating processes on user request")
+#: How the log of a job stopped as a whole (Ctrl-C, its run ended) ends: sealbench.job_launch.STOPPED.
+STOPPED = "sealbench: job stopped: "
 #: The widest line printed (a longer one is cut; the full log file has it whole), the width of
 #: a log excerpt's lines and how many lines of a failed job's log are shown.
 LINE_MAX, WIDTH, EXCERPT = 200, 160, 20
@@ -107,6 +113,7 @@ class CompactConsole:
     scores: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     running: dict[int, str] = field(default_factory=dict)
     failed: int = 0
+    interrupted: bool = False
     logfile: str | None = None
     header_printed: bool = False
     group_members: int = 0
@@ -249,6 +256,9 @@ class CompactConsole:
             elif self.group_members == GROUP_MEMBERS + 1:
                 self.line("  … (every job of the group: the full log)")
             return
+        if stopped(logs):  # not a failure: the job was stopped with the run
+            self.update_bar()
+            return
         self.failed += 1
         self.line(f"FAILED {rule}{where}{said}", style="bold red")
         self.show_excerpt(logs)
@@ -277,7 +287,7 @@ class CompactConsole:
             return
         if msg.startswith("Elapsed time: "):
             self.stop()
-            state = "stopped" if self.failed else "finished"
+            state = "stopped" if self.failed or self.interrupted else "finished"
             log = f"; the full log: {rel(self.logfile)}" if self.logfile else ""
             self.line(f"Run {state} after {duration(msg.split(': ', 1)[1])}{log}")
             self.logfile = None
@@ -285,6 +295,8 @@ class CompactConsole:
         if msg.startswith("Nothing to be done"):
             self.line(msg)
             return
+        if INTERRUPTED.match(msg):
+            self.interrupted = True
         if CHATTER.match(msg):
             return
         if record.levelno >= logging.ERROR and getattr(record, "exception", None) == "WorkflowError" \
@@ -301,6 +313,19 @@ class CompactConsole:
         if self.logfile:  # a run that ended without its "Elapsed time" line
             self.line(f"The full log: {rel(self.logfile)}")
             self.logfile = None
+
+
+def stopped(logs: list[str]) -> bool:
+    """Whether a job's log says it was stopped as a whole (its last line; sealbench.job_launch)."""
+    for path in logs[:1]:
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(max(0, os.fstat(fh.fileno()).st_size - 4096))
+                tail = fh.read().decode("utf-8", "replace").rstrip().splitlines()
+        except OSError:
+            return False
+        return bool(tail) and tail[-1].startswith(STOPPED)
+    return False
 
 
 def read_score(outputs: list[str]) -> list[tuple[str, str]]:

@@ -73,7 +73,9 @@ def _job_shell_prefix():
     interpreter, and `sealbench_job LOG MODULE ARGS...`, which runs `python -m MODULE ARGS` with
     its output in LOG and, on failure, shows the log (the compact console of the sealbench logger
     plugin shows an excerpt instead) — or, when the log could not be written (a full disk), a
-    sentence saying so."""
+    sentence saying so. The module runs under sealbench.job_launch, bound to this Snakemake
+    process: when it ends (also on `kill -9`) or on Ctrl-C, the job ends with everything it
+    started (agents, test runs, batch workers), so no job outlives the run."""
     from snakemake.settings.types import DeploymentMethod
 
     with_conda = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
@@ -83,7 +85,9 @@ def _job_shell_prefix():
     exports += "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
     # the compact console (the sealbench logger plugin) shows an excerpt of the log itself
     show = ":" if run_console.compact_console(workflow.output_settings) else 'cat "$log" >&2'
-    job = ('sealbench_job() { log="$1"; shift; "$SEALBENCH_PY" -m "$@" > "$log" 2>&1 || { rc=$?; '
+    job = ('sealbench_job() { log="$1"; shift; '
+           f'"$SEALBENCH_PY" -m sealbench.job_launch {os.getpid()} "$@" > "$log" 2>&1 || '
+           '{ rc=$?; '
            f'if [ -s "$log" ]; then {show}; else echo "sealbench: the job failed (exit $rc) and its log is '
            'empty or could not be written: check the free space and permissions of results/ (df -h results)" >&2; '
            'fi; exit 1; }; }; ')
@@ -431,53 +435,67 @@ def write_experiment_record(exp, out, log):
     Path(log).write_text(f"experiment {exp}: {len(experiment()['task_digests'])} tasks\n")
 
 
-# One pipeline per working directory: a second one is refused before it touches anything.
+# One pipeline per working directory: a second one is refused before it touches anything. The
+# run lock (results/.sealbench/run.lock) is a kernel flock, held from the start of the run (the
+# wrapped workflow.execute, before Snakemake takes its own locks) until the process ends, even on
+# kill -9; the file records who holds it (pid, host, since when).
 _RUN_LOCK = Path(paths.state_dir()) / "run.lock"
 _RUN_LOCK_FD = None
 
 
-def _refuse_if_locked():
-    """While planning: refuse when another pipeline holds the run lock, without writing anything
-    (no lock file yet means no pipeline has run here)."""
-    import fcntl
-
-    try:
-        fd = os.open(_RUN_LOCK, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
-        _fail(f"another sealbench pipeline is running in this working directory ({holder}); results/ is "
-              "left as it is. Wait for it (`sealbench progress` shows how far it is) or use another "
-              "working directory.")
-    finally:
-        os.close(fd)
-
-
-def _try_run_lock(hold):
-    """Take (and, with hold, keep for this process's life) the exclusive run lock, or refuse."""
+def _run_lock(take):
+    """Refuse when another pipeline holds the run lock (its holder named). With ``take``, take it
+    for this process's life and return what the file said of the previous holder ("" if
+    nothing); without, only check, writing nothing (planning: no lock file yet means no
+    pipeline has run here)."""
     import fcntl
 
     global _RUN_LOCK_FD
-    _RUN_LOCK.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(_RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    if take:
+        _RUN_LOCK.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(_RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    else:
+        try:
+            fd = os.open(_RUN_LOCK, os.O_RDONLY)
+        except OSError:
+            return ""
+    previous = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
         os.close(fd)
-        _fail(f"another sealbench pipeline is running in this working directory ({holder}); results/ is "
-              "left as it is. Wait for it (`sealbench progress` shows how far it is) or use another "
+        _fail(f"another sealbench pipeline is running in this working directory ({previous or 'unknown'}); "
+              "results/ is left as it is. Wait for it (`sealbench progress` shows how far it is) or use another "
               "working directory.")
-    if hold:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}, since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
-        _RUN_LOCK_FD = fd  # released by the kernel when this process ends, even on kill -9
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+    if not take:
         os.close(fd)
+        return previous
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}, since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+    _RUN_LOCK_FD = fd  # not inherited by jobs; released by the kernel when this process ends, even on kill -9
+    return previous
+
+
+def _remove_stale_snakemake_locks(previous):
+    """Snakemake's own lock (.snakemake/locks/) left by a run that was killed (kill -9, a crash, a
+    lost node): this run holds the run lock, which every pipeline here takes before Snakemake
+    locks and keeps until it ends, so a Snakemake lock present now belongs to no live pipeline.
+    Removed, with one line that says so (``previous``: the dead run, as the run lock named it);
+    without this, Snakemake would refuse until `snakemake --unlock`."""
+    from snakemake.logging import logger
+    from snakemake.settings.enums import PersistenceBackend
+
+    if workflow.workflow_settings.persistence_backend != PersistenceBackend.FILE:
+        return  # another backend keeps its locks elsewhere: Snakemake says what to do
+    locks = Path(".snakemake") / "locks"
+    if not (locks.is_dir() and any(locks.iterdir())):
+        return
+    import shutil as _shutil
+
+    _shutil.rmtree(locks)
+    who = previous if previous.startswith("pid ") else "which one is not recorded"
+    logger.warning(f"sealbench: removed the lock {locks}/ of an earlier run that no longer runs ({who}): "
+                   "it ended (killed, or its machine stopped) before it could unlock.")
 
 
 def _point_latest_if_decided():
@@ -495,10 +513,22 @@ def _execute_then_point_latest(execute):
     when it is decided. A run with nothing to be done returns before ``onstart`` and
     ``onsuccess`` (Snakemake's hooks run only when there are jobs), so without this an
     up-to-date rerun of another config would leave latest on the previous one. Only a real run
-    writes: not ``-n`` (the dry-run executor), and a failed run raises before this point."""
+    writes: not ``-n`` (the dry-run executor), and a failed run raises before this point.
+
+    Before it, a real run takes the run lock (before Snakemake takes its own:
+    :func:`_remove_stale_snakemake_locks` relies on that), and watches for Ctrl-C
+    (run_console.watch_interrupt: the console then says the run was interrupted, not failed)."""
 
     @functools.wraps(execute)
     def run(*args, **kwargs):
+        if not workflow.dryrun:
+            try:  # the run lock, before Snakemake takes its own
+                previous = _run_lock(take=True)
+            except OSError:
+                previous = None  # results/ cannot be written: onstart says so before any job
+            if previous is not None:
+                _remove_stale_snakemake_locks(previous)
+            run_console.watch_interrupt()
         result = execute(*args, **kwargs)
         if not workflow.dryrun and not workflow.execution_settings.no_hooks:
             try:
@@ -517,7 +547,8 @@ if workflow.is_main_process:
 onstart:
     # Only a run writes (never `-n`, `--lint` or `--summary`): the disk probe, the lock, the caches.
     _check_results_writable()
-    _try_run_lock(hold=True)
+    if _RUN_LOCK_FD is None:  # not taken before the run (results/ was not writable then)
+        _run_lock(take=True)
     # Every agent this run schedules must be able to start: its first command checked in the
     # sandbox, the agent not run (agent_probe.start_check, as `sealbench validate`); a new run also
     # forgets the earlier runs' start failures (results/.sealbench/agent-health/).
@@ -565,7 +596,7 @@ def _check_results_writable():
 # Planning reads and never writes: the experiment record, the batch specs and results/latest are
 # written by jobs (rules experiment_record, batch_spec, gate), the lock and caches at onstart.
 if workflow.is_main_process:
-    _refuse_if_locked()
+    _run_lock(take=False)
     from sealbench.sandbox import bwrap_problem as _bwrap_problem
 
     if CFG["sandbox"] == "required" and _bwrap_problem():
