@@ -30,6 +30,8 @@ JUSTIFIED = {
               "the same two byte streams, and the observed session pairs each reply with its request",
     "leak_ast": "one algorithm: hidden tests as normalized syntax trees, the code found in prose, and the "
                 "index they are looked up in share the one normalisation",
+    "cli": "the one command-line surface: every subcommand's parser (build_parser, which the docs' commands "
+           "are checked against) beside its thin handler",
     "stratify": "one definition of a run row: its columns, and the rules that decide its status (timeout "
                 "first, observed session, offline declaration, the first draw) read the same record",
 }
