@@ -26,8 +26,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from sealbench import draws, gate  # noqa: E402
-from sealbench.ledger import append_ledger, read_ledger  # noqa: E402
-from test_gate_refusals import BASE, CAND, build_spec, codes, write_experiment  # noqa: E402
+from test_gate_refusals import BASE, CAND, _ledger_decide, build_spec, codes, write_experiment  # noqa: E402
 
 
 # ------------------------------------------------------------------------------ the draw record
@@ -219,14 +218,6 @@ def test_run_agent_and_hidden_score_put_the_draw_on_the_record_before_the_agent_
 
 
 # ------------------------------------------------------------------------------ the budget
-
-
-def _ledger_decide(root: Path, spec: dict, ledger: Path) -> dict:
-    decision, _, _ = gate.decide(*write_experiment(root, spec), ledger=ledger)
-    entry = decision.pop("ledger_entry")
-    if entry is not None:
-        append_ledger(ledger, entry, read_ledger(ledger))
-    return decision
 
 
 def _as_candidate(spec: dict, name: str, command: str) -> dict:

@@ -274,6 +274,34 @@ def model_requested(body: bytes, headers: dict[str, str]) -> str | None:
     return m if isinstance(m, str) and m else None
 
 
+def _chunked_step(m) -> bool:
+    """One step through a chunked HTTP body (RFC 9112 §7.1) for a meter (the request's or the
+    reply's) holding ``buf``, ``need``, ``_keep`` and ``_finish``: ``need`` -1 = at a chunk-size
+    line, -2 = trailers up to the empty line, n = n bytes of data and their CRLF. False: more
+    bytes are needed."""
+    if m.need == -1:                    # at a chunk-size line
+        end = m.buf.find(b"\r\n")
+        if end < 0:
+            return False
+        size = int(m.buf[:end].split(b";")[0].strip() or b"0", 16)
+        m.buf = m.buf[end + 2:]
+        m.need = -2 if size == 0 else size
+        return True
+    if m.need == -2:                    # trailers up to the empty line
+        end = m.buf.find(b"\r\n")
+        if end < 0:
+            return False
+        line, m.buf = m.buf[:end], m.buf[end + 2:]
+        if not line:
+            m._finish()
+        return True
+    if len(m.buf) < m.need + 2:
+        return False
+    m._keep(m.buf[:m.need])
+    m.buf, m.need = m.buf[m.need + 2:], -1
+    return True
+
+
 class RequestMeter:
     """Incremental parser of the client→server byte stream of one connection (HTTP/1.x
     requests: ``Content-Length`` or chunked bodies, pipelined ones too). Each request is queued
@@ -348,27 +376,7 @@ class RequestMeter:
                 return True
             return False
         if self.state == "chunked":
-            if self.need == -1:
-                end = self.buf.find(b"\r\n")
-                if end < 0:
-                    return False
-                size = int(self.buf[:end].split(b";")[0].strip() or b"0", 16)
-                self.buf = self.buf[end + 2:]
-                self.need = -2 if size == 0 else size
-                return True
-            if self.need == -2:
-                end = self.buf.find(b"\r\n")
-                if end < 0:
-                    return False
-                line, self.buf = self.buf[:end], self.buf[end + 2:]
-                if not line:
-                    self._finish()
-                return True
-            if len(self.buf) < self.need + 2:
-                return False
-            self._keep(self.buf[:self.need])
-            self.buf, self.need = self.buf[self.need + 2:], -1
-            return True
+            return _chunked_step(self)
         return False
 
     def _keep(self, data: bytes) -> None:
@@ -544,30 +552,7 @@ class ResponseMeter:
                 return True
             return False
         if self.state == "chunked":
-            if self.need == -1:                    # at a chunk-size line
-                end = self.buf.find(b"\r\n")
-                if end < 0:
-                    return False
-                size = int(self.buf[:end].split(b";")[0].strip() or b"0", 16)
-                self.buf = self.buf[end + 2:]
-                if size == 0:
-                    self.need = -2
-                    return True
-                self.need = size
-                return True
-            if self.need == -2:                    # trailers up to the empty line
-                end = self.buf.find(b"\r\n")
-                if end < 0:
-                    return False
-                line, self.buf = self.buf[:end], self.buf[end + 2:]
-                if not line:
-                    self._finish()
-                return True
-            if len(self.buf) < self.need + 2:
-                return False
-            self._keep(self.buf[:self.need])
-            self.buf, self.need = self.buf[self.need + 2:], -1
-            return True
+            return _chunked_step(self)
         if self.state == "close":
             self._keep(self.buf)
             self.buf = b""
