@@ -521,7 +521,11 @@ def _execute_then_point_latest(execute):
 
     @functools.wraps(execute)
     def run(*args, **kwargs):
-        if not workflow.dryrun:
+        # before execute, workflow.dryrun is False even for `-n` (it reads the executor plugin that
+        # execute sets): ask the plugin execute is given
+        plugin = kwargs.get("executor_plugin", args[0] if args else None)
+        dry = bool(getattr(getattr(plugin, "common_settings", None), "dryrun_exec", False)) or workflow.dryrun
+        if not dry:
             try:  # the run lock, before Snakemake takes its own
                 previous = _run_lock(take=True)
             except OSError:
@@ -530,7 +534,7 @@ def _execute_then_point_latest(execute):
                 _remove_stale_snakemake_locks(previous)
             run_console.watch_interrupt()
         result = execute(*args, **kwargs)
-        if not workflow.dryrun and not workflow.execution_settings.no_hooks:
+        if not dry and not workflow.dryrun and not workflow.execution_settings.no_hooks:
             try:
                 _point_latest_if_decided()
             except OSError as exc:
