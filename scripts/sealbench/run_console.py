@@ -158,8 +158,27 @@ def stop_sentence(interrupted: bool) -> str:
     return INTERRUPTED_SENTENCE if interrupted else FAILED_SENTENCE
 
 
+#: Whether the stop sentence was said (it is said once, by onerror or by the run's wrapper).
+SAID = False
+
+
 def log_stopped() -> None:
     """At onerror."""
+    global SAID
     from snakemake.logging import logger
 
+    SAID = True
     logger.error(stop_sentence(INTERRUPTED))
+
+
+def interrupted_outside_snakemake() -> int:
+    """A Ctrl-C that reached the run outside Snakemake's own handling (between two steps of its
+    scheduler): the one sentence, unless onerror said it already, and the exit status 130 — never
+    a traceback. The jobs end with the run (sealbench.job_launch watches it)."""
+    import sys
+
+    global SAID
+    if not SAID:
+        SAID = True
+        print(INTERRUPTED_SENTENCE, file=sys.stderr, flush=True)
+    return 130

@@ -533,7 +533,10 @@ def _execute_then_point_latest(execute):
             if previous is not None:
                 _remove_stale_snakemake_locks(previous)
             run_console.watch_interrupt()
-        result = execute(*args, **kwargs)
+        try:
+            result = execute(*args, **kwargs)
+        except KeyboardInterrupt:  # a Ctrl-C between two steps of Snakemake's scheduler: no traceback
+            raise SystemExit(run_console.interrupted_outside_snakemake())
         if not dry and not workflow.dryrun and not workflow.execution_settings.no_hooks:
             try:
                 _point_latest_if_decided()
