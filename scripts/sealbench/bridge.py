@@ -274,6 +274,20 @@ def model_requested(body: bytes, headers: dict[str, str]) -> str | None:
     return m if isinstance(m, str) and m else None
 
 
+def _body_step(m) -> bool:
+    """One step through an HTTP body for a meter (the request's or the reply's) holding
+    ``state`` (``length`` or ``chunked``), ``buf``, ``need``, ``_keep`` and ``_finish``."""
+    if m.state == "length":
+        take = min(m.need, len(m.buf))
+        m._keep(m.buf[:take])
+        m.buf, m.need = m.buf[take:], m.need - take
+        if m.need == 0:
+            m._finish()
+            return True
+        return False
+    return _chunked_step(m)
+
+
 def _chunked_step(m) -> bool:
     """One step through a chunked HTTP body (RFC 9112 §7.1) for a meter (the request's or the
     reply's) holding ``buf``, ``need``, ``_keep`` and ``_finish``: ``need`` -1 = at a chunk-size
@@ -367,16 +381,8 @@ class RequestMeter:
             else:
                 self._finish()
             return True
-        if self.state == "length":
-            take = min(self.need, len(self.buf))
-            self._keep(self.buf[:take])
-            self.buf, self.need = self.buf[take:], self.need - take
-            if self.need == 0:
-                self._finish()
-                return True
-            return False
-        if self.state == "chunked":
-            return _chunked_step(self)
+        if self.state in ("length", "chunked"):
+            return _body_step(self)
         return False
 
     def _keep(self, data: bytes) -> None:
@@ -543,16 +549,8 @@ class ResponseMeter:
             else:
                 self.state = "close"
             return True
-        if self.state == "length":
-            take = min(self.need, len(self.buf))
-            self._keep(self.buf[:take])
-            self.buf, self.need = self.buf[take:], self.need - take
-            if self.need == 0:
-                self._finish()
-                return True
-            return False
-        if self.state == "chunked":
-            return _chunked_step(self)
+        if self.state in ("length", "chunked"):
+            return _body_step(self)
         if self.state == "close":
             self._keep(self.buf)
             self.buf = b""

@@ -241,17 +241,15 @@ class DrawCheck:
 
 def _cited_lost(experiments: Path, rec_lines: Mapping[str, set[str]], pack_digest: str) -> list[str]:
     """Earlier decisions on this pack digest that cited a line a copy no longer holds."""
+    from .ledger import citations
+
     lost = []
-    for f in sorted(Path(experiments).glob(f"*/{DRAWS_CITATION}")):
-        try:
-            cited = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(cited, dict) or cited.get("pack_digest") != pack_digest:
+    for folder, cited in citations(experiments, DRAWS_CITATION):
+        if cited.get("pack_digest") != pack_digest:
             continue
         for path, head in (cited.get("heads") or {}).items():
             if head and path in rec_lines and head not in rec_lines[path]:
-                lost.append(f"{f.parent.name} ({path})")
+                lost.append(f"{folder.name} ({path})")
     return lost
 
 

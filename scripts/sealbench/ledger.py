@@ -395,19 +395,27 @@ def append_ledger(path: Path, entry: Mapping, prior: list[dict]) -> str:
     return line_hash(line)
 
 
+def citations(experiments: Path, name: str) -> list[tuple[Path, dict]]:
+    """Each experiment folder's citation file ``name`` (beside its decision.json), read; an
+    unreadable one is skipped (it cites nothing)."""
+    out = []
+    for f in sorted(Path(experiments).glob(f"*/{name}")):
+        try:
+            cited = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(cited, dict):
+            out.append((f.parent, cited))
+    return out
+
+
 def lost_ledger_lines(ledger: Path, prior: list[dict], experiments: Path) -> list[str]:
     """Experiments in ``experiments/`` whose decision cited a line of this ledger
     (``ledger_line.json``) that is no longer in it (the ledger was deleted, truncated or replaced)."""
     have = {e["_line"] for e in prior}
     where = os.path.realpath(ledger)
     lost = []
-    for d in sorted(Path(experiments).glob(f"*/{LEDGER_CITATION}")):
-        try:
-            cited = json.loads(d.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(cited, dict):
-            continue
+    for d, cited in citations(experiments, LEDGER_CITATION):
         if cited.get("path") == where and cited.get("line") and cited["line"] not in have:
-            lost.append(d.parent.name)
+            lost.append(d.name)
     return lost
