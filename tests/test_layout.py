@@ -32,6 +32,8 @@ JUSTIFIED = {
                 "index they are looked up in share the one normalisation",
     "cli": "the one command-line surface: every subcommand's parser (build_parser, which the docs' commands "
            "are checked against) beside its thin handler",
+    "ledger": "one holdout ledger: its lines, the versions that reached the holdout, the budget and the "
+              "citations beside decisions are read by the same chain and the same fingerprint rules",
     "stratify": "one definition of a run row: its columns, and the rules that decide its status (timeout "
                 "first, observed session, offline declaration, the first draw) read the same record",
 }
