@@ -770,12 +770,20 @@ class _Seal:
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
         exc = call.excinfo
+        if _is_unittest(item):
+            # what ``TestCase.run`` caught (a failure, an error of setUp or tearDown, a skip, an
+            # expected failure, an unexpected success) pytest's unittest plugin hands this call,
+            # the oldest first, in its own makereport, which runs after this wrapper's first half
+            caught = vars(item).get("_excinfo")
+            if type(caught) is list and caught:
+                exc = caught[0]
         if exc is None:
             raw, text = "passed", ""
         else:
             skip = pytest.skip.Exception
             xfail = pytest.xfail.Exception
-            raw = "skipped" if exc.errisinstance((skip, xfail)) else "failed"
+            ut_skip = getattr(sys.modules.get("unittest"), "SkipTest", skip)   # pytest makes it a skip
+            raw = "skipped" if exc.errisinstance((skip, xfail, ut_skip)) else "failed"
             text = _text(lambda: exc.exconly()[:_TEXT_CAP]) or _text(lambda: repr(exc.value)[:_TEXT_CAP])
         _record(kind="raw", nodeid=str(item.nodeid), when=str(call.when), outcome=raw, text=text)
         yield

@@ -178,6 +178,27 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
+def _raw_reports(recs: list[dict]) -> list[tuple[dict | None, dict]]:
+    """Each ``raw`` record with the report made from it (None: none followed).
+
+    The seal writes a ``raw`` record in ``pytest_runtest_makereport`` and the ``report`` record
+    when that report is logged, so a report is the first one of the same test and phase after
+    its raw record (the latest one still waiting: a report that was never logged leaves its raw
+    record alone, never shifts the others). One test phase can have several: pytest makes a
+    report per subTest (``unittest``'s ``subTest`` and the ``subtests`` fixture), each logged
+    before the next is made, then the test's own."""
+    out: list[tuple[dict | None, dict]] = []
+    waiting: dict[tuple[str, str], list[dict]] = {}
+    for r in recs:
+        k = (str(r.get("nodeid")), str(r.get("when")))
+        if r.get("kind") == "raw":
+            waiting.setdefault(k, []).append(r)
+        elif r.get("kind") == "report" and waiting.get(k):
+            out.append((r, waiting[k].pop()))
+    out += [(None, r) for rs in waiting.values() for r in rs]
+    return out
+
+
 @dataclass
 class StreamVerdict:
     """What a sealed-report stream shows (:func:`judge_stream`)."""
@@ -266,10 +287,14 @@ def judge_stream(recs: list[dict], names: Mapping[str, str], message: str, retur
         nid = str(r.get("nodeid"))
         if role(nid):
             continue
-        real_nodes.setdefault(nid, {})[str(r.get("when"))] = str(r.get("outcome"))
+        phases_of = real_nodes.setdefault(nid, {})
         if r.get("outcome") == "failed":
+            # a failed subTest fails its test (pytest reports the test itself passed after it)
             (failures if r.get("when") == "call" else errors).add(nid)
-        elif r.get("outcome") == "skipped":
+        if r.get("subtest"):
+            continue        # a passed or skipped subTest says nothing of its test's own outcome
+        phases_of[str(r.get("when"))] = str(r.get("outcome"))
+        if r.get("outcome") == "skipped":
             skipped.add(nid)
     raw_failed = {str(r.get("nodeid")) for r in raws if r.get("outcome") == "failed" and not role(r.get("nodeid"))}
     passed = {n for n, ph in real_nodes.items() if ph.get("call") == "passed"} - failures - errors - raw_failed
@@ -309,12 +334,12 @@ def judge_stream(recs: list[dict], names: Mapping[str, str], message: str, retur
     canaries = "wrong" if canary_problem else ("ok" if ran_any and rp.get("call") and rf.get("call") else "not run")
     if canary_problem:
         return verdict("tamper", canary_problem, summary, len(passed), canaries)
-    # what the tests raised against what their reports say
-    for r in raws:
+    # what the tests raised against what their reports say: each raw record against the report
+    # made from it, the next report of that test and phase (a subTest has its own)
+    for rep, r in _raw_reports(recs):
         nid = str(r.get("nodeid"))
         if role(nid) or r.get("outcome") != "failed":
             continue
-        rep = next((x for x in reports if x.get("nodeid") == nid and x.get("when") == r.get("when")), None)
         if rep is not None and rep.get("outcome") == "passed" and not rep.get("xfail"):
             return verdict("tamper", f"stream: {nid} raised ({str(r.get('text'))[:120]}) but was reported passed",
                            summary, len(passed), canaries)
