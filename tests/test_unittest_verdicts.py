@@ -160,7 +160,7 @@ class SkippedClass(unittest.TestCase):
         self.fail("never runs")
 '''
 
-#: more_itertools 11.2.1 ``windowed`` (more.py) and ``WindowedTests`` (tests/test_more.py), copied
+#: more_itertools 11.2.1 ``windowed`` (its more.py) and ``WindowedTests`` (its test_more.py), copied
 WINDOWED = '''from collections import deque
 from itertools import chain, islice
 
@@ -330,9 +330,9 @@ def windowed_task(tmp_path: Path) -> tuple[Path, dict, bytes]:
 
 
 def test_d_more_itertools_windowed_tests(tmp_path: Path) -> None:
-    """The gold patch's reported case (more_itertools 11.2.1 ``WindowedTests``, copied): ``pass``,
-    not "test_basic raised (ValueError: n must be > 0) but was reported passed"; the empty diff
-    (no check of ``n``, a wrong padding for long steps) ``fail``."""
+    """more_itertools 11.2.1 ``WindowedTests`` (copied, with its ``windowed``): the gold patch
+    ``pass``; the empty diff (no check of ``n``, a wrong padding for long steps) ``fail`` (it was
+    "test_step raised (AssertionError: Lists differ …) but was reported passed", ``tamper``)."""
     t, meta, gold = windowed_task(tmp_path)
     honest_verdicts(t, meta, tmp_path, gold)
     bad = hidden_only(t, meta, b"", tmp_path)

@@ -229,8 +229,10 @@ def judge_stream(recs: list[dict], names: Mapping[str, str], message: str, retur
       records after ``finish``: ``tamper``;
     - collection errors, no real test, every real test skipped: ``fail``;
     - a canary missing (with no real failure to explain it) or not as expected: ``tamper``
-      (reason starts ``canary``); a report that disagrees with what the test raised:
-      ``tamper``;
+      (reason starts ``canary``); a report of ``passed`` made from a call that raised (each
+      ``raw`` record against its own report, :func:`_raw_reports`): ``tamper``;
+    - a failed subTest report fails its test; a passed or skipped one says nothing of the test's
+      own outcome (pytest reports a TestCase test passed after its failing subTests);
     - any failed real test (report or raised exception) or error: ``fail``; an exit code other
       than the one pytest reported: exit 0 is ``tamper``, anything else ``fail``; a real test
       reported passed whose wrapped function never returned (``ran``): ``tamper``;
