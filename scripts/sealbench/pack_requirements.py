@@ -88,14 +88,44 @@ def _ini(path: Path) -> configparser.ConfigParser:
     return cfg
 
 
+def _config_value(value: object) -> str | None:
+    """A TOML pytest option as ini text: a string as is, a bool ``true``/``false``, a number,
+    a list its items joined by spaces; a table (no pytest option is one) None."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    if isinstance(value, list):
+        items = [_config_value(v) for v in value]
+        return " ".join(v for v in items if v is not None)
+    return None
+
+
+def _toml_pytest_options(py: dict) -> dict[str, object]:
+    """``[tool.pytest.ini_options]`` and pytest 9's native ``[tool.pytest]`` keys (any TOML type)."""
+    tool = py.get("tool")
+    table = tool.get("pytest") if isinstance(tool, dict) else None
+    if not isinstance(table, dict):
+        return {}
+    ini = table.get("ini_options")
+    opts = {k: v for k, v in table.items() if k != "ini_options"}
+    if isinstance(ini, dict):
+        opts.update(ini)
+    return opts
+
+
 def pytest_config_text(root: Path) -> str:
-    """The project's pytest configuration as text (pytest.ini, pyproject.toml, tox.ini, setup.cfg)."""
+    """The project's pytest configuration as ini text, one ``key = value`` line an option
+    (pytest.ini, pyproject.toml ``[tool.pytest.ini_options]``/``[tool.pytest]``, tox.ini
+    ``[pytest]``, setup.cfg ``[tool:pytest]``)."""
     parts = []
     if (root / "pytest.ini").is_file():
         parts.append((root / "pytest.ini").read_text("utf-8", "replace"))
     if (root / "pyproject.toml").is_file():
-        opts = _pyproject(root).get("tool", {}).get("pytest", {}).get("ini_options", {})
-        parts += [f"{k} = {v if isinstance(v, str) else ' '.join(map(str, v))}" for k, v in opts.items()]
+        for k, v in _toml_pytest_options(_pyproject(root)).items():
+            text = _config_value(v)
+            if text is not None:
+                parts.append(f"{k} = {text}")
     for name, sec in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
         if (root / name).is_file():
             cfg = _ini(root / name)
@@ -107,7 +137,7 @@ def pytest_config_text(root: Path) -> str:
 def _pyproject(root: Path) -> dict:
     try:
         return tomllib.loads((root / "pyproject.toml").read_text("utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return {}
 
 
