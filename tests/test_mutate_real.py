@@ -73,3 +73,62 @@ def test_native_pytest_table_and_odd_values_are_read(tmp_path: Path) -> None:
     assert "xfail_strict = false" in lines and "addopts = --cov=x" in lines
     (root / "pyproject.toml").write_text('[tool]\npytest = "not a table"\n')
     assert pytest_config_text(root) == ""
+
+
+def test_build_system_requirements_are_left_out(tmp_path: Path) -> None:
+    """more_itertools 11.2.1: requirements/development.txt pulls packaging.txt (flit_core,
+    setuptools) into its environment; build-system requirements never run a test."""
+    root = _write(tmp_path / "p", {
+        "pyproject.toml": '[build-system]\nrequires = ["flit_core >=4,<5"]\nbuild-backend = "flit_core.buildapi"\n\n'
+                          '[project]\nname = "moreish"\nversion = "1"\n',
+        "requirements/development.txt": "--requirement testing.txt\n--requirement packaging.txt\n",
+        "requirements/testing.txt": "coverage\nattrs\n",
+        "requirements/packaging.txt": "flit>=4.0.2,<5\nflit_core>=4.0.2,<5\nsetuptools\nhatchling\nwheel\n"})
+    req = detect_requirements(root, "import moreish\nimport attr\n")
+    assert req.lines == ["attrs"], req.lines
+    for name in ("flit_core", "setuptools", "hatchling"):
+        assert any(d.startswith(name) and "build" in d for d in req.dropped), (name, req.dropped)
+    # a suite that imports setuptools itself keeps it
+    req = detect_requirements(root, "import setuptools\n")
+    assert "setuptools" in req.lines
+
+
+TABULATE_LIKE = {
+    "pyproject.toml": '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n\n'
+                      '[project]\nname = "tabby"\nversion = "1"\n\n'
+                      '[project.optional-dependencies]\nwidechars = ["wcwidth"]\nyaml = ["PyYAML>=6"]\n'
+                      'gui = ["unusedgui"]\n',
+    "tox.ini": "[testenv]\ndeps =\n    pytest\n\n[testenv:py311-extra]\ndeps =\n    pytest\n    numpy\n"
+               "    wcwidth\n\n[testenv:lint]\ndeps =\n    pre-commit\n",
+    "setup.cfg": "[options.extras_require]\nfast = orjson\n",
+}
+TABULATE_TESTS = '''from pytest import skip
+import pytest
+
+
+def test_wide():
+    try:
+        import wcwidth  # noqa: F401
+    except ImportError:
+        skip("no wcwidth")
+
+
+def test_numpy():
+    np = pytest.importorskip("numpy")
+
+
+def test_yaml():
+    import yaml, orjson
+'''
+
+
+def test_extras_the_tests_import_are_installed(tmp_path: Path) -> None:
+    """tabulate: its tests import wcwidth (an extra), numpy (tox's -extra env); with only
+    pytest installed 39 of 319 tests were skipped. Declared anywhere + imported = installed;
+    declared but never imported (unusedgui, pre-commit) = left out as before."""
+    root = _write(tmp_path / "p", TABULATE_LIKE)
+    req = detect_requirements(root, TABULATE_TESTS)
+    assert req.lines == ["numpy", "orjson", "pytest", "PyYAML>=6", "wcwidth"], req.lines  # pytest: [testenv]
+    assert any(s.startswith("wcwidth") and "widechars" in s and "import" in s for s in req.sources), req.sources
+    assert any(s.startswith("numpy") and "tox.ini [testenv:py311-extra]" in s for s in req.sources), req.sources
+    assert not any("unusedgui" in line or "pre-commit" in line for line in req.lines)
