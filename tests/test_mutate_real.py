@@ -322,3 +322,21 @@ def test_a_killed_runs_leftover_is_cleared_and_a_foreign_folder_kept(offline, tm
     assert len(summary["kept"]) == 1 and (tmp_path / "pack" / "tasks").is_dir()
     assert not dead.exists() and foreign.is_dir()
     assert not (tmp_path / "pack" / ".sealbench-unfinished").exists()
+
+
+def test_tests_nested_in_subpackages_are_tests_and_ids_name_their_package(tmp_path: Path) -> None:
+    """toolz 1.2.0: toolz/sandbox/tests/test_core.py was taken for code under test (mutated),
+    and the task ids took the first package (tlz, an alias) for toolz's modules."""
+    from sealbench.pack_common import detect_layout
+    from sealbench.pack_mutate import _package_of
+
+    root = _write(tmp_path / "p", {"tlz/__init__.py": "", "toolz/__init__.py": "", "toolz/core.py": "",
+                                   "toolz/tests/test_core.py": "", "toolz/sandbox/__init__.py": "",
+                                   "toolz/sandbox/par.py": "", "toolz/sandbox/tests/test_par.py": "",
+                                   "toolz/sandbox/tests/helper.py": ""})
+    lay = detect_layout(root)
+    assert "toolz/sandbox/tests/test_par.py" in lay.test_files
+    assert "toolz/sandbox/tests/helper.py" in lay.support_files
+    assert not any("/tests/" in f for f in lay.source_files), lay.source_files
+    assert "toolz/sandbox/par.py" in lay.source_files
+    assert _package_of(lay, "toolz/sandbox/par.py") == "toolz" and _package_of(lay, "tlz/__init__.py") == "tlz"

@@ -216,6 +216,13 @@ def try_mutant(p: Project, m: Mutant, logdir: Path) -> Outcome:
     return Outcome(m, None, run, caught)
 
 
+def _package_of(layout: Layout, path: str) -> str:
+    """The package (or module) under test that ``path`` belongs to; the first one otherwise."""
+    rel = path.removeprefix("src/") if layout.kind == "src" else path
+    top = rel.split("/", 1)[0].removesuffix(".py")
+    return top if top in layout.packages else layout.packages[0]
+
+
 def _split(p: Project, o: Outcome, seed: str) -> tuple[set[str], set[str]] | None:
     """(visible keys, hidden-only keys) of the catching test functions, or None."""
     keys = sorted({r.key for r in o.catching})
@@ -351,7 +358,6 @@ def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> di
     refused = progress.refused
     kept: dict[str, Mutant] = {}
     rows: list[tuple[str, str, str]] = []
-    pkg = p.layout.packages[0]
     for group in schedule(candidates, opts.seed):
         if len(kept) >= opts.max_tasks:
             break
@@ -361,7 +367,7 @@ def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> di
             progress.tried += 1
             split = None
             if o.refused is None:
-                tid = mt.task_id(pkg, m.file, m.function, set(kept))
+                tid = mt.task_id(_package_of(p.layout, m.file), m.file, m.function, set(kept))
                 split = _split(p, o, f"{opts.seed}:{tid}")
                 o.refused = None if split else "split"
             if o.refused:
