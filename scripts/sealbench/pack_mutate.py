@@ -384,7 +384,8 @@ def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> di
                 shutil.rmtree(out / "tasks" / tid)
                 refused["unverified"] += 1
                 rows.append((tid, "removed", f"{REFUSALS['unverified']}: {check.reason}"))
-                log(f"removed {tid}: {check.reason}")
+                why = " ".join(str(check.reason).split())
+                log(f"removed {tid}: {why[:400]}{' …' if len(why) > 400 else ''}")     # one line
                 continue
             kept[tid] = m
             progress.kept += 1
