@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import os
 import re
 from collections.abc import Iterable
 
@@ -71,6 +72,16 @@ def oracle_diff(path: str, mutated: str, original: str) -> str:
                                      f"a/{path}", f"b/{path}", n=3):
         body.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return f"diff --git a/{path} b/{path}\n" + "".join(body)
+
+
+def scrub_paths(text: str, root: str, scratch: str) -> str:
+    """``text`` without the builder's temporary paths: a path under the project copy ``root``
+    becomes repo-relative, any other path under the scratch folder ``<scratch>``."""
+    for base in sorted({root, os.path.realpath(root)}, key=len, reverse=True):
+        text = text.replace(base.rstrip("/") + "/", "").replace(base.rstrip("/"), ".")
+    for base in sorted({scratch, os.path.realpath(scratch)}, key=len, reverse=True):
+        text = text.replace(base.rstrip("/"), "<scratch>")
+    return text
 
 
 def _exception(msg: str) -> str | None:

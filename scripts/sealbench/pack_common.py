@@ -157,8 +157,11 @@ def detect_layout(root: Path) -> Layout:
         raise PackBuildError(f"{root}: no package found (looked for src/<pkg>/__init__.py, <pkg>/__init__.py "
                              "and a top-level module)")
     test_dirs = [d for d in TEST_DIR_NAMES if (root / d).is_dir()]
-    for pkg in pkgs:
-        test_dirs += [f"{prefix}{pkg}/{d}" for d in TEST_DIR_NAMES if (root / f"{prefix}{pkg}" / d).is_dir()]
+    for pkg in pkgs:                    # tests folders inside the package, at any depth (toolz/sandbox/tests)
+        base = root / f"{prefix}{pkg}"
+        if base.is_dir():
+            test_dirs += sorted(d.relative_to(root).as_posix() for name in TEST_DIR_NAMES for d in base.rglob(name)
+                                if d.is_dir() and not any(part in SKIP_DIRS for part in d.relative_to(root).parts))
     in_tests: list[str] = [f for d in test_dirs for f in _py_files(root, d)]
     test_files = [f for f in in_tests if is_test_file(f)]
     test_files += [p.name for p in sorted(root.glob("*.py")) if is_test_file(p.name)]

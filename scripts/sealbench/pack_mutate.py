@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import random
 import shutil
+import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -53,6 +56,7 @@ class Options:
     strata: list[str] = field(default_factory=lambda: ["xs", "s", "m"])
     env_root: Path = Path("results/envs")
     sandbox: str = "auto"
+    progress_every: float = 30.0   # seconds between progress lines while it works
 
 
 @dataclass
@@ -66,6 +70,7 @@ class Project:
     passed: set[str]               # baseline passing test ids
     timeout: float
     source_note: str
+    skipped: list[TestResult] = field(default_factory=list)   # baseline skips (never used)
 
 
 @dataclass
@@ -74,6 +79,50 @@ class Outcome:
     refused: str | None
     run: TestRun | None = None
     catching: list[TestResult] = field(default_factory=list)
+
+
+def _clock(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}h{s // 60 % 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+class Progress:
+    """What the search is doing, said every ``every`` seconds by a background thread (never a
+    flood): the phase, mutants tried, kept, refused by reason, elapsed time and the current run's."""
+
+    def __init__(self, log, every: float, candidates: int = 0) -> None:
+        self.log, self.every = log, every
+        self.t0 = time.monotonic()
+        self.phase, self.since = "starting", self.t0
+        self.tried, self.kept, self.candidates = 0, 0, candidates
+        self.refused: Counter[str] = Counter()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, phase: str) -> None:
+        self.phase, self.since = phase, time.monotonic()
+
+    def line(self) -> str:
+        now = time.monotonic()
+        why = ", ".join(f"{k} {n}" for k, n in sorted(self.refused.items()))
+        counts = (f"tried {self.tried} of {self.candidates} candidate mutants, kept {self.kept}, "
+                  f"refused {sum(self.refused.values())}{f' ({why})' if why else ''}")
+        return f"progress {_clock(now - self.t0)}: {counts}; now {self.phase} ({_clock(now - self.since)})"
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every):
+            self.log(self.line())
+
+    def __enter__(self) -> "Progress":
+        if self.every > 0:
+            self._thread = threading.Thread(target=self._beat, name="pack-mutate-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
 
 def _source_note(source: Path) -> str:
@@ -102,8 +151,9 @@ def _cause(run: TestRun, command: str) -> str:
     return f"`{command}` exited {run.returncode}{' (timed out)' if run.timed_out else ''}: {tail}"
 
 
-def prepare(opts: Options, work: Path, log) -> Project:
+def prepare(opts: Options, work: Path, log, progress: Progress | None = None) -> Project:
     """Unpack, find the layout and requirements, build the environment, run the baseline."""
+    say = progress.start if progress is not None else (lambda phase: None)
     from .environments import build_env, env_from_requirements
 
     root = unpack_source(opts.source, work / "src")
@@ -113,12 +163,16 @@ def prepare(opts: Options, work: Path, log) -> Project:
            else detect_requirements(root, test_text))
     log(f"{root.name}: {layout.kind} layout, packages {', '.join(layout.packages)}; {len(layout.test_files)} test "
         f"files; requirements: {', '.join(req.lines) or 'none'}")
+    say(f"building the environment ({len(req.lines)} requirements)")
+    t0 = time.monotonic()
     built = build_env(env_from_requirements(req.text(), opts.requirements or Path("environment/requirements.txt")),
                       opts.env_root, sandbox=opts.sandbox)
     from .core import harness_env
 
     cenv = built.command_env()
     plugins = plugin_modules(str(built.python), req.plugins, harness_env(cenv))
+    log(f"environment ready in {_clock(time.monotonic() - t0)}: {built.path}")
+    say("running the unmutated tests (the baseline)")
     t0 = time.monotonic()
     run = run_tests(root, cenv, layout.import_paths, plugins, layout.test_files, opts.test_timeout or 1800,
                     work / "logs" / "baseline")
@@ -132,11 +186,12 @@ def prepare(opts: Options, work: Path, log) -> Project:
         if rs and all(r.outcome in ("passed", "skipped") for r in rs) and any(r.outcome == "passed" for r in rs):
             files.append(f)
     bad = [r for r in run.results if r.outcome in ("failed", "error")]
-    log(f"baseline: {len(run.by_outcome('passed'))} passed, {len(bad)} failed or errored "
+    skipped = [r for r in run.results if r.outcome == "skipped"]
+    log(f"baseline: {len(run.by_outcome('passed'))} passed, {len(bad)} failed or errored, {len(skipped)} skipped "
         f"({wall:.1f} s); {len(files)} of {len(layout.test_files)} test files clean")
     timeout = opts.test_timeout or max(30.0, 5 * wall)
     return Project(root, layout, req, plugins, cenv, files, run.by_outcome("passed"), timeout,
-                   _source_note(opts.source))
+                   _source_note(opts.source), skipped)
 
 
 def try_mutant(p: Project, m: Mutant, logdir: Path) -> Outcome:
@@ -161,6 +216,13 @@ def try_mutant(p: Project, m: Mutant, logdir: Path) -> Outcome:
     return Outcome(m, None, run, caught)
 
 
+def _package_of(layout: Layout, path: str) -> str:
+    """The package (or module) under test that ``path`` belongs to; the first one otherwise."""
+    rel = path.removeprefix("src/") if layout.kind == "src" else path
+    top = rel.split("/", 1)[0].removesuffix(".py")
+    return top if top in layout.packages else layout.packages[0]
+
+
 def _split(p: Project, o: Outcome, seed: str) -> tuple[set[str], set[str]] | None:
     """(visible keys, hidden-only keys) of the catching test functions, or None."""
     keys = sorted({r.key for r in o.catching})
@@ -175,8 +237,14 @@ def _split(p: Project, o: Outcome, seed: str) -> tuple[set[str], set[str]] | Non
     return (visible, hidden) if visible and hidden else None
 
 
-def build_task(p: Project, o: Outcome, tid: str, split: tuple[set[str], set[str]], repo: Path) -> TaskFiles:
+def build_task(p: Project, o: Outcome, tid: str, split: tuple[set[str], set[str]], repo: Path,
+               scratch: Path | None = None) -> TaskFiles:
+    """The task of a kept mutant; the failure messages quoted in its prompt carry repo-relative
+    paths, never the builder's scratch folder (``scratch``, default the project copy's parent)."""
+    from dataclasses import replace
+
     visible, hidden = split
+    scratch_text = str(scratch if scratch is not None else p.root.parent)
     m = o.mutant
     vis_files = sorted({k.split("::", 1)[0] for k in visible})
     hid_files = sorted({r.file for r in o.catching})
@@ -184,7 +252,8 @@ def build_task(p: Project, o: Outcome, tid: str, split: tuple[set[str], set[str]
                                   [k.split("::", 1)[1] for k in hidden if k.startswith(f + "::")]) for f in vis_files}
     hid_tree = {f: (p.root / f).read_text("utf-8") for f in hid_files}
     fails = [r for r in o.run.results if r.outcome in ("failed", "error")]
-    vis_fails = [r for r in o.catching if r.key in visible]
+    vis_fails = [replace(r, message=mt.scrub_paths(r.message, str(p.root), scratch_text))
+                 for r in o.catching if r.key in visible]
     failing_hidden = len({r.id for r in fails if r.file in hid_files})
     original = (p.root / m.file).read_text("utf-8")
     oracle = mt.oracle_diff(m.file, m.apply(original), original)
@@ -212,59 +281,124 @@ def _repo_snapshot(p: Project, m: Mutant, dest: Path) -> Path:
     return dest
 
 
+UNFINISHED = ".sealbench-unfinished"
+
+
+def _unfinished_dir(out: Path) -> Path:
+    """A fresh sibling of ``out`` to build in (renamed to ``out`` at the end), marked as this
+    run's; siblings left by an earlier run that is no longer alive (killed) are cleared first."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for old in out.parent.glob(f".{out.name}.unfinished-*"):
+        mark = old / UNFINISHED
+        try:
+            pid = int(mark.read_text("utf-8").strip())
+        except (OSError, ValueError):
+            continue                            # not ours: never touched
+        if not _alive(pid):
+            shutil.rmtree(old, ignore_errors=True)
+    tmp = out.parent / f".{out.name}.unfinished-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    (tmp / UNFINISHED).write_text(f"{os.getpid()}\n", "utf-8")
+    return tmp
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _publish(tmp: Path, out: Path) -> None:
+    (tmp / UNFINISHED).unlink()
+    if out.is_dir():
+        out.rmdir()                             # empty (checked at the start)
+    tmp.rename(out)
+
+
 def mutate_pack(opts: Options, log=print) -> dict:
-    """Build the pack; returns the summary (kept task ids, refusals by reason)."""
+    """Build the pack; returns the summary (kept task ids, refusals by reason). The pack is
+    built in a hidden sibling of ``opts.out`` and renamed to it only when a task is kept, so an
+    interrupted or failed run leaves no ``--out`` behind."""
     out = Path(opts.out)
+    if out.exists() and not out.is_dir():
+        raise PackBuildError(f"{out}: exists and is not a folder; give --out a new folder")
     if out.exists() and any(out.iterdir()):
         raise PackBuildError(f"{out}: exists and is not empty; give --out a new folder")
     work = scratch_dir("mutate")
+    tmp = _unfinished_dir(out)
+    progress = Progress(log, opts.progress_every)
     try:
-        p = prepare(opts, work, log)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "environment").mkdir()
-        (out / "environment" / "requirements.txt").write_text(p.requirements.text(), "utf-8")
-        (out / "denylist.txt").write_text(f"# private mutants of {p.source_note}: nothing was published\n", "utf-8")
-        candidates = [m for f in p.layout.source_files for m in find_mutants((p.root / f).read_text("utf-8"), f)]
-        refused: Counter[str] = Counter()
-        kept: dict[str, Mutant] = {}
-        rows: list[tuple[str, str, str]] = []
-        pkg = p.layout.packages[0]
-        for group in schedule(candidates, opts.seed):
-            if len(kept) >= opts.max_tasks:
-                break
-            for m in group:
-                o = try_mutant(p, m, work / "logs" / "mutant")
-                split = None
-                if o.refused is None:
-                    tid = mt.task_id(pkg, m.file, m.function, set(kept))
-                    split = _split(p, o, f"{opts.seed}:{tid}")
-                    o.refused = None if split else "split"
-                if o.refused:
-                    refused[o.refused] += 1
-                    rows.append((f"{m.file}:{m.lineno} {m.function}", "refused", REFUSALS[o.refused]))
-                    continue
-                task = build_task(p, o, tid, split, _repo_snapshot(p, m, work / "repo"))
-                task.meta["time_box_sec"], task.meta["stratum"] = opts.time_box, opts.strata[0]
-                write_task(out, task, opts.strata)
-                check = verify_task(out, tid, timeout_s=p.timeout * 2, sandbox_mode=opts.sandbox,
-                                    env_root=opts.env_root)
-                if not check.ok:            # removed; the function's next mutant may still make a task
-                    shutil.rmtree(out / "tasks" / tid)
-                    refused["unverified"] += 1
-                    rows.append((tid, "removed", f"{REFUSALS['unverified']}: {check.reason}"))
-                    log(f"removed {tid}: {check.reason}")
-                    continue
-                kept[tid] = m
-                log(f"kept {tid} ({len({r.key for r in o.catching})} catching test functions), verified")
-                break
-        strata = mt.assign_strata({t: m.func_lines for t, m in kept.items()}, opts.strata)
-        for tid, s in strata.items():
-            _set_stratum(out / "tasks" / tid / "meta.json", s)
-            rows.append((tid, f"kept ({s})", f"{kept[tid].func_lines}-line function {kept[tid].function}"))
-        return {"pack": str(out), "kept": sorted(kept), "refused": dict(refused), "candidates": len(candidates),
-                "rows": rows, "strata": strata}
+        with progress:
+            summary = _search(opts, work, tmp, log, progress)
+        summary["pack"] = str(out)
+        if summary["kept"]:
+            _publish(tmp, out)
+        log(f"done in {_clock(time.monotonic() - progress.t0)}: tried {progress.tried} mutants, kept "
+            f"{progress.kept}, refused {sum(progress.refused.values())}")
+        return summary
     finally:
+        shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> dict:
+    p = prepare(opts, work, log, progress)
+    (out / "environment").mkdir()
+    (out / "environment" / "requirements.txt").write_text(p.requirements.text(), "utf-8")
+    (out / "denylist.txt").write_text(f"# private mutants of {p.source_note}: nothing was published\n", "utf-8")
+    candidates = [m for f in p.layout.source_files for m in find_mutants((p.root / f).read_text("utf-8"), f)]
+    progress.candidates = len(candidates)
+    log(f"searching {len(candidates)} candidate mutants for at most {opts.max_tasks} tasks "
+        f"(each test run up to {p.timeout:.0f} s)")
+    refused = progress.refused
+    kept: dict[str, Mutant] = {}
+    rows: list[tuple[str, str, str]] = []
+    for group in schedule(candidates, opts.seed):
+        if len(kept) >= opts.max_tasks:
+            break
+        for m in group:
+            progress.start(f"testing {m.file}:{m.lineno} in {m.function}")
+            o = try_mutant(p, m, work / "logs" / "mutant")
+            progress.tried += 1
+            split = None
+            if o.refused is None:
+                tid = mt.task_id(_package_of(p.layout, m.file), m.file, m.function, set(kept))
+                split = _split(p, o, f"{opts.seed}:{tid}")
+                o.refused = None if split else "split"
+            if o.refused:
+                refused[o.refused] += 1
+                rows.append((f"{m.file}:{m.lineno} {m.function}", "refused", REFUSALS[o.refused]))
+                continue
+            progress.start(f"verifying task {tid}")
+            task = build_task(p, o, tid, split, _repo_snapshot(p, m, work / "repo"), work)
+            task.meta["time_box_sec"], task.meta["stratum"] = opts.time_box, opts.strata[0]
+            write_task(out, task, opts.strata)
+            check = verify_task(out, tid, timeout_s=p.timeout * 2, sandbox_mode=opts.sandbox,
+                                env_root=opts.env_root)
+            if not check.ok:            # removed; the function's next mutant may still make a task
+                shutil.rmtree(out / "tasks" / tid)
+                refused["unverified"] += 1
+                rows.append((tid, "removed", f"{REFUSALS['unverified']}: {check.reason}"))
+                why = " ".join(str(check.reason).split())
+                log(f"removed {tid}: {why[:400]}{' …' if len(why) > 400 else ''}")     # one line
+                continue
+            kept[tid] = m
+            progress.kept += 1
+            log(f"kept {tid} ({len({r.key for r in o.catching})} catching test functions), verified "
+                f"[{progress.line()}]")
+            break
+    strata = mt.assign_strata({t: m.func_lines for t, m in kept.items()}, opts.strata)
+    for tid, s in strata.items():
+        _set_stratum(out / "tasks" / tid / "meta.json", s)
+        rows.append((tid, f"kept ({s})", f"{kept[tid].func_lines}-line function {kept[tid].function}"))
+    skipped = [(r.id, r.message.strip().splitlines()[0] if r.message.strip() else "") for r in p.skipped]
+    return {"pack": str(out), "kept": sorted(kept), "refused": dict(refused), "candidates": len(candidates),
+            "rows": rows, "strata": strata, "skipped": skipped}
 
 
 def _set_stratum(meta_path: Path, stratum: str) -> None:
@@ -289,6 +423,20 @@ def print_summary(summary: dict) -> None:
     why = "; ".join(f"{n} {REFUSALS[k]}" for k, n in sorted(summary["refused"].items())) or "none"
     con.print(f"{len(summary['kept'])} tasks kept and verified, from {summary['candidates']} candidate sites. "
               f"Refused: {why}.")
+    skipped = summary.get("skipped") or []
+    if skipped:
+        shown = "; ".join(f"{tid}{f' ({msg})' if msg else ''}" for tid, msg in skipped[:SKIPPED_SHOWN])
+        more = f"; and {len(skipped) - SKIPPED_SHOWN} more" if len(skipped) > SKIPPED_SHOWN else ""
+        con.print(f"{len(skipped)} tests were skipped unmutated, so no task uses them (a module they need may be "
+                  f"missing from the environment; pass --requirements to add it): {shown}{more}.", soft_wrap=True)
+
+
+#: Most skipped tests named in the summary.
+SKIPPED_SHOWN = 20
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def cmd_mutate(args: argparse.Namespace) -> int:
@@ -302,11 +450,16 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         print(f"no config/config.yaml here: strata {', '.join(strata)} (the default config's)")
     out = args.out or Path("packs") / f"{Path(args.source).name.split('.tar')[0].split('.zip')[0]}-mutants"
     opts = Options(Path(args.source), out, args.max_tasks, args.seed, args.requirements, args.time_box,
-                   args.test_timeout, strata, Path(args.env_root), args.sandbox)
-    summary = mutate_pack(opts)
+                   args.test_timeout, strata, Path(args.env_root), args.sandbox, args.progress)
+    try:
+        summary = mutate_pack(opts, log=_stderr)
+    except KeyboardInterrupt:
+        print(f"sealbench: pack mutate interrupted; nothing was written to {out} (run it again to start over)",
+              file=sys.stderr)
+        return 130
     print_summary(summary)
     if not summary["kept"]:
-        raise PackBuildError(f"{args.source}: no task kept; see the refusals above")
+        raise PackBuildError(f"{args.source}: no task kept, so nothing was written to {out}; see the refusals above")
     return 0
 
 
@@ -322,4 +475,6 @@ def add_parser(psub: argparse._SubParsersAction) -> None:
                    help="seconds per test-suite run (default: 5 x the baseline's, at least 30)")
     p.add_argument("--env-root", default="results/envs", help="where environments are built (default results/envs)")
     p.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    p.add_argument("--progress", type=float, default=30.0,
+                   help="seconds between progress lines on stderr (default 30; 0: none)")
     p.set_defaults(func=cmd_mutate)

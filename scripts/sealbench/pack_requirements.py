@@ -37,6 +37,17 @@ DEV_TOOLS = frozenset(canonicalize_name(n) for n in (
     "mkdocs", "mkdocs-material", "furo", "myst-parser", "pyupgrade", "bump2version", "towncrier", "flit",
     "hatch", "pip-tools", "setuptools-scm", "scriv", "pydocstyle", "bandit", "autopep8", "yapf",
     "interrogate", "vulture", "cogapp", "mdformat", "codespell", "validate-pyproject", "pyroma"))
+#: Build backends and packaging tools: the tests run on the workspace, never on a built
+#: package, so these (and whatever ``[build-system] requires`` names) are left out unless the
+#: tests import them.
+BUILD_TOOLS = frozenset(canonicalize_name(n) for n in (
+    "setuptools", "flit-core", "flit", "hatchling", "hatch-vcs", "hatch-fancy-pypi-readme", "poetry-core",
+    "pdm-backend", "pdm-pep517", "maturin", "scikit-build-core", "scikit-build", "meson-python",
+    "setuptools-scm", "setuptools-rust", "wheel", "build", "versioneer", "enscons", "whey", "trampolim"))
+#: Distributions whose import name is not their own name (for matching a test's ``import``).
+IMPORT_NAMES = {"pyyaml": "yaml", "pillow": "PIL", "python-dateutil": "dateutil", "beautifulsoup4": "bs4",
+                "scikit-learn": "sklearn", "attrs": "attr", "pyzmq": "zmq", "opencv-python": "cv2",
+                "protobuf": "google", "pyjwt": "jwt", "python-multipart": "multipart", "msgpack-python": "msgpack"}
 #: Known pytest plugins: the patterns (over the pytest config and the test files) that show a
 #: suite uses them. A plugin never used is left out; pytest-randomly is always left out (it
 #: reorders and reseeds the tests, so a task would not be reproducible).
@@ -88,14 +99,44 @@ def _ini(path: Path) -> configparser.ConfigParser:
     return cfg
 
 
+def _config_value(value: object) -> str | None:
+    """A TOML pytest option as ini text: a string as is, a bool ``true``/``false``, a number,
+    a list its items joined by spaces; a table (no pytest option is one) None."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    if isinstance(value, list):
+        items = [_config_value(v) for v in value]
+        return " ".join(v for v in items if v is not None)
+    return None
+
+
+def _toml_pytest_options(py: dict) -> dict[str, object]:
+    """``[tool.pytest.ini_options]`` and pytest 9's native ``[tool.pytest]`` keys (any TOML type)."""
+    tool = py.get("tool")
+    table = tool.get("pytest") if isinstance(tool, dict) else None
+    if not isinstance(table, dict):
+        return {}
+    ini = table.get("ini_options")
+    opts = {k: v for k, v in table.items() if k != "ini_options"}
+    if isinstance(ini, dict):
+        opts.update(ini)
+    return opts
+
+
 def pytest_config_text(root: Path) -> str:
-    """The project's pytest configuration as text (pytest.ini, pyproject.toml, tox.ini, setup.cfg)."""
+    """The project's pytest configuration as ini text, one ``key = value`` line an option
+    (pytest.ini, pyproject.toml ``[tool.pytest.ini_options]``/``[tool.pytest]``, tox.ini
+    ``[pytest]``, setup.cfg ``[tool:pytest]``)."""
     parts = []
     if (root / "pytest.ini").is_file():
         parts.append((root / "pytest.ini").read_text("utf-8", "replace"))
     if (root / "pyproject.toml").is_file():
-        opts = _pyproject(root).get("tool", {}).get("pytest", {}).get("ini_options", {})
-        parts += [f"{k} = {v if isinstance(v, str) else ' '.join(map(str, v))}" for k, v in opts.items()]
+        for k, v in _toml_pytest_options(_pyproject(root)).items():
+            text = _config_value(v)
+            if text is not None:
+                parts.append(f"{k} = {text}")
     for name, sec in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
         if (root / name).is_file():
             cfg = _ini(root / name)
@@ -107,7 +148,7 @@ def pytest_config_text(root: Path) -> str:
 def _pyproject(root: Path) -> dict:
     try:
         return tomllib.loads((root / "pyproject.toml").read_text("utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return {}
 
 
@@ -170,6 +211,66 @@ def declared(root: Path) -> tuple[str | None, list[tuple[str, str]]]:
     return name, [(r.strip(), w) for r, w in found if r.strip() and not r.strip().startswith("#")]
 
 
+def optional_declared(root: Path) -> list[tuple[str, str]]:
+    """Requirements declared for other purposes than the test groups: every other extra of
+    ``[project.optional-dependencies]``, dependency group, setup.cfg ``extras_require`` and
+    tox.ini ``[testenv:*]`` deps. Used only for what the tests import (:func:`imported_modules`)."""
+    py = _pyproject(root)
+    proj = py.get("project", {}) if isinstance(py.get("project"), dict) else {}
+    found: list[tuple[str, str]] = []
+    extras = proj.get("optional-dependencies", {})
+    for g, reqs in (extras.items() if isinstance(extras, dict) else []):
+        if g not in TEST_GROUPS and isinstance(reqs, list):
+            found += [(r, f"pyproject.toml [project.optional-dependencies] {g}") for r in reqs if isinstance(r, str)]
+    groups = py.get("dependency-groups", {})
+    for g in (groups if isinstance(groups, dict) else {}):
+        if g not in TEST_GROUPS:
+            found += [(r, f"pyproject.toml [dependency-groups] {g}") for r in _group(groups, g, {g})]
+    if (root / "setup.cfg").is_file():
+        cfg = _ini(root / "setup.cfg")
+        if cfg.has_section("options.extras_require"):
+            for g, text in cfg.items("options.extras_require"):
+                if g not in TEST_GROUPS:
+                    found += [(r, f"setup.cfg [options.extras_require] {g}") for r in text.splitlines()]
+    if (root / "tox.ini").is_file():
+        cfg = _ini(root / "tox.ini")
+        for sec in cfg.sections():
+            if sec.startswith("testenv:"):
+                found += [(r.strip(), f"tox.ini [{sec}] deps") for r in _section(cfg, sec, "deps").splitlines()]
+    return [(r.strip(), w) for r, w in found if r.strip() and not r.strip().startswith(("#", "-"))]
+
+
+def imported_modules(test_text: str) -> set[str]:
+    """Top-level module names the tests import (anywhere: inside functions and ``try`` too,
+    and ``pytest.importorskip("name")``)."""
+    mods = set(re.findall(r"^\s*from\s+([A-Za-z_]\w*)[\w.]*\s+import\b", test_text, re.M))
+    for names in re.findall(r"^\s*import\s+([A-Za-z_][\w.]*(?:\s+as\s+\w+)?(?:\s*,\s*[A-Za-z_][\w.]*"
+                            r"(?:\s+as\s+\w+)?)*)", test_text, re.M):
+        mods |= {n.strip().split(".", 1)[0].split()[0] for n in names.split(",") if n.strip()}
+    mods |= set(re.findall(r"importorskip\(\s*['\"]([A-Za-z_]\w*)", test_text))
+    return mods
+
+
+def _imports(key: str, modules: set[str]) -> str | None:
+    """The module of distribution ``key`` the tests import, or None."""
+    for m in modules:
+        if canonicalize_name(m) == key or IMPORT_NAMES.get(key) == m:
+            return m
+    return None
+
+
+def build_requires(root: Path) -> set[str]:
+    """The canonical names of ``[build-system] requires``."""
+    names = set()
+    bs = _pyproject(root).get("build-system", {})
+    for line in (bs.get("requires", []) if isinstance(bs, dict) else []):
+        try:
+            names.add(canonicalize_name(Requirement(str(line)).name))
+        except InvalidRequirement:
+            continue
+    return names
+
+
 def detect_requirements(root: Path, test_text: str) -> Requirements:
     """What the environment of ``root``'s tests needs; ``test_text``: the test and support files'
     text (where plugin use shows). Every line left out is listed with its reason."""
@@ -181,9 +282,19 @@ def detect_requirements(root: Path, test_text: str) -> Requirements:
     cov = re.search(PLUGIN_USE["pytest-cov"], config, re.M) is not None
     # coverage itself is also needed when the config names it (e.g. a filterwarnings category)
     needs_coverage = cov or re.search(r"\bcoverage\b", config) is not None
+    modules = imported_modules(test_text)
+    builders = build_requires(root) | BUILD_TOOLS
+    extra: list[tuple[str, str]] = []
+    for line, where in optional_declared(root):    # other extras: only what the tests import
+        try:
+            mod = _imports(canonicalize_name(Requirement(line).name), modules)
+        except InvalidRequirement:
+            continue
+        if mod:
+            extra.append((line, f"{where}; the tests import {mod}"))
     req = Requirements()
     kept: dict[str, str] = {}
-    for line, where in found:
+    for line, where in found + extra:
         if line.startswith(("-", ".", "/")) or "://" in line or "{" in line:
             req.dropped.append(f"{line} ({where}): an option, a local path or a URL; pip cannot take it offline")
             continue
@@ -196,14 +307,18 @@ def detect_requirements(root: Path, test_text: str) -> Requirements:
             req.dropped.append(f"{line} ({where}): a direct reference (name @ URL), not a released package")
             continue
         key = canonicalize_name(r.name)
-        group = where.rsplit(" ", 1)[-1]
+        group = where.split(";", 1)[0].rsplit(" ", 1)[-1]
+        imported = _imports(key, modules) is not None
         if r.marker is not None and not any(r.marker.evaluate({"extra": e}) for e in ("", group)):
             req.dropped.append(f"{line} ({where}): its marker is false for this interpreter")
             continue
         why = None
         if key == own:
             why = "the project itself: the code under test is the workspace, never installed"
-        elif key in DEV_TOOLS or key.startswith("types-") or key.startswith("sphinx") or key.startswith("flake8"):
+        elif key in builders and not imported:
+            why = "a build-system requirement (packaging); the tests run on the workspace, never on a build"
+        elif (key in DEV_TOOLS or key.startswith("types-") or key.startswith("sphinx")
+              or key.startswith("flake8")) and not imported:
             why = "a development tool; it runs no test"
         elif key in COVERAGE and not (cov or (key == "coverage" and needs_coverage)):
             why = "coverage only; the pytest config does not ask for --cov"
