@@ -105,6 +105,8 @@ class Progress:
     def line(self) -> str:
         now = time.monotonic()
         why = ", ".join(f"{k} {n}" for k, n in sorted(self.refused.items()))
+        if not self.candidates:   # before the search: nothing to count yet
+            return f"progress {_clock(now - self.t0)}: now {self.phase} ({_clock(now - self.since)})"
         counts = (f"tried {self.tried} of {self.candidates} candidate mutants, kept {self.kept}, "
                   f"refused {sum(self.refused.values())}{f' ({why})' if why else ''}")
         return f"progress {_clock(now - self.t0)}: {counts}; now {self.phase} ({_clock(now - self.since)})"
