@@ -332,3 +332,33 @@ def test_shell_prefix_exports_quoted_and_binds_jobs_to_the_run() -> None:
     script = text + 'sealbench_job /dev/null false_module'
     out = subprocess.run(["bash", "-c", script.replace('"$SEALBENCH_PY"', "false")], capture_output=True, text=True)
     assert out.returncode == 1 and "the job failed (exit 1) and its log is empty" in out.stderr
+
+
+# ---------------------------------------------------------------------------- per-task steps
+
+def test_step_for_each_per_task_rule_and_a_stale_fingerprint(tmp_path: Path) -> None:
+    c = steps.StepConfig.from_config(load_config_file(write_config(tmp_path / "cfg.yaml", make_pack(tmp_path / "p"))),
+                                     toolchain_digest="t" * 16, denylist_digest="d" * 64, corpus_sha="none")
+    agents = {"fixer": {"command": FIX_AGENT, "fingerprint": "f" * 16}}
+    w = SimpleNamespace(task="t01", tdigest="a" * 64, ddigest="d" * 64, agent="fixer", fp="f" * 16, epoch="1",
+                        who="ann")
+    for stage in ("hash_pack", "leak_check", "run_dummy", "run_agent", "hidden_score", "hidden_score_session"):
+        step = experiment.step_for(stage, c, w, agents, None)
+        assert step.stage == stage.replace("_session", "")
+        assert "t01" in step.shell_args and step.mem_mb > 0 and step.runtime_min > 0
+    assert experiment.step_for("run_agent", c, w, agents, None) == steps.run_agent(c, "t01", "a" * 64, "fixer",
+                                                                                  agents["fixer"], "1", None)
+    with pytest.raises(ValueError, match="fixer: fingerprint 0000000000000000 is not the current one"):
+        experiment.step_for("run_agent", c, SimpleNamespace(**{**vars(w), "fp": "0" * 16}), agents, None)
+    with pytest.raises(ValueError, match="no per-task step is named 'gate'"):
+        experiment.step_for("gate", c, w, agents, None)
+
+
+def test_sandbox_refusal_only_when_required() -> None:
+    from sealbench.sandbox import bwrap_problem
+
+    assert run_guard.sandbox_refusal({"sandbox": "auto"}) == ""
+    refusal = run_guard.sandbox_refusal({"sandbox": "required"})
+    assert (refusal != "") == bool(bwrap_problem())
+    if refusal:
+        assert refusal.startswith("config field 'sandbox' is 'required', but ")

@@ -196,6 +196,41 @@ def write_task_list(key: str, task_digests: Mapping[str, str], out: Path, log: P
     Path(log).write_text(f"task list {key}: {len(task_digests)} tasks\n")
 
 
+def step_for(stage: str, c: steps.StepConfig, w: Any, agents: Mapping[str, Mapping[str, Any]],
+             env: str | None) -> steps.Step:
+    """The step (sealbench.steps, the one definition task_batch runs too) of the per-task rule
+    ``stage`` for a job's wildcards ``w``: ``task`` and ``tdigest``, and the stage's own
+    (leak_check: ``ddigest``; run_agent, hidden_score: ``agent``, ``fp``, ``epoch``;
+    hidden_score_session: ``who``, ``epoch``); ``env``: the task's environment (:func:`task_env`).
+    Raises ValueError when ``w.fp`` is not the agent's current fingerprint, or for another stage."""
+    if stage == "hash_pack":
+        return steps.hash_pack(c, w.task, w.tdigest)
+    if stage == "leak_check":
+        return steps.leak_check(c, w.task, w.tdigest, w.ddigest, record=True)
+    if stage == "run_dummy":
+        return steps.run_dummy(c, w.task, w.tdigest, env)
+    if stage == "run_agent":
+        spec = agents[w.agent]
+        if spec["fingerprint"] != w.fp:
+            raise ValueError(f"{w.agent}: fingerprint {w.fp} is not the current one ({spec['fingerprint']})")
+        return steps.run_agent(c, w.task, w.tdigest, w.agent, spec, w.epoch, env)
+    if stage == "hidden_score":
+        return steps.hidden_score(c, w.task, w.tdigest, w.agent, w.fp, w.epoch, env)
+    if stage == "hidden_score_session":
+        return steps.hidden_score_session(c, w.task, w.tdigest, w.who, w.epoch, env)
+    raise ValueError(f"no per-task step is named {stage!r}")
+
+
+def save_caches(pack: hash_pack.PackPlan, *caches: HashCache | ToolchainCache) -> None:
+    """Save the pack's hash caches and ``caches`` (at the run's start: planning writes nothing);
+    one that cannot be written is skipped (the caches only save time)."""
+    for save in (pack.save_caches, *(c.save for c in caches)):
+        try:
+            save()
+        except OSError:
+            pass
+
+
 def batch_of_task(batches: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     """{task: key of the batch it is a member of} (steps.batch_specs)."""
     return {m["task"]: key for key, spec in batches.items() for m in spec["tasks"]}

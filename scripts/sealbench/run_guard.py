@@ -132,6 +132,31 @@ def check_results_writable(results: Path, state_dir: Path, min_free: int) -> Non
                                  "for workspaces, logs and tables. Free some space first; no result was changed.")
 
 
+def check_agents_start(cfg: Mapping[str, Any], agents: Mapping[str, Mapping[str, Any]], base: Path,
+                       results: Path) -> None:
+    """Every agent the run schedules must be able to start: its first command checked in the
+    sandbox, the agent not run (agent_probe.start_check, as ``sealbench validate``; ``base``: the
+    working directory). A new run also forgets the earlier runs' start failures
+    (results/.sealbench/agent-health/): call it holding the run lock. Raises SealbenchError naming
+    each agent that cannot start."""
+    from .agent_probe import start_check
+
+    cannot_start = start_check(agents, cfg["sandbox"], base, Path(cfg["pack"]), Path(results), cfg["limits"])
+    if cannot_start:
+        raise SealbenchError(cannot_start)
+
+
+def sandbox_refusal(cfg: Mapping[str, Any]) -> str:
+    """Why the run is refused for its sandbox: config field 'sandbox' is 'required' and bubblewrap
+    cannot run here; "" when nothing stops it."""
+    from .sandbox import bwrap_problem
+
+    if cfg["sandbox"] != "required" or not bwrap_problem():
+        return ""
+    return (f"config field 'sandbox' is 'required', but {bwrap_problem()}. Install bubblewrap, "
+            "or set sandbox: auto to run unsandboxed (the gate then refuses a headline).")
+
+
 def point_latest_if_decided(exp_dir: Path, latest: Path, results: Path) -> bool:
     """``latest`` pointed at ``exp_dir`` when that experiment is decided (its decision.json
     exists), and ``results``/index.html rewritten to mark it; returns whether it was. Raises
