@@ -256,10 +256,11 @@ def test_writability_probe_names_the_folder(tmp_path: Path) -> None:
 
 
 def test_min_free_mb_from_the_environment() -> None:
-    assert run_guard.min_free_mb({}) == 64
-    assert run_guard.min_free_mb({"SEALBENCH_MIN_FREE_MB": "0"}) == 0
-    with pytest.raises(ConfigError, match="environment variable SEALBENCH_MIN_FREE_MB: 'lots'"):
-        run_guard.min_free_mb({"SEALBENCH_MIN_FREE_MB": "lots"})
+    var = "SEALBENCH_MIN_FREE_MB"
+    assert run_guard.min_free_mb({}, var) == 64
+    assert run_guard.min_free_mb({var: "0"}, var) == 0
+    with pytest.raises(ConfigError, match=f"environment variable {var}: 'lots' is not a whole number of MB"):
+        run_guard.min_free_mb({var: "lots"}, var)
 
 
 # ---------------------------------------------------------------------------- results/latest and execute

@@ -30,9 +30,7 @@ from typing import Any, Callable, Mapping
 from . import run_console
 from .core import ConfigError, SealbenchError
 
-#: The variable that sets the free space a run needs in results/ (MB).
-MIN_FREE_ENV = "SEALBENCH_MIN_FREE_MB"
-#: ... and its default.
+#: The free space a run needs in results/ (MB) unless the operator's variable says otherwise.
 DEFAULT_MIN_FREE_MB = 64
 
 
@@ -101,14 +99,15 @@ def run_lock(lock: Path, take: bool, snakemake_locks: Path | None = None) -> Run
     return RunLock(fd, previous, removed)
 
 
-def min_free_mb(environ: Mapping[str, str]) -> int:
-    """The free space a run needs in results/, in MB: ``$SEALBENCH_MIN_FREE_MB`` or 64. Raises
-    :class:`~sealbench.core.ConfigError` naming the variable when it is not a whole number."""
-    text = environ.get(MIN_FREE_ENV, str(DEFAULT_MIN_FREE_MB))
+def min_free_mb(environ: Mapping[str, str], variable: str) -> int:
+    """The free space a run needs in results/, in MB: the environment ``variable`` (the
+    workflow's: SEALBENCH_MIN_FREE_MB) or 64. Raises :class:`~sealbench.core.ConfigError` naming
+    the variable when it is not a whole number."""
+    text = environ.get(variable, str(DEFAULT_MIN_FREE_MB))
     try:
         return int(text)
     except ValueError:
-        raise ConfigError(f"environment variable {MIN_FREE_ENV}: '{text}' is not a whole number of MB") from None
+        raise ConfigError(f"environment variable {variable}: '{text}' is not a whole number of MB") from None
 
 
 def check_results_writable(results: Path, state_dir: Path, min_free: int) -> None:

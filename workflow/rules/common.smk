@@ -312,7 +312,8 @@ if workflow.is_main_process:
 
 onstart:
     # Only a run writes (never `-n`, `--lint` or `--summary`): the disk probe, the lock, the caches.
-    _or_fail(run_guard.check_results_writable, Path(RESULTS), STATE, run_guard.min_free_mb(os.environ))
+    _or_fail(lambda: run_guard.check_results_writable(Path(RESULTS), STATE,
+                                                      run_guard.min_free_mb(os.environ, "SEALBENCH_MIN_FREE_MB")))
     if not _HELD:  # not taken before the run (results/ was not writable then)
         _take_run_lock()
     _or_fail(run_guard.check_agents_start, CFG, AGENTS, Path.cwd(), Path(RESULTS))
