@@ -285,19 +285,16 @@ def _plan_and_fingerprints(cfg: dict):
     return plan, {a: agent_fingerprint(a, cfg["agents"][a]) for a in agents_to_run(cfg)}
 
 
-#: Config keys that do not name the experiment (as the Snakefile's EXECUTION_ONLY_KEYS).
-EXECUTION_ONLY_KEYS = ("pack", "batch_size")
-
-
 def config_differences(exp: dict, cfg: dict, pack_digest: str, fps: dict) -> list[str]:
     """What of an experiment record (experiment.json) is not this config's: its pack (digest),
-    its agents (fingerprints) or its settings (the config the experiment id covers)."""
+    its agents (fingerprints) or its settings (the config the experiment id covers:
+    experiment.config_for_id)."""
     import json
 
     from .core import canonical_json
+    from .experiment import config_for_id
 
-    mine = {k: v for k, v in cfg.items() if k not in EXECUTION_ONLY_KEYS}
-    mine["agents"] = {a: cfg["agents"][a] for a in agents_to_run(cfg)}
+    mine = config_for_id(cfg)
     out = []
     if exp.get("pack_digest") != pack_digest:
         out.append("pack")

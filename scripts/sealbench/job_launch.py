@@ -1,7 +1,7 @@
 """The launcher of every pipeline job: ``python -m sealbench.job_launch RUN_PID MODULE ARGS...``
 runs ``python -m MODULE ARGS`` and makes sure that nothing of the job outlives the run that
-started it (the shell prefix's ``sealbench_job``, workflow/rules/common.smk; RUN_PID is that
-Snakemake process).
+started it (``sealbench_job``, defined by :func:`shell_prefix`, the prefix of every job's shell
+in workflow/rules/common.smk; RUN_PID is that Snakemake process).
 
 A job's commands do not end with it by themselves: an agent's command, a test run, a batch's
 worker processes each run in a session of their own (:func:`sealbench.processes.run_process`),
@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import os
 import select
+import shlex
 import signal
 import subprocess
 import sys
-from typing import Callable
+from typing import Callable, Mapping
 
 from .processes import become_subreaper, kill_descendants
 
@@ -122,6 +123,27 @@ def launch(run_pid: int, module: str, args: list[str]) -> int:
             _say(f"the run that started this job (pid {run_pid}) ended; the job was ended with it "
                  "and reruns on the next run")
             return 1
+
+
+def shell_prefix(scripts: str, env: Mapping[str, str], run_pid: int, show_log: bool) -> str:
+    """What every job's shell starts with: ``scripts`` (the folder of the sealbench package)
+    first on PYTHONPATH, each of ``env`` exported (where the pack and results/ are, as
+    environment variables, never as job parameters: a copied pack reruns nothing; and
+    ``SEALBENCH_PY``, the interpreter), and ``sealbench_job LOG MODULE ARGS...``, which runs
+    ``python -m MODULE ARGS`` under this launcher bound to the run ``run_pid``, its output in LOG.
+    On failure it shows the log (``show_log``; False when the compact console of the sealbench
+    logger plugin shows an excerpt instead) or, when the log could not be written (a full disk),
+    a sentence saying so. Braces are doubled: Snakemake formats the prefix like a command."""
+    exports = f"export PYTHONPATH={shlex.quote(scripts)}${{PYTHONPATH:+:$PYTHONPATH}}; "
+    exports += "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+    show = 'cat "$log" >&2' if show_log else ":"
+    job = ('sealbench_job() { log="$1"; shift; '
+           f'"$SEALBENCH_PY" -m sealbench.job_launch {run_pid} "$@" > "$log" 2>&1 || '
+           '{ rc=$?; '
+           f'if [ -s "$log" ]; then {show}; else echo "sealbench: the job failed (exit $rc) and its log is '
+           'empty or could not be written: check the free space and permissions of results/ (df -h results)" >&2; '
+           'fi; exit 1; }; }; ')
+    return (exports + job).replace("{", "{{").replace("}", "}}")
 
 
 def main(argv: list[str] | None = None) -> int:

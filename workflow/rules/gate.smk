@@ -43,7 +43,7 @@ rule decide:
 rule gate:
     """The target users type. results/latest is pointed by the decide job, and at the start and
     the end of any real run whose experiment is already decided — one with nothing to be done
-    too (common.smk wraps workflow.execute: Snakemake's onstart does not run without jobs) —
+    too (common.smk wraps workflow.execute with run_guard.wrap_execute: Snakemake's onstart does not run without jobs) —
     never while planning: `snakemake -n` writes nothing, so after switching back to a finished
     experiment it points there at the next run."""
     default_target: True
