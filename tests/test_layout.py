@@ -34,6 +34,8 @@ JUSTIFIED = {
            "are checked against) beside its thin handler",
     "ledger": "one holdout ledger: its lines, the versions that reached the holdout, the budget and the "
               "citations beside decisions are read by the same chain and the same fingerprint rules",
+    "pack_mutate": "one command: the search over mutants, its progress, and the build folder renamed into "
+                   "place only at its end share one run's state (counts, phase, the unfinished sibling)",
     "stratify": "one definition of a run row: its columns, and the rules that decide its status (timeout "
                 "first, observed session, offline declaration, the first draw) read the same record",
 }
