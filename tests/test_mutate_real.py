@@ -342,3 +342,111 @@ def test_tests_nested_in_subpackages_are_tests_and_ids_name_their_package(tmp_pa
     assert not any("/tests/" in f for f in lay.source_files), lay.source_files
     assert "toolz/sandbox/par.py" in lay.source_files
     assert _package_of(lay, "toolz/sandbox/par.py") == "toolz" and _package_of(lay, "tlz/__init__.py") == "tlz"
+
+
+# cachetools 8.0.2 keeps its shared test methods in tests/__init__.py (a mixin the test modules'
+# TestCase classes inherit); JUnit names the file a method is defined in, so a catching test was
+# placed in tests/__init__.py — a support file the repo keeps — and the whole build stopped on
+# "written but invalid" (visible_tests/tests/__init__.py beside repo/tests/__init__.py).
+MIXIN_INIT = '''from calc import core
+
+
+class CalcChecks:
+    """Shared checks: every test module's TestCase runs them."""
+
+    def test_add_pair(self):
+        self.assertEqual(core.add(2, 3), 5)
+
+    def test_add_zero(self):
+        self.assertEqual(core.add(0, 7), 7)
+'''
+MIXIN_TESTS = '''import unittest
+
+from calc import core
+
+from . import CalcChecks
+
+
+class CalcTest(CalcChecks, unittest.TestCase):
+    def test_add_many(self):
+        for a, b in [(1, 2), (5, 8)]:
+            with self.subTest(a=a, b=b):
+                self.assertEqual(core.add(a, b), a + b)
+
+    def test_add_neg(self):
+        self.assertEqual(core.add(-1, -2), -3)
+
+    def test_scale(self):
+        self.assertEqual(core.scale([1, 2], 3), [3, 6])
+
+    def test_scale_zero(self):
+        self.assertEqual(core.scale([1, 2], 0), [0, 0])
+
+    def test_above(self):
+        self.assertEqual(core.above([1, 5, 9], 4), [5, 9])
+
+    def test_above_edge(self):
+        self.assertEqual(core.above([4, 5], 4), [5])
+'''
+
+
+def test_junit_names_the_module_that_collected_an_inherited_test(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from sealbench.pack_common import read_junit
+
+    root = _write(tmp_path / "calc-0.1", {"src/calc/__init__.py": "", "src/calc/core.py": CALC,
+                                          "tests/__init__.py": MIXIN_INIT, "tests/test_calc.py": MIXIN_TESTS})
+    junit = tmp_path / "j.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+                    "-o", "junit_family=xunit1", "tests"], cwd=root, capture_output=True,
+                   env={"PYTHONPATH": str(root / "src"), "PATH": "/usr/bin:/bin"})
+    got = {r.key for r in read_junit(junit, root)}
+    assert "tests/test_calc.py::CalcTest::test_add_pair" in got, got          # inherited: its collecting module
+    assert "tests/test_calc.py::CalcTest::test_add_many" in got, got
+    assert not any(k.startswith("tests/__init__.py") for k in got), got
+    # without the project's root the report is read as written (the file a method is defined in)
+    assert any(r.file == "tests/__init__.py" for r in read_junit(junit)), "the report changed shape"
+
+
+def test_a_suite_with_tests_in_its_tests_package_builds(offline, tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    src = _write(tmp_path / "calc-0.1", {"pyproject.toml": '[project]\nname = "calc"\nversion = "0.1"\n',
+                                         "src/calc/__init__.py": "", "src/calc/core.py": CALC,
+                                         "tests/__init__.py": MIXIN_INIT, "tests/test_calc.py": MIXIN_TESTS})
+    rc, out, err = _cli([str(src), "--out", str(tmp_path / "pack"), "--max-tasks", "3", "--env-root", str(offline),
+                         "--test-timeout", "20", "--progress", "0"], capsys)
+    assert rc == 0, (out, err)
+    tasks = sorted((tmp_path / "pack" / "tasks").iterdir())
+    assert tasks, err
+    for t in tasks:
+        assert (t / "repo" / "tests" / "__init__.py").is_file()            # the support file stays in repo/
+        for tree in ("visible_tests", "hidden_tests"):
+            assert not (t / tree / "tests" / "__init__.py").exists(), t
+
+
+def test_a_task_that_breaks_the_contract_is_refused_and_the_search_goes_on(offline, tmp_path: Path, capsys,
+                                                                          monkeypatch) -> None:
+    """One mutant's invalid task stopped the whole cachetools build (exit 2, nothing kept); it is
+    one refusal, named with its reason, and the next mutant may still make a task."""
+    from sealbench import pack_mutate
+    from sealbench.pack_common import PackBuildError
+
+    real, calls = pack_mutate.write_task, []
+
+    def first_breaks(out, task, strata=None):
+        calls.append(task.id)
+        if len(calls) == 1:
+            raise PackBuildError(f"task {task.id} written but invalid: meta.json: field 'tests_layout': clash")
+        return real(out, task, strata)
+
+    monkeypatch.setattr(pack_mutate, "write_task", first_breaks)
+    monkeypatch.chdir(tmp_path)
+    src = make_calc(tmp_path / "calc-0.1")
+    rc, out, err = _cli([str(src), "--out", str(tmp_path / "pack"), "--max-tasks", "1", "--env-root", str(offline),
+                         "--test-timeout", "20", "--progress", "0"], capsys)
+    assert rc == 0, (out, err)
+    assert len(calls) >= 2 and not (tmp_path / "pack" / "tasks" / calls[0]).exists()
+    assert f"removed {calls[0]}: task {calls[0]} written but invalid: meta.json: field 'tests_layout'" in err, err
+    assert len(list((tmp_path / "pack" / "tasks").iterdir())) == 1

@@ -235,8 +235,29 @@ def _class_of(classname: str, file: str) -> str | None:
     return None if not classname or last == PurePosixPath(file).stem else last
 
 
-def read_junit(path: Path) -> list[TestResult]:
-    """Test cases of a JUnit XML report written with ``junit_family=xunit1`` (it names the file)."""
+def _collecting_file(classname: str, file: str, root: Path | None) -> str:
+    """The test module that collected a test case. JUnit's ``file`` is where the function is
+    *defined*: a method a ``TestCase`` inherits from a mixin elsewhere (cachetools keeps its shared
+    tests in ``tests/__init__.py``) names the mixin's file. ``classname`` is the node id's dotted
+    path, so with the project's ``root`` the longest prefix of it naming a ``.py`` file there is the
+    collecting module."""
+    if root is None or not classname:
+        return file
+    dotted = file.removesuffix(".py").replace("/", ".")
+    if classname == dotted or classname.startswith(dotted + "."):
+        return file
+    parts = classname.split(".")
+    for n in range(len(parts), 0, -1):
+        cand = "/".join(parts[:n]) + ".py"
+        if (Path(root) / cand).is_file():
+            return cand
+    return file
+
+
+def read_junit(path: Path, root: Path | None = None) -> list[TestResult]:
+    """Test cases of a JUnit XML report written with ``junit_family=xunit1`` (it names the file).
+    With the project's ``root``, each case's file is the module that collected it (an inherited
+    test method is its subclass's module's, not the mixin's)."""
     out = []
     for case in ET.parse(path).getroot().iter("testcase"):
         kids = {c.tag: c for c in case}
@@ -246,7 +267,7 @@ def read_junit(path: Path) -> list[TestResult]:
                 outcome = {"failure": "failed"}.get(tag, tag)
                 msg = kids[tag].get("message") or ""
                 break
-        file = case.get("file") or ""
+        file = _collecting_file(case.get("classname") or "", case.get("file") or "", root)
         out.append(TestResult(file, _class_of(case.get("classname") or "", file), case.get("name") or "",
                               outcome, msg))
     return out
@@ -270,7 +291,7 @@ def run_tests(workdir: Path, command_env: Mapping[str, str], import_paths: list[
     command = pytest_command(plugins, files)
     res = run_process(command, workdir, harness_env(extra), timeout_s, logdir / "stdout", logdir / "stderr")
     text = "".join(p.read_text("utf-8", "replace") for p in (logdir / "stdout", logdir / "stderr") if p.exists())
-    results = read_junit(junit) if junit.is_file() else []
+    results = read_junit(junit, Path(workdir)) if junit.is_file() else []
     return TestRun(results, res.returncode, bool(res.timed_out), text[-4000:])
 
 

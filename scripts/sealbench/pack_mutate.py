@@ -40,6 +40,7 @@ REFUSALS = {"hangs": "its tests hang (killed at the test timeout)",
             "one test": "caught by one test function only (a task needs a visible and a hidden one)",
             "collection": "it breaks the collection of the tests",
             "split": "its catching tests cannot be split into visible and hidden ones",
+            "invalid": "the task written for it breaks the pack contract (its reason names the file and field)",
             "unverified": "the task did not verify (no hidden test readable by the worker, the empty diff "
                           "fails, the oracle passes)"}
 
@@ -379,7 +380,15 @@ def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> di
             progress.start(f"verifying task {tid}")
             task = build_task(p, o, tid, split, _repo_snapshot(p, m, work / "repo"), work)
             task.meta["time_box_sec"], task.meta["stratum"] = opts.time_box, opts.strata[0]
-            write_task(out, task, opts.strata)
+            try:
+                write_task(out, task, opts.strata)
+            except PackBuildError as exc:     # one mutant's task, not the build: said, and the search goes on
+                shutil.rmtree(out / "tasks" / tid, ignore_errors=True)
+                refused["invalid"] += 1
+                why = " ".join(str(exc).split())
+                rows.append((tid, "removed", f"{REFUSALS['invalid']}: {why}"))
+                log(f"removed {tid}: {why[:400]}{' …' if len(why) > 400 else ''}")
+                continue
             check = verify_task(out, tid, timeout_s=p.timeout * 2, sandbox_mode=opts.sandbox,
                                 env_root=opts.env_root)
             if not check.ok:            # removed; the function's next mutant may still make a task
