@@ -344,9 +344,9 @@ def test_tests_nested_in_subpackages_are_tests_and_ids_name_their_package(tmp_pa
     assert _package_of(lay, "toolz/sandbox/par.py") == "toolz" and _package_of(lay, "tlz/__init__.py") == "tlz"
 
 
-# cachetools 8.0.2 keeps its shared test methods in tests/__init__.py (a mixin the test modules'
+# cachetools 8.0.2 keeps its shared test methods in its tests package's __init__ (a mixin the test modules'
 # TestCase classes inherit); JUnit names the file a method is defined in, so a catching test was
-# placed in tests/__init__.py — a support file the repo keeps — and the whole build stopped on
+# placed in that __init__ — a support file the repo keeps — and the whole build stopped on
 # "written but invalid" (visible_tests/tests/__init__.py beside repo/tests/__init__.py).
 MIXIN_INIT = '''from calc import core
 

@@ -238,7 +238,7 @@ def _class_of(classname: str, file: str) -> str | None:
 def _collecting_file(classname: str, file: str, root: Path | None) -> str:
     """The test module that collected a test case. JUnit's ``file`` is where the function is
     *defined*: a method a ``TestCase`` inherits from a mixin elsewhere (cachetools keeps its shared
-    tests in ``tests/__init__.py``) names the mixin's file. ``classname`` is the node id's dotted
+    tests in its tests package's ``__init__``) names the mixin's file. ``classname`` is the node id's dotted
     path, so with the project's ``root`` the longest prefix of it naming a ``.py`` file there is the
     collecting module."""
     if root is None or not classname:
