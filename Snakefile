@@ -11,6 +11,8 @@ min_version("9.0")
 
 
 configfile: "config/config.yaml"
+
+
 report: "workflow/report/workflow.rst"
 
 

@@ -30,6 +30,7 @@ STATE = Path(paths.state_dir())
 #: environment.yml, relative to the rules files.
 CONDA_ENV = "../../environment.yml"
 
+
 wildcard_constraints:
     task=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     tdigest=r"[0-9a-f]{64}",
@@ -66,10 +67,18 @@ def _python():
     return "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
 
 
-shell.prefix(job_launch.shell_prefix(
-    SCRIPTS, {paths.PACK_ENV: str(Path(CFG["pack"]).absolute()), paths.RESULTS_ENV: str(Path(RESULTS).absolute()),
-              "SEALBENCH_PY": _python()},
-    os.getpid(), show_log=not run_console.compact_console(workflow.output_settings)))
+shell.prefix(
+    job_launch.shell_prefix(
+        SCRIPTS,
+        {
+            paths.PACK_ENV: str(Path(CFG["pack"]).absolute()),
+            paths.RESULTS_ENV: str(Path(RESULTS).absolute()),
+            "SEALBENCH_PY": _python(),
+        },
+        os.getpid(),
+        show_log=not run_console.compact_console(workflow.output_settings),
+    )
+)
 
 # Read while planning, saved at onstart (planning writes nothing): what each task's code imports
 # (for the toolchain), and the stat cache of agent code.
@@ -112,10 +121,13 @@ def step_config():
     from sealbench.leak_corpus import corpus_info
 
     harness = _experiment.harness_toolchain_digest(AGENT_IDENTITY, _TOOLCHAIN_CACHE) if env_specs() else ""
-    return steps.StepConfig.from_config(CFG, toolchain_digest=experiment()["toolchain_digest"],
-                                        denylist_digest=plan()[0].denylist_digest,
-                                        corpus_sha=str((corpus_info() or {}).get("sha256")),
-                                        harness_toolchain_digest=harness)
+    return steps.StepConfig.from_config(
+        CFG,
+        toolchain_digest=experiment()["toolchain_digest"],
+        denylist_digest=plan()[0].denylist_digest,
+        corpus_sha=str((corpus_info() or {}).get("sha256")),
+        harness_toolchain_digest=harness,
+    )
 
 
 @functools.cache
@@ -123,11 +135,18 @@ def batches():
     """{batch key: spec} (steps.batch_specs): the tasks in id order, cut into runs of batch_size."""
     if not BATCHED:
         return {}
-    return steps.batch_specs(step_config(), plan()[0].task_digests, AGENTS, EPOCHS, int(CFG["batch_size"]),
-                             {t: task_env(t) for t in plan()[0].task_digests})
+    return steps.batch_specs(
+        step_config(),
+        plan()[0].task_digests,
+        AGENTS,
+        EPOCHS,
+        int(CFG["batch_size"]),
+        {t: task_env(t) for t in plan()[0].task_digests},
+    )
 
 
 # -- input functions: the rules' inputs, params and resources
+
 
 def _tasks():
     return sorted(plan()[0].task_digests.items())
@@ -170,8 +189,12 @@ def all_controls():
 
 
 def all_scores():
-    return [paths.score(t, d, a, s["fingerprint"], e) for t, d in _tasks() for a, s in sorted(AGENTS.items())
-            for e in EPOCHS]
+    return [
+        paths.score(t, d, a, s["fingerprint"], e)
+        for t, d in _tasks()
+        for a, s in sorted(AGENTS.items())
+        for e in EPOCHS
+    ]
 
 
 def all_session_scores():
@@ -225,11 +248,14 @@ def step_code(stage):
 def step_toolchain(stage):
     """The step's toolchain digest; for a task with an environment, with the built environment's
     own digest (its lock), so a rebuilt environment that installed other versions reruns the job."""
+
     def param(w):
         tc, sd = _step(stage, w).toolchain, task_env(w.task)
         if sd is None:
             return tc
-        return tc + ":" + load_env(Path(checkpoints.build_env.get(sdigest=sd).output[0]).parent).digest
+        env_digest = load_env(Path(checkpoints.build_env.get(sdigest=sd).output[0]).parent).digest
+        return ":".join((tc, env_digest))
+
     return param
 
 
@@ -259,6 +285,7 @@ def batch_runtime_min(w):
 
 
 # -- the `run:` rules' files
+
 
 def write_experiment_record(exp, out, log):
     _experiment.write_experiment_record(experiment(), exp, plan()[0], out, log)
@@ -312,8 +339,11 @@ if workflow.is_main_process:
 
 onstart:
     # Only a run writes (never `-n`, `--lint` or `--summary`): the disk probe, the lock, the caches.
-    _or_fail(lambda: run_guard.check_results_writable(Path(RESULTS), STATE,
-                                                      run_guard.min_free_mb(os.environ, "SEALBENCH_MIN_FREE_MB")))
+    _or_fail(
+        lambda: run_guard.check_results_writable(
+            Path(RESULTS), STATE, run_guard.min_free_mb(os.environ, "SEALBENCH_MIN_FREE_MB")
+        )
+    )
     if not _HELD:  # not taken before the run (results/ was not writable then)
         _take_run_lock()
     _or_fail(run_guard.check_agents_start, CFG, AGENTS, Path.cwd(), Path(RESULTS))

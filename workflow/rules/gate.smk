@@ -22,10 +22,6 @@ rule decide:
         report=report(
             paths.experiment_file("{exp}", "report.html"), caption="../report/report_html.rst", category="Decision"
         ),
-    params:
-        code=code_digest("gate"),
-        exp_dir=lambda w, output: str(Path(output.decision).parent),
-        latest=paths.latest(),
     log:
         paths.experiment_log("{exp}", "gate"),
     conda:
@@ -34,10 +30,14 @@ rule decide:
     resources:
         mem_mb=4000,
         runtime=30,
+    params:
+        code=code_digest("gate"),
+        exp_dir=lambda w, output: str(Path(output.decision).parent),
+        latest=paths.latest(),
     shell:
         # the pack's ledger is found through $SEALBENCH_PACK: where the pack is is not a parameter
         "sealbench_job {log:q} sealbench.gate --experiment-dir {params.exp_dir:q} --split {input.split:q}"
-        " --pack-hash {input.pack_hash:q} --latest {params.latest:q} --ledger \"$SEALBENCH_PACK/ledger.jsonl\""
+        ' --pack-hash {input.pack_hash:q} --latest {params.latest:q} --ledger "$SEALBENCH_PACK/ledger.jsonl"'
 
 
 rule gate:

@@ -7,9 +7,6 @@ rule hash_pack:
     output:
         sealed=directory(paths.sealed_dir("{task}", "{tdigest}")),
         record=paths.sealed_record("{task}", "{tdigest}"),
-    params:
-        argv=step_argv("hash_pack"),
-        code=step_code("hash_pack"),
     log:
         paths.task_log("{task}", "{tdigest}", "hash_pack"),
     conda:
@@ -18,6 +15,9 @@ rule hash_pack:
     resources:
         mem_mb=step_mem("hash_pack"),
         runtime=step_runtime("hash_pack"),
+    params:
+        argv=step_argv("hash_pack"),
+        code=step_code("hash_pack"),
     shell:
         "sealbench_job {log:q} sealbench.hash_pack {params.argv}"
 
@@ -31,9 +31,6 @@ rule pack_digests:
     output:
         txt=paths.pack_hash("{pdigest}"),
         tsv=paths.task_digests_tsv("{pdigest}"),
-    params:
-        denylist=lambda w: plan()[0].denylist_digest,
-        code=code_digest("hash_pack"),
     log:
         paths.pack_log("{pdigest}", "pack_digests"),
     conda:
@@ -42,6 +39,9 @@ rule pack_digests:
     resources:
         mem_mb=500,
         runtime=10,
+    params:
+        denylist=lambda w: plan()[0].denylist_digest,
+        code=code_digest("hash_pack"),
     shell:
         "sealbench_job {log:q} sealbench.hash_pack aggregate --denylist-digest {params.denylist}"
         " --out-txt {output.txt:q} --out-tsv {output.tsv:q} --task-list {input.tasks:q}"

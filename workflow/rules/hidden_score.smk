@@ -12,10 +12,6 @@ rule hidden_score:
         env=env_input,
     output:
         paths.score("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),
-    params:
-        argv=step_argv("hidden_score"),
-        code=step_code("hidden_score"),
-        toolchain=step_toolchain("hidden_score"),
     log:
         paths.task_log("{task}", "{tdigest}", "hidden_score-{agent}-{fp}-{epoch}"),
     conda:
@@ -24,6 +20,10 @@ rule hidden_score:
     resources:
         mem_mb=step_mem("hidden_score"),
         runtime=step_runtime("hidden_score"),
+    params:
+        argv=step_argv("hidden_score"),
+        code=step_code("hidden_score"),
+        toolchain=step_toolchain("hidden_score"),
     shell:
         "sealbench_job {log:q} sealbench.hidden_score {params.argv}"
 
@@ -33,10 +33,6 @@ rule hidden_score_session:
         unpack(session_inputs),
     output:
         paths.session_score("{task}", "{tdigest}", "{who}", "{epoch}"),
-    params:
-        argv=step_argv("hidden_score_session"),
-        code=step_code("hidden_score_session"),
-        toolchain=step_toolchain("hidden_score_session"),
     log:
         paths.task_log("{task}", "{tdigest}", "hidden_score-human-{who}-{epoch}"),
     conda:
@@ -45,5 +41,9 @@ rule hidden_score_session:
     resources:
         mem_mb=step_mem("hidden_score_session"),
         runtime=step_runtime("hidden_score_session"),
+    params:
+        argv=step_argv("hidden_score_session"),
+        code=step_code("hidden_score_session"),
+        toolchain=step_toolchain("hidden_score_session"),
     shell:
         "sealbench_job {log:q} sealbench.hidden_score {params.argv}"

@@ -10,9 +10,6 @@ rule leak_check:
         sealed=sealed,
     output:
         paths.leak_report("{task}", "{tdigest}", "{ddigest}"),
-    params:
-        argv=step_argv("leak_check"),
-        code=step_code("leak_check"),
     log:
         paths.task_log("{task}", "{tdigest}", "leak-{ddigest}"),
     conda:
@@ -21,6 +18,9 @@ rule leak_check:
     resources:
         mem_mb=step_mem("leak_check"),
         runtime=step_runtime("leak_check"),
+    params:
+        argv=step_argv("leak_check"),
+        code=step_code("leak_check"),
     shell:
         "sealbench_job {log:q} sealbench.leak_check {params.argv}"
 
@@ -32,9 +32,6 @@ rule leak_verdict:
         tasks=lambda w: task_list_file(),
     output:
         paths.leak_verdict(),
-    params:
-        code=code_digest("leak_check"),
-        ddigest=lambda w: plan()[0].denylist_digest,
     log:
         paths.leak_verdict_log(),
     conda:
@@ -43,6 +40,9 @@ rule leak_verdict:
     resources:
         mem_mb=500,
         runtime=10,
+    params:
+        code=code_digest("leak_check"),
+        ddigest=lambda w: plan()[0].denylist_digest,
     shell:
         "sealbench_job {log:q} sealbench.leak_check verdict --out {output:q} --task-list {input.tasks:q}"
         " --denylist-digest {params.ddigest}"

@@ -14,10 +14,6 @@ rule run_agent:
     output:
         run=paths.run_record("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),
         patch=paths.run_patch("{task}", "{tdigest}", "{agent}", "{fp}", "{epoch}"),
-    params:
-        argv=step_argv("run_agent"),
-        code=step_code("run_agent"),
-        toolchain=step_toolchain("run_agent"),
     log:
         paths.task_log("{task}", "{tdigest}", "run_agent-{agent}-{fp}-{epoch}"),
     conda:
@@ -26,5 +22,9 @@ rule run_agent:
     resources:
         mem_mb=step_mem("run_agent"),
         runtime=step_runtime("run_agent"),
+    params:
+        argv=step_argv("run_agent"),
+        code=step_code("run_agent"),
+        toolchain=step_toolchain("run_agent"),
     shell:
         "sealbench_job {log:q} sealbench.run_agent {params.argv}"

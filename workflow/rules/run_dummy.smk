@@ -12,10 +12,6 @@ rule run_dummy:
         env=env_input,
     output:
         paths.controls("{task}", "{tdigest}"),
-    params:
-        argv=step_argv("run_dummy"),
-        code=step_code("run_dummy"),
-        toolchain=step_toolchain("run_dummy"),
     log:
         paths.task_log("{task}", "{tdigest}", "run_dummy"),
     conda:
@@ -24,5 +20,9 @@ rule run_dummy:
     resources:
         mem_mb=step_mem("run_dummy"),
         runtime=step_runtime("run_dummy"),
+    params:
+        argv=step_argv("run_dummy"),
+        code=step_code("run_dummy"),
+        toolchain=step_toolchain("run_dummy"),
     shell:
         "sealbench_job {log:q} sealbench.run_dummy {params.argv}"

@@ -7,11 +7,6 @@
 rule split:
     output:
         paths.split_manifest("{key}"),
-    params:
-        seed=CFG["seed"],
-        frac=CFG["holdout_frac"],
-        strata=" ".join(CFG["strata"]),
-        code=code_digest("split"),
     log:
         paths.split_log("{key}"),
     conda:
@@ -20,6 +15,11 @@ rule split:
     resources:
         mem_mb=500,
         runtime=10,
+    params:
+        seed=CFG["seed"],
+        frac=CFG["holdout_frac"],
+        strata=" ".join(CFG["strata"]),
+        code=code_digest("split"),
     shell:
         "sealbench_job {log:q} sealbench.split --seed {params.seed} --holdout-frac {params.frac}"
         " --strata {params.strata} --out {output:q}"

@@ -15,11 +15,6 @@ rule stratify:
         tasks=paths.table("{exp}", "tasks"),
         runs=paths.table("{exp}", "runs"),
         strata=paths.table("{exp}", "strata"),
-    params:
-        code=code_digest("stratify"),
-        out_dir=lambda w, output: str(Path(output.tasks).parent),
-        # per-task files are found from experiment.json (a command line cannot hold them all)
-        per_task="" if BATCHED else f"--results {paths.RESULTS}",
     log:
         paths.experiment_log("{exp}", "stratify"),
     conda:
@@ -28,6 +23,11 @@ rule stratify:
     resources:
         mem_mb=4000,
         runtime=30,
+    params:
+        code=code_digest("stratify"),
+        out_dir=lambda w, output: str(Path(output.tasks).parent),
+        # per-task files are found from experiment.json (a command line cannot hold them all)
+        per_task="" if BATCHED else f"--results {paths.RESULTS}",
     shell:
         "sealbench_job {log:q} sealbench.stratify --experiment {input.experiment:q} --split {input.split:q}"
         " --out-dir {params.out_dir:q} {params.per_task} --scores {input.sessions:q} --batches {input.batches:q}"

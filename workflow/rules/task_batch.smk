@@ -21,8 +21,6 @@ rule task_batch:
         envs=lambda w: sorted({paths.env_record(m["env"]) for m in batches()[w.key]["tasks"] if m.get("env")}),
     output:
         paths.batch_file("{key}", "done.json"),
-    params:
-        code=code_digest("task_batch"),
     log:
         paths.batch_file("{key}", "batch.log"),
     conda:
@@ -33,5 +31,7 @@ rule task_batch:
     resources:
         mem_mb=2000,
         runtime=batch_runtime_min,
+    params:
+        code=code_digest("task_batch"),
     shell:
         "sealbench_job {log:q} sealbench.task_batch --spec {input.spec:q} --out {output:q} --workers {threads}"
