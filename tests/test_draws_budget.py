@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from sealbench import draws, gate  # noqa: E402
+from sealbench.ledger import append_ledger, read_ledger  # noqa: E402
 from test_gate_refusals import BASE, CAND, _ledger_decide, build_spec, codes, write_experiment  # noqa: E402
 
 
@@ -434,3 +435,54 @@ def test_a_new_candidate_names_its_own_baseline_and_the_old_one_keeps_its_pin(tm
     d2 = _ledger_decide(tmp_path / "c", moved, ledger)
     assert "PREREGISTRATION_CHANGED" in codes(d2)
     assert "baseline" in next(r for r in d2["reasons"] if r["code"] == "PREREGISTRATION_CHANGED")["sentence"]
+
+
+# ------------------------------------------- two packs scored into one results folder (the default)
+
+
+def _other_pack(spec: dict) -> dict:
+    """A second pack of the user's own: other task ids, its own split."""
+    spec = copy.deepcopy(spec)
+    for t in spec["tasks"]:
+        t["task_id"] = "own-" + t["task_id"]
+    for r in spec["runs"]:
+        r["task_id"] = "own-" + r["task_id"]
+    return spec
+
+
+def _gate_in(results: Path, pack: Path, name: str, spec: dict, monkeypatch) -> dict:
+    """Run the gate stage as the pipeline does: the experiment under results/experiments/, the
+    pack's split manifest in the pack, every draw written through the job's own copies."""
+    import shutil
+
+    exp_dir, split_path, pack_hash = write_experiment(results / "x" / name, spec)
+    exp = results / "experiments" / name
+    exp.parent.mkdir(parents=True, exist_ok=True)
+    exp_dir.rename(exp)
+    pack.mkdir(exist_ok=True)
+    shutil.copyfile(split_path, pack / "split_manifest.json")
+    monkeypatch.setenv("SEALBENCH_PACK", str(pack))
+    monkeypatch.setenv("SEALBENCH_RESULTS", str(results))
+    _drawn(spec, draws.record_paths())
+    argv = ["--experiment-dir", str(exp), "--split", str(split_path), "--pack-hash", str(pack_hash),
+            "--ledger", str(pack / "ledger.jsonl")]
+    assert gate.main(argv) == 0
+    return json.loads((exp / "decision.json").read_text())
+
+
+def test_a_second_pack_in_the_same_results_folder_keeps_its_own_history(tmp_path: Path, monkeypatch) -> None:
+    """After the bundled suite, a user's own pack scored into the same results/ was refused
+    DENOMINATOR_MOVED naming the suite's tasks: the results copy of the ledger (and of the draw
+    record) mixed every pack's holdout. Each holdout keeps its own copies."""
+    results = tmp_path / "results"
+    suite = _gate_in(results, tmp_path / "suite", "suite", build_spec(), monkeypatch)
+    assert suite["publishable"], codes(suite)
+    mine = _gate_in(results, tmp_path / "mine", "mine", _other_pack(build_spec()), monkeypatch)
+    assert mine["publishable"], codes(mine)
+    said = set(codes(mine)) | {n["code"] for n in mine["notes"]}
+    assert not {"DENOMINATOR_MOVED", "RECORD_COPY_DIFFERS", "DRAW_RECORD_UNREADABLE"} & said, said
+    # the honest case beside it (issue 26): the suite's pack copied without its ledger and draw
+    # record, scored into the same results folder, still has the suite's history
+    spec = _as_candidate(build_spec(), "fresh", "python /opt/x/fresh.py")
+    again = _gate_in(results, tmp_path / "suite-copy", "fresh", spec, monkeypatch)
+    assert again["headline_interval"]["versions"] == 3, again["headline_interval"]   # the suite's 2 and this

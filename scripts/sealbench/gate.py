@@ -28,9 +28,10 @@ from typing import Any, Mapping
 from . import decision_rule, paired, power
 from .card import build_card, card_claim
 from .configuration import envelope_digest
-from .core import SealbenchError, atomic_write_text, canonical_json, sha256_text, write_json
+from .core import SealbenchError, atomic_write_text, canonical_json, read_json, sha256_text, write_json
 from .draws import DRAWS, DRAWS_CITATION, draw_check
 from .holdout_memory import Memory, holdout_memory, results_copy
+from .slices import results_records
 from .latest_link import point_latest
 from .ledger import LEDGER_CITATION, append_ledger, read_ledger
 from .refusal_rules import RULES, stamp_claims_note, tamper_note, tokens_incomplete_note
@@ -292,6 +293,7 @@ def keep_results_copy(ledger: Path, copy: Path, entry: Mapping) -> None:
     """The ledger's copy in results/: started from the pack's whole ledger, then appended to
     beside it (a pack copied without its ledger leaves the holdout's history here)."""
     try:
+        copy.parent.mkdir(parents=True, exist_ok=True)
         if not copy.exists() and ledger.exists():
             shutil.copyfile(ledger, copy)
         append_ledger(copy, entry, read_ledger(copy))
@@ -310,7 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ledger", type=Path, help="the pack's ledger.jsonl (holdout scorings are checked and appended)")
     args = ap.parse_args(argv)
     try:
-        copies = [args.ledger.parent / DRAWS, args.experiment_dir.parent.parent / DRAWS] if args.ledger else []
+        manifest = read_json(args.split)
+        copies = [args.ledger.parent / DRAWS, results_records(args.experiment_dir.parent.parent, manifest) / DRAWS] \
+            if args.ledger else []
         decision, card, report = decide(args.experiment_dir, args.split, args.pack_hash, args.ledger, copies)
     except SealbenchError as exc:
         print(f"gate: {exc}", file=sys.stderr)
@@ -326,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         if prior is not None:  # run-specific (a time, a path): beside decision.json, not in it
             write_json(args.experiment_dir / LEDGER_CITATION, {"path": os.path.realpath(args.ledger),
                                                                "line": append_ledger(args.ledger, entry, prior)})
-            keep_results_copy(args.ledger, results_copy(args.experiment_dir), entry)
+            keep_results_copy(args.ledger, results_copy(args.experiment_dir, manifest), entry)
     write_json(args.experiment_dir / DRAWS_CITATION, {"pack_digest": decision["digests"]["pack"],
                                                        "heads": decision.pop("draw_heads")})
     write_json(args.experiment_dir / "decision.json", decision)

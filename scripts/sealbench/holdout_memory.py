@@ -16,7 +16,7 @@ from .ledger import (LEDGER, NO_SERVER, _same_holdout, bare_entry, budget_reason
                      holdout_versions, ledger_entry, ledger_reasons, lost_ledger_lines, pinned_servers, read_ledger)
 from .refusals import ALPHA, note_for, refusal
 from .scored_slice import Slice
-from .slices import slice_reasons
+from .slices import results_records, slice_reasons
 
 
 @dataclass
@@ -45,9 +45,10 @@ def _server_labels(rows: Any) -> Any:
     return rows.server_id.where(rows.server_id.notna(), NO_SERVER).astype(str)
 
 
-def results_copy(exp_dir: Path) -> Path:
-    """The ledger's copy in the results folder (``results/ledger.jsonl``), beside experiments/."""
-    return Path(exp_dir).parent.parent / LEDGER
+def results_copy(exp_dir: Path, manifest: dict | None) -> Path:
+    """The ledger's copy in the results folder, one per holdout (``results/holdouts/<key>/
+    ledger.jsonl``, beside experiments/): packs scored into one results folder keep apart."""
+    return results_records(Path(exp_dir).parent.parent, manifest) / LEDGER
 
 
 def merge_copies(pack: list[dict], kept: list[dict]) -> tuple[list[dict], dict[str, list[dict]]]:
@@ -70,7 +71,7 @@ def holdout_memory(s: Slice, ledger: Path | None, exp_dir: Path) -> Memory:
     mem = Memory(runs=s.runs)
     if ledger is None or s.split != "holdout":
         return mem
-    copy = results_copy(exp_dir)
+    copy = results_copy(exp_dir, s.manifest)
     try:
         prior = read_ledger(ledger)
         kept = read_ledger(copy)

@@ -15,6 +15,8 @@ a new card started on the new slice compares only with numbers from that slice.
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
 from typing import Any, Mapping
 
 from .refusals import refusal
@@ -24,6 +26,8 @@ from .refusals import refusal
 METHOD = "sha256('<seed>:<task_id>'): first 16 hex digits / 16**16 < holdout_frac -> holdout"
 
 SIDES = ("tune", "holdout")
+#: the frozen split, in the pack
+MANIFEST = "split_manifest.json"
 
 
 def hash_u(seed: int, task_id: str) -> float:
@@ -50,6 +54,23 @@ def current_slice(manifest: Mapping) -> int:
 def slice_of_task(manifest: Mapping) -> dict[str, int]:
     """{task id: the slice that added it} for the tasks added by extensions (slice 1: the rest)."""
     return {t: int(r["slice"]) for r in records(manifest) for side in SIDES for t in r["added"][side]}
+
+
+def holdout_key(manifest: Mapping) -> str:
+    """The holdout's name among the packs scored into one results folder: a digest of the frozen
+    split's seed and its first tasks (both sides, before any slice ``--extend`` added). It stays
+    when a task's bytes change (``DENOMINATOR_MOVED`` must see that) and when the pack is copied
+    with its manifest; another pack's split has another."""
+    later = slice_of_task(manifest)
+    first = sorted(t for side in SIDES for t in manifest.get(side, []) if t not in later)
+    text = json.dumps({"seed": manifest.get("seed"), "tasks": first}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def results_records(results: Path, manifest: Mapping | None) -> Path:
+    """The folder of one holdout's copies in a results folder (``results/holdouts/<key>/``: the
+    ledger's and the draw record's); ``results`` itself for a pack not split yet."""
+    return Path(results) / "holdouts" / holdout_key(manifest) if manifest else Path(results)
 
 
 def record_problems(manifest: Mapping, seed: int, holdout_frac: float) -> list[str]:

@@ -40,7 +40,7 @@ from .packs import load_pack
 
 MIN_TASKS = 12
 MIN_HOLDOUT = 5
-MANIFEST = "split_manifest.json"
+MANIFEST = slices.MANIFEST
 
 
 class SplitError(SealbenchError):
