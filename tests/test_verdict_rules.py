@@ -18,8 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench import sealed_report  # noqa: E402
-from sealbench.sealed_report import judge_stream  # noqa: E402
+from sealbench import sealed_report
+from sealbench.sealed_report import judge_stream
 
 NAMES = {"pass": "test_p_canary", "fail": "test_f_canary"}
 MSG = "expected 1, got 2 [abc]"
@@ -75,8 +75,8 @@ def _before_finish(recs: list[dict], *extra: dict) -> list[dict]:
 #: (case, the rule that must decide it, stream, exit code, expected, expected_ids, kind, reason)
 CASES: list[tuple[str, str, list[dict], int | None, int, list[str] | None, str, str | None]] = [
     ("no start, exit 0", "never_started", [], 0, 0, None, "tamper",
-     "exit 0 but the test runner never reported starting (no sealed report: the process was replaced or "
-     "ended from inside)"),
+     ("exit 0 but the test runner never reported starting (no sealed report: the process was replaced or "
+      "ended from inside)")),
     ("no start, exit 4", "never_started", [], 4, 0, None, "infra_fail", "the test runner never started (exit 4)"),
     ("no secret", "no_secret", [dict(honest()[0], secret=False)] + honest()[1:], 0, 0, None, "infra_fail",
      "the sealbench pytest plugin got no canary secret"),

@@ -237,6 +237,7 @@ class StreamFacts:
     summary: JUnitSummary                     # counts of the real tests
     canary_reports: dict[str, dict[str, dict]]  # canary role -> phase -> its ``report`` record
     canary_raws: dict[str, dict[str, dict]]     # canary role -> phase -> its ``raw`` record
+    raw_reports: list[tuple[dict | None, dict]]  # each ``raw`` record with its report (:func:`_raw_reports`)
     collected: list[str] | None               # :func:`collected_ids`
 
     @property
@@ -267,7 +268,13 @@ class StreamFacts:
 
     def role(self, nodeid: object) -> str | None:
         """The canary role of a test id (None: a real test)."""
-        return self.canary_roles.get(str(nodeid).rsplit("::", 1)[-1]) if "::" in str(nodeid) else None
+        return _canary_role(self.canary_roles, nodeid)
+
+
+def _canary_role(roles: Mapping[str, str], nodeid: object) -> str | None:
+    """The role (``pass`` | ``fail``) of the canary a test id names, by its test name in
+    ``roles`` (name -> role); None: a real test."""
+    return roles.get(str(nodeid).rsplit("::", 1)[-1]) if "::" in str(nodeid) else None
 
 
 def stream_facts(recs: list[dict], names: Mapping[str, str], message: str, returncode: int | None,
@@ -279,7 +286,7 @@ def stream_facts(recs: list[dict], names: Mapping[str, str], message: str, retur
     roles = {v: k for k, v in names.items()}
 
     def role(nodeid: object) -> str | None:
-        return roles.get(str(nodeid).rsplit("::", 1)[-1]) if "::" in str(nodeid) else None
+        return _canary_role(roles, nodeid)
 
     fin_idx = [i for i, r in enumerate(recs) if r.get("kind") == "finish"]
     real_nodes: dict[str, dict[str, str]] = {}
@@ -320,7 +327,7 @@ def stream_facts(recs: list[dict], names: Mapping[str, str], message: str, retur
         passed=passed, summary=JUnitSummary(len(real_nodes), len(failures), len(errors), len(skipped)),
         canary_reports={r_role: canary_phases(r_role, "report") for r_role in ("pass", "fail")},
         canary_raws={r_role: canary_phases(r_role, "raw") for r_role in ("pass", "fail")},
-        collected=collected_ids(recs))
+        raw_reports=_raw_reports(recs), collected=collected_ids(recs))
 
 
 def _early(f: StreamFacts, kind: str, problem: str) -> StreamVerdict:
@@ -471,7 +478,7 @@ def _canary_setup_teardown(f: StreamFacts) -> StreamVerdict | None:
 def _raised_but_passed(f: StreamFacts) -> StreamVerdict | None:
     """A real test's ``raw`` record says it raised, and the report made from it (the next
     report of that test and phase, :func:`_raw_reports`; a subTest has its own) says passed."""
-    for rep, r in _raw_reports(f.recs):
+    for rep, r in f.raw_reports:
         nid = str(r.get("nodeid"))
         if f.role(nid) or r.get("outcome") != "failed":
             continue
