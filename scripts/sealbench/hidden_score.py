@@ -42,7 +42,7 @@ from . import draws
 from .collection import missing_modules
 from .core import read_json, write_json
 from .environments import BuiltEnv, load_env
-from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from .sandbox import MODES as SANDBOX_MODES, SandboxUnavailable, make_sandbox, resolve_level
 from .processes import ended_in_error
 from .scoring import score_patch
 from .sealed_command import SHELL_INFRA_CODES
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-dir", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     ap.add_argument("--controls", type=Path, help="the task's controls.json (gold-patch test count)")
     ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
     ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")

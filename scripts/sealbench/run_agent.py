@@ -71,7 +71,7 @@ from . import contract, draws, paths
 from .contract import (STAMP_FILE, STAMP_KEYS, STEERS_FILE, USAGE_FILE, USAGE_KEYS, count_steers, read_report,
                        time_box)
 from .limits import limit_mechanisms
-from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from .sandbox import MODES as SANDBOX_MODES, SandboxUnavailable, make_sandbox, resolve_level
 from .task_layout import import_paths, pythonpath_env
 from .visible import VisibleServer, sealed_green, write_client_script
 from .processes import run_process
@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spec", required=True, help="JSON: {command, env?}")
     ap.add_argument("--epoch", type=int, required=True)
     ap.add_argument("--envelope", required=True, help="JSON: the config's envelope")
-    ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     ap.add_argument("--stop-on-green", action="store_true")
     ap.add_argument("--log-cap-bytes", type=int, default=1 << 20)
     ap.add_argument("--hide", type=Path, action="append", default=[], help="a folder the worker must not see")

@@ -29,7 +29,7 @@ from pathlib import Path
 from .collection import mark_controls, missing_modules
 from .core import SealbenchError, control_fingerprint, read_json, write_json
 from .environments import BuiltEnv, load_env
-from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from .sandbox import MODES as SANDBOX_MODES, SandboxUnavailable, make_sandbox, resolve_level
 from .scoring import score_patch
 from .tamper_rules import path_rule, protected_reason
 from .task_layout import protected_paths
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--oracle-runs", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
     ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
     args = ap.parse_args(argv)
