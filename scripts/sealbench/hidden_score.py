@@ -154,7 +154,8 @@ def _infra_record(out: Path, task_id: str, run: dict, reason: str) -> dict:
     return record
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """This stage's command line; :mod:`sealbench.steps` writes the argv the workflow passes."""
     ap = argparse.ArgumentParser(prog="sealbench.hidden_score", description=__doc__.splitlines()[0])
     ap.add_argument("--sealed", type=Path, required=True)
     ap.add_argument("--run-dir", type=Path, required=True)
@@ -164,7 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--controls", type=Path, help="the task's controls.json (gold-patch test count)")
     ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
     ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         rec = score_run(args.sealed, args.run_dir, args.out, args.timeout, args.sandbox, args.controls,
                         json.loads(args.limits) if args.limits else None,

@@ -342,7 +342,8 @@ def harness_failure(sealed: Path, run_dir: Path, agent: str, fingerprint: str, e
     return record
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """This stage's command line; :mod:`sealbench.steps` writes the argv the workflow passes."""
     ap = argparse.ArgumentParser(prog="sealbench.run_agent", description=__doc__.splitlines()[0])
     ap.add_argument("--sealed", type=Path, required=True)
     ap.add_argument("--run-dir", type=Path, required=True)
@@ -359,7 +360,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
     ap.add_argument("--visible-timeout", type=float, default=None,
                     help="each visible run's own cap in seconds (the config's score_timeout_s)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     # the draw goes on the record (pack and results/) before anything of the attempt runs
     sealed_at = Path(args.sealed).absolute()
     slot = draws.slot_key(sealed_at.parent.parent.name, sealed_at.parent.name, args.agent, args.fingerprint,

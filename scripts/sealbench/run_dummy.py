@@ -196,7 +196,8 @@ def _agreed_ids(oracle: list[dict]) -> dict[str, list[str]] | None:
     return out or None
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """This stage's command line; :mod:`sealbench.steps` writes the argv the workflow passes."""
     ap = argparse.ArgumentParser(prog="sealbench.run_dummy", description=__doc__.splitlines()[0])
     ap.add_argument("--sealed", type=Path, required=True)
     ap.add_argument("--out-dir", type=Path, required=True)
@@ -205,7 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
     ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox,
                            json.loads(args.limits) if args.limits else None,
