@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 
 from . import paths, project, results_index, session_cli
-from .config_sources import effective_config
+from .config_sources import add_config_args, config_of
 from .configuration import agents_to_run
 from .core import SealbenchError, read_json
 
@@ -75,27 +75,6 @@ def _identity_lines(name: str, ident: dict, first: int = 5) -> list[str]:
     for s in ident.get("skipped") or []:
         lines.append(f"    not covered: {s['token']} ({s['reason']})")
     return lines
-
-
-def add_config_args(p: argparse.ArgumentParser) -> None:
-    """The config arguments snakemake takes, with the same meaning (docs/configuration.md)."""
-    p.add_argument("--configfile", type=Path, action="append", default=[], metavar="FILE",
-                   help="as snakemake --configfile: merged over config/config.yaml (repeatable)")
-    p.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
-                   help="as snakemake --config; a nested key: --config 'envelope={max_wall_s: 5}'")
-    p.add_argument("--replace-workflow-config", action="store_true",
-                   help="as snakemake: the --configfile files replace config/config.yaml instead of merging over it")
-
-
-def config_of(args: argparse.Namespace) -> dict:
-    """The config a snakemake run with these arguments sees (validated). ``--config FILE`` (no
-    ``=``, an existing file: how these commands took a config before) reads that whole file, as
-    ``--configfile FILE --replace-workflow-config`` does."""
-    files, entries, replace = list(args.configfile), list(args.config), args.replace_workflow_config
-    if len(entries) == 1 and "=" not in entries[0] and Path(entries[0]).is_file():
-        files, entries, replace = files + [Path(entries[0])], [], True
-    cfg, args.config_where = effective_config(files, entries, replace)
-    return cfg
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

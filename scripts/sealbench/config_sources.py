@@ -7,6 +7,7 @@ and the workflow engine is no part of what a score depends on (:mod:`sealbench.t
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -42,3 +43,24 @@ def effective_config(configfiles: Iterable[Path] = (), overrides: Iterable[str] 
                               "'envelope={max_wall_s: 5}', or a --configfile holding only that key)") from exc
     where = "config (" + " + ".join(str(f) for f in files) + (" + --config" if entries else "") + ")"
     return validate_config(raw, where=where), where
+
+
+def add_config_args(p: argparse.ArgumentParser) -> None:
+    """The config arguments snakemake takes, with the same meaning (docs/configuration.md)."""
+    p.add_argument("--configfile", type=Path, action="append", default=[], metavar="FILE",
+                   help="as snakemake --configfile: merged over config/config.yaml (repeatable)")
+    p.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="as snakemake --config; a nested key: --config 'envelope={max_wall_s: 5}'")
+    p.add_argument("--replace-workflow-config", action="store_true",
+                   help="as snakemake: the --configfile files replace config/config.yaml instead of merging over it")
+
+
+def config_of(args: argparse.Namespace) -> dict:
+    """The config a snakemake run with these arguments sees (validated). ``--config FILE`` (no
+    ``=``, an existing file: how these commands took a config before) reads that whole file, as
+    ``--configfile FILE --replace-workflow-config`` does."""
+    files, entries, replace = list(args.configfile), list(args.config), args.replace_workflow_config
+    if len(entries) == 1 and "=" not in entries[0] and Path(entries[0]).is_file():
+        files, entries, replace = files + [Path(entries[0])], [], True
+    cfg, args.config_where = effective_config(files, entries, replace)
+    return cfg

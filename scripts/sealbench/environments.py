@@ -52,7 +52,7 @@ from typing import Any, Iterable, Mapping
 
 from .core import (PackError, SealbenchError, atomic_write_text, canonical_json, python_bin_dir, read_json,
                    sha256_text, write_json)
-from .sandbox import resolve_level
+from .sandbox import MODES as SANDBOX_MODES, resolve_level
 
 #: The pack's default environment and the folder of named ones (relative to the pack).
 DEFAULT_DIR = "environment"
@@ -542,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", required=True)
     ap.add_argument("--expect", required=True, help="the spec digest planned")
     ap.add_argument("--root", type=Path, required=True, help="where environments live (results/envs)")
-    ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"],
+    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES,
                     help="the config's sandbox mode: the install runs sandboxed unless it resolves to none")
     args = ap.parse_args(argv)
     try:

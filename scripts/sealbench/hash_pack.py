@@ -141,7 +141,8 @@ def write_pack_hash(records: list[dict], denylist_dig: str, out_txt: Path, out_t
     return pdig
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """This stage's command line; :mod:`sealbench.steps` writes the argv the workflow passes (``seal``)."""
     ap = argparse.ArgumentParser(prog="sealbench.hash_pack", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("seal", help="copy and verify one task")
@@ -158,7 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("records", nargs="*", type=Path)
     a.add_argument("--task-list", type=Path, help="the plan's task list (paths.task_list): read each task's sealed record")
     a.add_argument("--batches", nargs="*", type=Path, default=[], help="task_batch done.json files (their sealed records)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         if args.cmd == "seal":
             task_dir = args.task_dir or paths.pack_root() / "tasks" / args.task

@@ -42,7 +42,7 @@ from . import draws
 from .collection import missing_modules
 from .core import read_json, write_json
 from .environments import BuiltEnv, load_env
-from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from .sandbox import MODES as SANDBOX_MODES, SandboxUnavailable, make_sandbox, resolve_level
 from .processes import ended_in_error
 from .scoring import score_patch
 from .sealed_command import SHELL_INFRA_CODES
@@ -154,17 +154,22 @@ def _infra_record(out: Path, task_id: str, run: dict, reason: str) -> dict:
     return record
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """This stage's command line; :mod:`sealbench.steps` writes the argv the workflow passes."""
     ap = argparse.ArgumentParser(prog="sealbench.hidden_score", description=__doc__.splitlines()[0])
     ap.add_argument("--sealed", type=Path, required=True)
     ap.add_argument("--run-dir", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     ap.add_argument("--controls", type=Path, help="the task's controls.json (gold-patch test count)")
     ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
     ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         rec = score_run(args.sealed, args.run_dir, args.out, args.timeout, args.sandbox, args.controls,
                         json.loads(args.limits) if args.limits else None,

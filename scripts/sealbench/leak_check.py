@@ -291,10 +291,8 @@ def verdict_main(argv: list[str]) -> int:
         return 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["verdict"]:
-        return verdict_main(argv[1:])
+def parser() -> argparse.ArgumentParser:
+    """This stage's command line; :mod:`sealbench.steps` writes the argv the workflow passes."""
     ap = argparse.ArgumentParser(prog="sealbench.leak_check", description=__doc__.splitlines()[0])
     ap.add_argument("--task", type=Path, help="a sealed task folder (one job)")
     ap.add_argument("--pack", type=Path, help="check every task of a pack (CLI use)")
@@ -306,7 +304,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the denylist rules only (the card's posture then says filename_scan)")
     ap.add_argument("--record", action="store_true",
                     help="a suspect is recorded in --out and the job succeeds: the pack-level verdict stops the run")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["verdict"]:
+        return verdict_main(argv[1:])
+    args = parser().parse_args(argv)
     try:
         if args.denylist is None:
             args.denylist = (args.pack or paths.pack_root()) / "denylist.txt"

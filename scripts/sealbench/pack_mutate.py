@@ -31,6 +31,7 @@ from .mutants import Mutant, find_mutants, schedule
 from .pack_common import (Layout, PackBuildError, TaskFiles, TestResult, TestRun, detect_layout, pytest_command,
                           run_tests, unpack_source, verify_task, write_task)
 from .pack_requirements import Requirements, detect_requirements, plugin_modules, read_requirements_file
+from .sandbox import MODES as SANDBOX_MODES
 from .workspace import scratch_dir
 
 #: A mutant is kept when at least this many test functions catch it.
@@ -485,7 +486,7 @@ def add_parser(psub: argparse._SubParsersAction) -> None:
     p.add_argument("--test-timeout", type=float, default=None,
                    help="seconds per test-suite run (default: 5 x the baseline's, at least 30)")
     p.add_argument("--env-root", default="results/envs", help="where environments are built (default results/envs)")
-    p.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    p.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     p.add_argument("--progress", type=float, default=30.0,
                    help="seconds between progress lines on stderr (default 30; 0: none)")
     p.set_defaults(func=cmd_mutate)

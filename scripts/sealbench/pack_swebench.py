@@ -34,9 +34,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from .config_sources import add_config_args, config_of
 from .core import SealbenchError, harness_env
 from .pack_common import TaskCheck, pytest_command
 from .pack_requirements import detect_requirements, plugin_modules, read_requirements_file
+from .sandbox import MODES as SANDBOX_MODES
 from .swebench_git import (GitError, apply_patch, changed_lines, find_clone, has_commit, patch_paths,
                            snapshot)
 from .swebench_instances import Instance, read_instances, test_defined, test_file, test_id_problem
@@ -349,8 +351,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     when some were refused or removed (the pack holds the others)."""
     from rich.console import Console
 
-    from .cli import config_of
-
     out = args.out or Path("packs") / Path(args.instances).stem
     opts = Options(args.instances, args.repos, out, list(config_of(args)["strata"]), args.requirements or [],
                    args.time_box, Path(args.env_root), args.sandbox, args.test_timeout)
@@ -364,8 +364,6 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def add_parser(pack_sub: argparse._SubParsersAction) -> None:
     """``import-swebench`` under ``sealbench pack``."""
-    from .cli import add_config_args
-
     p = pack_sub.add_parser("import-swebench", help="a verified pack from SWE-bench-style instances and local clones")
     p.add_argument("instances", type=Path, metavar="INSTANCES.jsonl")
     p.add_argument("--repos", type=Path, required=True, metavar="DIR",
@@ -378,6 +376,6 @@ def add_parser(pack_sub: argparse._SubParsersAction) -> None:
                    help=f"time_box_sec of every task (default {DEFAULT_TIME_BOX_S})")
     p.add_argument("--test-timeout", type=float, default=300, help="seconds per command when verifying (default 300)")
     p.add_argument("--env-root", default="results/envs", help="where environments are built (default results/envs)")
-    p.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    p.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     add_config_args(p)
     p.set_defaults(func=cmd_import)

@@ -44,6 +44,7 @@ from .core import (
     write_json,
 )
 from .packs import load_pack
+from .sandbox import MODES as SANDBOX_MODES
 from .contract import FAIL, INFRA_FAIL
 from .untrusted import remove_tree
 
@@ -372,7 +373,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=None, help="records folder (default results/predictions/<file stem>)")
     p.add_argument("--solver", default=None, help="solver name for every row (default: model_name_or_path)")
     p.add_argument("--timeout", type=float, default=300, help="clock of each scoring command, seconds")
-    p.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    p.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     p.set_defaults(func=cmd_import)
     p = psub.add_parser("export", help="write a solver's epoch-1 patches as a predictions JSONL file")
     p.add_argument("--results", type=Path, default=Path("results"), help="results folder or an experiment folder")

@@ -71,7 +71,7 @@ from . import contract, draws, paths
 from .contract import (STAMP_FILE, STAMP_KEYS, STEERS_FILE, USAGE_FILE, USAGE_KEYS, count_steers, read_report,
                        time_box)
 from .limits import limit_mechanisms
-from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from .sandbox import MODES as SANDBOX_MODES, SandboxUnavailable, make_sandbox, resolve_level
 from .task_layout import import_paths, pythonpath_env
 from .visible import VisibleServer, sealed_green, write_client_script
 from .processes import run_process
@@ -342,7 +342,8 @@ def harness_failure(sealed: Path, run_dir: Path, agent: str, fingerprint: str, e
     return record
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """This stage's command line; :mod:`sealbench.steps` writes the argv the workflow passes."""
     ap = argparse.ArgumentParser(prog="sealbench.run_agent", description=__doc__.splitlines()[0])
     ap.add_argument("--sealed", type=Path, required=True)
     ap.add_argument("--run-dir", type=Path, required=True)
@@ -351,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spec", required=True, help="JSON: {command, env?}")
     ap.add_argument("--epoch", type=int, required=True)
     ap.add_argument("--envelope", required=True, help="JSON: the config's envelope")
-    ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     ap.add_argument("--stop-on-green", action="store_true")
     ap.add_argument("--log-cap-bytes", type=int, default=1 << 20)
     ap.add_argument("--hide", type=Path, action="append", default=[], help="a folder the worker must not see")
@@ -359,7 +360,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
     ap.add_argument("--visible-timeout", type=float, default=None,
                     help="each visible run's own cap in seconds (the config's score_timeout_s)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     # the draw goes on the record (pack and results/) before anything of the attempt runs
     sealed_at = Path(args.sealed).absolute()
     slot = draws.slot_key(sealed_at.parent.parent.name, sealed_at.parent.name, args.agent, args.fingerprint,

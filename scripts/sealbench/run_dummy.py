@@ -29,7 +29,7 @@ from pathlib import Path
 from .collection import mark_controls, missing_modules
 from .core import SealbenchError, control_fingerprint, read_json, write_json
 from .environments import BuiltEnv, load_env
-from .sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from .sandbox import MODES as SANDBOX_MODES, SandboxUnavailable, make_sandbox, resolve_level
 from .scoring import score_patch
 from .tamper_rules import path_rule, protected_reason
 from .task_layout import protected_paths
@@ -196,16 +196,21 @@ def _agreed_ids(oracle: list[dict]) -> dict[str, list[str]] | None:
     return out or None
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """This stage's command line; :mod:`sealbench.steps` writes the argv the workflow passes."""
     ap = argparse.ArgumentParser(prog="sealbench.run_dummy", description=__doc__.splitlines()[0])
     ap.add_argument("--sealed", type=Path, required=True)
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--oracle-runs", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--sandbox", default="auto", choices=["auto", "required", "off"])
+    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
     ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox,
                            json.loads(args.limits) if args.limits else None,

@@ -33,9 +33,9 @@ from .patches import unsafe_path
 from .scoring_layers import as_layer, scoring_overlay
 from .sealed_command import CommandOutcome, _run_check, judge
 from .similarity import GOLD_LIKE_THRESHOLD, gold_similarity
-from .task_layout import import_paths, packages, protected_paths, test_paths, test_trees, tests_layout
+from .task_layout import TEST_DIRS, import_paths, packages, protected_paths, test_paths, test_trees, tests_layout
 from .untrusted import UntrustedTree
-from .workspace import TEST_DIRS, copy_tree, scratch_dir
+from .workspace import copy_tree, scratch_dir
 from .contract import FAIL, INFRA_FAIL, PASS, TAMPER
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .workspace import TEST_DIRS
+from .task_layout import TEST_DIRS
 
 
 @dataclass

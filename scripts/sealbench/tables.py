@@ -1,4 +1,5 @@
-"""The one definition of every result table (docs/contract.md §4) and of the run statuses.
+"""The one definition of every result table (docs/contract.md §4); the run statuses are
+``contract.STATUSES`` (the status column lists them).
 
 The column tables of docs/results.md are checked against these schemas by ``tests/test_docs.py``.
 ``pd.read_parquet`` reads each table back with the dtypes :func:`pandas_dtypes` names (the
@@ -11,16 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-#: Run statuses, in report order, with what each means.
-STATUSES: dict[str, str] = {
-    "pass": "visible and hidden tests pass on the scoring workspace",
-    "fail": "the patch was scored and a test failed (or the patch did not apply)",
-    "timeout": "the worker ran out of clock; not a pass, reported as the timeout rate",
-    "tamper": "the patch touched tests or test configuration",
-    "infra_fail": "the harness broke (missing interpreter, no tests collected, agent command not found)",
-    "excluded": "the session the harness observed left the health envelope (or an offline agent used a server): "
-                "left out of the rates",
-}
+from .contract import STATUSES
 
 #: Roles of solvers.
 ROLES = ("control", "agent", "human")
@@ -53,7 +45,7 @@ RUNS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("role", "string", False, "`control`, `agent` or `human`"),
     ("fingerprint", "string", False, "digest of the solver's command and env"),
     ("epoch", "int64", False, "attempt number, from 1"),
-    ("status", "string", False, "`pass` `fail` `timeout` `tamper` `infra_fail` `excluded`"),
+    ("status", "string", False, " ".join(f"`{st}`" for st in STATUSES)),
     ("visible_pass", "bool", True, "visible command exit 0 on the scoring workspace (null: not run)"),
     ("hidden_pass", "bool", True, "hidden command exit 0 on the scoring workspace (null: not run)"),
     ("time_to_green_s", "float64", True, "seconds from clock start to the first green visible attempt, if the final state is green"),

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .patches import FilePatch
-from .workspace import TEST_DIRS
+from .task_layout import TEST_DIRS
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from .workspace import TEST_DIRS
+#: Test folders of the contract: a patch's changes to them never reach the scoring workspace.
+TEST_DIRS = ("visible_tests", "hidden_tests")
 
 LAYOUTS = ("folders", "repo")
 #: Folder names that never hold the code under test (package discovery skips them).

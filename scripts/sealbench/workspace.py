@@ -26,6 +26,7 @@ from typing import Mapping
 from .core import ARTEFACT_NAMES, ARTEFACT_SUFFIXES
 from .gitdiff import Change, tree_patch
 from .layers import COPY, OVERLAY, Overlay, remove_tree, tree_changes, upper_changes
+from .task_layout import test_trees
 from .untrusted import walk_tree
 
 #: Fixed identity and date: the same snapshot always gets the same commit id.
@@ -44,8 +45,6 @@ GIT_OPTS = ["-c", "core.hooksPath=/dev/null", "-c", "core.logAllRefUpdates=false
             "-c", "core.autocrlf=false", "-c", "core.fileMode=true", "-c", "gc.auto=0",
             "-c", "core.excludesFile=/dev/null", "-c", "init.defaultBranch=main"]
 
-#: Test folders of the contract: a patch's changes to them never reach the scoring workspace.
-TEST_DIRS = ("visible_tests", "hidden_tests")
 
 def scratch_dir(prefix: str) -> Path:
     """A fresh private folder outside the project tree (``$SEALBENCH_TMPDIR`` or the system
@@ -152,8 +151,6 @@ def _build_layer(sealed_task: Path, meta: Mapping, layer: Path) -> None:
     """Write the base layer at ``layer``: the visible tests where the workspace has them and
     ``.git`` holding one commit of ``repo/`` plus those tests (fixed identity and date), indexed
     straight from the sealed folders (no copy of the snapshot)."""
-    from .task_layout import test_trees  # (task_layout imports this module)
-
     check_snapshot(sealed_task)
     tmp = Path(tempfile.mkdtemp(prefix=".layer-", dir=layer.parent))
     try:
