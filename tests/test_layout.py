@@ -36,6 +36,8 @@ JUSTIFIED = {
               "citations beside decisions are read by the same chain and the same fingerprint rules",
     "pack_mutate": "one command: the search over mutants, its progress, and the build folder renamed into "
                    "place only at its end share one run's state (counts, phase, the unfinished sibling)",
+    "sealed_report": "the one verdict of a sealed run: the stream read once into its facts and the ordered "
+                     "table of small named rules that judges them (VERDICT_RULES)",
     "stratify": "one definition of a run row: its columns, and the rules that decide its status (timeout "
                 "first, observed session, offline declaration, the first draw) read the same record",
 }
