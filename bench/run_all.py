@@ -7,7 +7,7 @@ plain function (``bench_overhead(state, n=200)`` …) that returns a row for the
 
 Every pipeline run is ``python -m snakemake -s Snakefile -d WORKDIR --configfile cfg.yaml``
 on a pack from ``bench/make_pack.py`` in a temporary folder (never the project's results/),
-with ``--scheduler greedy`` (as workflow/profiles/local sets it; the default ILP scheduler
+with ``--scheduler greedy`` (as profiles/local sets it; the default ILP scheduler
 is quadratic in ready jobs, see docs/scale.md). ``--quick`` uses smaller sizes, labelled
 ``QUICK`` in the table: those rows are not the target sizes.
 

@@ -24,7 +24,7 @@ Run as root on a Debian/Ubuntu machine (a container is fine). What it does, in o
 3. Makes a pack of ``--tasks`` tasks with bench/make_pack.py, copies it byte-identically into
    two working folders with the same config (``pack: pack``, sandbox off as in every bench
    run), and runs ``snakemake gate`` in each, one after the other: with
-   ``--profile workflow/profiles/local``, and with ``--profile workflow/profiles/slurm`` plus
+   ``--profile profiles/local``, and with ``--profile profiles/slurm`` plus
    the profile's own ``default-resources`` with its two FILL_IN values replaced by this
    cluster's account and partition, ``--cores`` the node's CPU count (the most a group job may
    ask for; the profile's 8 is for real nodes) and status polling every ``--poll`` seconds (the
@@ -517,14 +517,14 @@ def run_both(n_tasks: int, cores: int, poll: int, timeout: float, keep_dirs: boo
         write_config(wd / "cfg.yaml", Path("pack"))  # relative: the two configs are the same bytes
     assert (runs["local"] / "cfg.yaml").read_bytes() == (runs["slurm"] / "cfg.yaml").read_bytes()
 
-    log("local run: --profile workflow/profiles/local")
-    rc_l, secs_l, out_l = run_gate(runs["local"], "--profile", str(ROOT / "workflow/profiles/local"), timeout=timeout)
+    log("local run: --profile profiles/local")
+    rc_l, secs_l, out_l = run_gate(runs["local"], "--profile", str(ROOT / "profiles/local"), timeout=timeout)
     log(f"local run: exit {rc_l} in {secs_l:.0f} s")
 
     since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 1))
     resources = slurm_profile_resources(ACCOUNT, PARTITION)
     # --cores: a group job may ask for at most the node's cpus (the profile's `cores` is for real nodes)
-    slurm_args = ["--profile", str(ROOT / "workflow/profiles/slurm"), "--default-resources", *resources,
+    slurm_args = ["--profile", str(ROOT / "profiles/slurm"), "--default-resources", *resources,
                   "--cores", str(cores), "--seconds-between-status-checks", str(poll),
                   "--slurm-init-seconds-before-status-checks", str(poll)]
     log(f"slurm run: {' '.join(slurm_args)}")
@@ -543,8 +543,8 @@ def run_both(n_tasks: int, cores: int, poll: int, timeout: float, keep_dirs: boo
     print(f"  {versions['slurm']}; {PLUGIN} {versions['plugin']} (jobstep {versions['jobstep plugin']}); "
           f"snakemake {versions['snakemake']}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
     print(f"  pack: {n_tasks} tasks (bench/make_pack.py), agents fixer vs idle, sandbox off; folders {base}")
-    print(f"  local run  (--profile workflow/profiles/local): exit {rc_l}, {secs_l:.0f} s wall")
-    print(f"  slurm run  (--profile workflow/profiles/slurm, account={ACCOUNT} partition={PARTITION}, --cores {cores}, "
+    print(f"  local run  (--profile profiles/local): exit {rc_l}, {secs_l:.0f} s wall")
+    print(f"  slurm run  (--profile profiles/slurm, account={ACCOUNT} partition={PARTITION}, --cores {cores}, "
           f"status polls every {poll} s): exit {rc_s}, {secs_s:.0f} s wall")
     submitted = len(re.findall(r"has been submitted with SLURM jobid", out_s))
     print(f"  SLURM jobs: {submitted} submitted (the plugin's log), {len(jobs)} in sacct:")

@@ -2,7 +2,7 @@
 
 The same 12-task pack (byte-identical copies) and the same config, run once locally
 (`snakemake --cores 2 gate`) and once through snakemake-executor-plugin-cluster-generic with
-the profile workflow/profiles/cluster-generic-local (every job "submitted" to this machine by
+the profile profiles/cluster-generic-local (every job "submitted" to this machine by
 its submit.sh, re-parsing the Snakefile in its own `python -m snakemake`, grouped: the pack's
 sealing and leak check, then per task),
 must reach the same decision.json, digests included. decision.json has no run-specific

@@ -187,10 +187,10 @@ ALLOWED: dict[str, str] = {
     "python -m sealbench.testing.fake_llm --port 8000 --mode tool --script cmds.json":
         "serves until killed, with a script the reader writes; tests/test_mini_agent.py runs it",
     # clusters, long benchmarks
-    "snakemake --profile workflow/profiles/slurm gate":
+    "snakemake --profile profiles/slurm gate":
         "needs snakemake-executor-plugin-slurm (the `cluster` extra, kept out of this venv: its import waits for a "
         "SLURM controller) and a submit node; bench/slurm_single_node.py runs it on a one-node cluster",
-    "snakemake --profile workflow/profiles/kubernetes gate":
+    "snakemake --profile profiles/kubernetes gate":
         "a template: needs the kubernetes executor and S3 storage plugins, an image, a bucket (FILL_IN_ values)",
     "python bench/slurm_single_node.py":
         "sets up a SLURM cluster as root (11 to 30 min); tests/test_slurm_single_node.py runs it",
@@ -274,7 +274,7 @@ def test_the_docs_show_commands_of_every_kind() -> None:
     """The extraction finds what the docs show (so the tests below cannot pass on nothing)."""
     texts = {c.text for c in doc_commands()}
     for expected in ("sealbench validate", ".venv/bin/snakemake --cores 4 gate", "sealbench list results",
-                     "sealbench hash PACK", "snakemake --profile workflow/profiles/local gate"):
+                     "sealbench hash PACK", "snakemake --profile profiles/local gate"):
         assert expected in texts, expected
     assert any(c.text.startswith("snakemake") and "--configfile my.yaml" in c.text for c in doc_commands())
 

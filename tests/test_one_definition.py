@@ -115,7 +115,7 @@ def test_every_executor_profile_holds_the_one_groups_definition() -> None:
 
 
 def test_a_stale_profile_block_is_rewritten_from_the_definition() -> None:
-    text = (ROOT / "workflow/profiles/slurm/config.yaml").read_text()
+    text = (ROOT / "profiles/slurm/config.yaml").read_text()
     stale = text.replace("  decide: aggregate\n", "")
     assert stale != text
     assert cluster_groups.rewritten(stale) == text

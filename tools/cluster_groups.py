@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 #: The executor profiles that submit jobs (each holds a generated copy of the `groups:` block).
-PROFILES = ("workflow/profiles/slurm", "workflow/profiles/cluster-generic-local", "workflow/profiles/kubernetes")
+PROFILES = ("profiles/slurm", "profiles/cluster-generic-local", "profiles/kubernetes")
 
 #: Rule -> group job. `prepare`: sealing and leak-checking the whole pack (one group job: the leak
 #: verdict joins every task, and every control and agent run waits for it); `task`: the controls,
