@@ -250,7 +250,7 @@ def add(a, b):
     # inside it (the recursion limit set just above the current depth); with the hook's ``write``
     # the rest of the stream is forged and the process ends with 0
     "hook-frame-through-traceback": r'''
-import os, re, sys
+import os, re, sys, types
 
 def _hook_frames():
     depth, f = 0, sys._getframe(0)
@@ -275,7 +275,7 @@ def _hook_frames():
 
 def _write_of(found):
     for v in found.values():
-        for c in getattr(v, "__closure__", None) or ():
+        for c in (v.__closure__ or ()) if type(v) is types.FunctionType else ():
             fn = c.cell_contents
             if getattr(fn, "__name__", "") == "write" and callable(fn):
                 return fn
