@@ -315,3 +315,40 @@ def test_attacks_through_frames_do_not_pass(tmp_path: Path, what: str) -> None:
     assert res.status not in ("pass", "infra_fail"), (res.status, res.reason)
     if what == "hook-frame-through-traceback":
         assert res.status == "tamper" and "a frame of the seal's audit hook" in res.reason, res.reason
+
+
+#: the same forgery as "hook-frame-through-traceback", the hook's frames found without any audited
+#: getter: a SIGALRM handler that fires while the hook runs walks ``f_back`` into it (the hook
+#: ignores the events of a thread it is already running for)
+_FORGE = ATTACKS["hook-frame-through-traceback"].split("_found = _hook_frames()\n", 1)
+SIGNAL_ON_THE_HOOK = _FORGE[0] + r'''
+import signal
+_box = {}
+
+def _on_alarm(signum, frame):
+    f = frame
+    while f is not None:
+        if f.f_code.co_name == "dispatch" and "secret" in f.f_locals:
+            _box.update(f.f_locals)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            return
+        f = f.f_back
+
+signal.signal(signal.SIGALRM, _on_alarm)
+signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)
+for _i in range(2000000):
+    if _box:
+        break
+    sys._getframe(0)            # an audited event: the hook runs, the alarm may land inside it
+signal.setitimer(signal.ITIMER_REAL, 0)
+_found = _box or None
+''' + _FORGE[1]
+
+
+@pytest.mark.xfail(strict=True, reason="remains possible: workspace code that runs on the audit hook's own frames "
+                   "(a signal handler) reaches its key through f_back (docs/sealed-runs.md)")
+def test_a_signal_handler_on_the_hook_s_frames_forges_the_stream(tmp_path: Path) -> None:
+    t, meta = task(tmp_path)
+    patch = git_patch(t / "repo", tmp_path, lambda wd: (wd / "calc.py").write_text(SIGNAL_ON_THE_HOOK))
+    res = score(t, meta, patch, tmp_path)
+    assert res.status not in ("pass", "infra_fail"), (res.status, res.reason)

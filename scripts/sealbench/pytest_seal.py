@@ -20,16 +20,17 @@ parts, in the order they start:
 2. **Audit hook** (:func:`_install`). PEP 578 hooks cannot be removed from Python. Its state (the
    record key, the stream fd, the sealed code, the snapshot) lives only in its closure: no module
    global, no frame that outlives :func:`boot`, so reaching it needs ``gc`` or a frame of the
-   hook itself, which it refuses. It is the only writer of the report stream: every record is
+   hook itself, which it refuses (not from workspace code that runs ON its frames, such as a
+   signal handler: docs/sealed-runs.md, what remains possible). It is the only writer of the report stream: every record is
    HMAC-signed with the key and numbered, so bytes written to the stream by anything else are
    seen as forged. It writes a record only when the event was raised by this module's own code
    (its code objects, compared by identity) with no workspace code on the stack; and it refuses
    — a ``tamper`` record naming the event, then ``os._exit`` — the primitives an in-process
    forgery needs when workspace code reaches them: walking objects (``gc.get_objects``,
-   ``get_referrers``, ``get_referents``), frames of code that is not the workspace's own
-   (``sys._getframe``, ``sys._current_frames``, a traceback's, generator's or coroutine's frame,
-   ``inspect.stack``/``trace``/``getouterframes``/``getinnerframes``, ``traceback.walk_*``),
-   replacing a function's code or defaults, making functions from sealed code or executing a
+   ``get_referrers``, ``get_referents``), ``sys._current_frames``, a frame of the hook itself
+   (through ``sys._getframe`` or a traceback's, generator's or coroutine's frame, while workspace
+   code is on the stack: its free variables lead to the key; any other frame is not guarded, its
+   ``f_back`` and ``f_locals`` being no audit events), replacing a function's code or defaults, making functions from sealed code or executing a
    sealed module's code again, compiling code under a name of a file it did not read,
    ``ctypes``/``cffi`` and their calls, tracing and profiling hooks, more audit hooks, and
    opening a process's ``mem``. "Workspace code" is any frame whose file is not the standard
