@@ -1,8 +1,45 @@
-"""Settings shared by every test file."""
+"""Settings shared by every test file, and the test tiers.
+
+Every test belongs to exactly one tier, declared with a marker (registered in pyproject.toml):
+
+- ``unit``: pure Python in the test process (files, git, imports); no sandbox, no pytest or
+  agent subprocess, no Snakemake. ``pytest -m unit`` is the fast tier.
+- ``sandbox``: starts bwrap, a sealed or sandboxed pytest (scoring, visible runs), an agent or
+  another Python subprocess of the harness.
+- ``pipeline``: starts Snakemake (``python -m snakemake`` or the ``sealbench`` commands that run
+  it), directly or through a fixture. Finished runs that several tests only read come from
+  ``tests/pipeline_runs.py``.
+
+A module declares its tier with ``pytestmark = pytest.mark.unit`` (or ``sandbox``,
+``pipeline``); a module with tests of several tiers marks each test instead. Collection stops
+with the list of offenders when a test has no tier or two. ``snakemake``, the older marker,
+is kept as an alias: every ``pipeline`` test also carries it (``-m snakemake`` selects the same).
+"""
 
 import os
+
+import pytest
+
+from pipeline_runs import default_run  # noqa: F401  (the shared finished runs, as fixtures)
 
 # The task test suites the tests run (pytest inside workspaces, the repair agent's visible runs)
 # start ~1.4 s faster per run without the plugins installed in this environment — exactly as the
 # harness runs them (core.harness_env). The test session itself has already loaded its plugins.
 os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+TIERS = ("unit", "sandbox", "pipeline")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: `-m snakemake` must see the alias
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    bad = []
+    for item in items:
+        tiers = sorted({m.name for m in item.iter_markers() if m.name in TIERS})
+        if len(tiers) != 1:
+            bad.append(f"  {item.nodeid}: {', '.join(tiers) if tiers else 'no tier'}")
+        elif tiers == ["pipeline"]:
+            item.add_marker(pytest.mark.snakemake)
+    if bad:
+        raise pytest.UsageError(
+            f"{len(bad)} test(s) without exactly one tier marker ({', '.join(TIERS)}; see tests/conftest.py):\n"
+            + "\n".join(bad[:50]) + ("\n  …" if len(bad) > 50 else ""))

@@ -90,6 +90,7 @@ def _exit_at_import(code: int) -> str:
 
 # ------------------------------------------------- 1. the agent's exit status is never infra
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("code", [127, 126])
 def test_agent_exiting_127_or_126_when_red_is_fail_not_infra(pyt, tmp_path: Path, code: int) -> None:
     sealed, controls = pyt
@@ -100,6 +101,7 @@ def test_agent_exiting_127_or_126_when_red_is_fail_not_infra(pyt, tmp_path: Path
     assert f"exit {code}" in score["reason"]
 
 
+@pytest.mark.sandbox
 def test_agent_command_not_found_is_fail_with_its_exit_code(pyt, tmp_path: Path) -> None:
     sealed, controls = pyt
     _, score = _agent(sealed, controls, tmp_path, "no-such-agent-binary --go")
@@ -107,6 +109,7 @@ def test_agent_command_not_found_is_fail_with_its_exit_code(pyt, tmp_path: Path)
     assert "command not found" in score["reason"]
 
 
+@pytest.mark.sandbox
 def test_agent_exiting_127_after_fixing_still_passes(pyt, tmp_path: Path) -> None:
     """The exit status is recorded, never the verdict: the patch is what is scored."""
     sealed, controls = pyt
@@ -114,6 +117,7 @@ def test_agent_exiting_127_after_fixing_still_passes(pyt, tmp_path: Path) -> Non
     assert score["status"] == "pass" and score["agent_exit_code"] == 127
 
 
+@pytest.mark.sandbox
 def test_harness_error_is_still_infra_fail(pyt, tmp_path: Path) -> None:
     sealed, controls = pyt
     score = _scored_patch(sealed, controls, tmp_path, "", end_reason="harness_error", exit_code=None,
@@ -123,6 +127,7 @@ def test_harness_error_is_still_infra_fail(pyt, tmp_path: Path) -> None:
 
 # --------------------------------- 1b. a patch that breaks the test run is the patch's failure
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("code", [5, 4, 127, 126, 3])
 def test_patch_making_pytest_exit_infra_code_is_fail_when_controls_ran(pyt, tmp_path: Path, code: int) -> None:
     sealed, controls = pyt
@@ -132,6 +137,7 @@ def test_patch_making_pytest_exit_infra_code_is_fail_when_controls_ran(pyt, tmp_
     assert score["score"]["status"] == "fail" or "controls" in score["reason"]
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("why", ["visible command: no tests collected (exit 5)",
                                  "hidden command: pytest usage error (exit 4)",
                                  "visible command: the test runner never started (exit 1)"])
@@ -152,12 +158,14 @@ def test_any_scoring_infra_fail_is_the_patch_when_controls_ran(pyt, tmp_path: Pa
     assert again["status"] == "infra_fail" and "empty_diff#1" in again["reason"]
 
 
+@pytest.mark.sandbox
 def test_patch_breaking_collection_is_fail(pyt, tmp_path: Path) -> None:
     sealed, controls = pyt
     score = _scored_patch(sealed, controls, tmp_path, _calc_patch("def add(a, b:\n    return a + b\n"))
     assert score["status"] == "fail", score["reason"]
 
 
+@pytest.mark.sandbox
 def test_scoring_infra_stays_infra_when_the_controls_hit_it_too(tmp_path: Path) -> None:
     """The harness's own breakage: the task's controls could not be scored either."""
     root = tmp_path / "x"
@@ -190,6 +198,7 @@ def _runs_of(score: dict) -> list[dict]:
     return build_runs(exp, tasks, [], [score], HEALTH)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("stamp", [None, dict(GOOD_STAMP, route_changed=True), dict(GOOD_STAMP, quota_state="x")],
                          ids=["no_stamp", "route_changed", "bad_quota"])
 def test_timed_out_run_is_timeout_whatever_its_stamp(stamp) -> None:
@@ -197,11 +206,13 @@ def test_timed_out_run_is_timeout_whatever_its_stamp(stamp) -> None:
     assert row["status"] == "timeout"
 
 
+@pytest.mark.unit
 def test_timed_out_run_is_timeout_even_if_its_score_record_says_otherwise() -> None:
     [row] = _runs_of(_score_record("fail", None, True))
     assert row["status"] == "timeout"
 
 
+@pytest.mark.unit
 def test_a_route_changed_stamp_within_its_clock_is_a_failure_with_a_note() -> None:
     """Issue 26 point 3 (was: excluded): the stamp is the agent's claim; only a route change the
     bridge observed excludes a run (tests/test_observed_exclusions.py)."""
@@ -209,12 +220,14 @@ def test_a_route_changed_stamp_within_its_clock_is_a_failure_with_a_note() -> No
     assert row["status"] == "fail" and "route changed" in row["stamp_notes"]
 
 
+@pytest.mark.sandbox
 def test_hidden_score_timeout_beats_agent_exit_status(pyt, tmp_path: Path) -> None:
     sealed, controls = pyt
     score = _scored_patch(sealed, controls, tmp_path, "", timed_out=True, exit_code=127, end_reason="time_box")
     assert score["status"] == "timeout"
 
 
+@pytest.mark.sandbox
 def test_two_timeouts_count_the_same_with_or_without_stamps(tmp_path: Path) -> None:
     """6/9 with stamps; without them the two timeouts used to be excluded (6/7, "timeouts 0")."""
     results = {}
@@ -248,12 +261,14 @@ def _abstain(spec: dict, tids, status: str = "excluded") -> None:
             row.update(status=status, reason="agent command: command not found (exit 127)")
 
 
+@pytest.mark.unit
 def test_clean_run_is_unchanged(tmp_path: Path) -> None:
     d = decide(tmp_path, build_spec())
     assert d["publishable"] is True and codes(d) == [] and d["headline"] == pytest.approx(6 / 9)
     assert d["sensitivity"]["rate"] == pytest.approx(6 / 9) and d["sensitivity"]["excluded"] == 0
 
 
+@pytest.mark.unit
 def test_excluding_failures_to_move_the_headline_refuses_it(tmp_path: Path) -> None:
     spec = build_spec()
     # the candidate passes xs01, xs03, s01, s03, m01, m03 and fails the three *05 holdout tasks
@@ -275,6 +290,7 @@ def test_excluding_failures_to_move_the_headline_refuses_it(tmp_path: Path) -> N
     assert d["sensitivity"]["rate"] == pytest.approx(6 / 9)
 
 
+@pytest.mark.unit
 def test_excluding_failures_to_win_refuses_the_winner(tmp_path: Path) -> None:
     """The candidate passes 6 holdout tasks and abstains on the 3 the baseline passes."""
     spec = build_spec()
@@ -291,6 +307,7 @@ def test_excluding_failures_to_win_refuses_the_winner(tmp_path: Path) -> None:
     assert d["sensitivity"]["verdict"] != d["comparison"]["verdict"]
 
 
+@pytest.mark.unit
 def test_small_exclusion_that_decides_nothing_is_stated_not_refused(tmp_path: Path) -> None:
     spec = build_spec()
     _abstain(spec, ["m05"])  # 6/8 vs 6/9: well inside the interval; no winner either way
@@ -303,11 +320,13 @@ def test_small_exclusion_that_decides_nothing_is_stated_not_refused(tmp_path: Pa
     assert any("counted as failures" in s for s in d["allowed_sentences"])
 
 
+@pytest.mark.unit
 def test_equal_exclusion_rates_add_no_note(tmp_path: Path) -> None:
     d = decide(tmp_path, build_spec())
     assert d["comparison"]["exclusion_note"] is None
 
 
+@pytest.mark.unit
 def test_report_states_differing_exclusion_rates_beside_the_delta(tmp_path: Path) -> None:
     spec = build_spec()
     _abstain(spec, ["m05"])
@@ -317,6 +336,7 @@ def test_report_states_differing_exclusion_rates_beside_the_delta(tmp_path: Path
     assert "Exclusion rates differ" in section
 
 
+@pytest.mark.unit
 def test_refusal_code_is_documented_like_the_others() -> None:
     assert "EXCLUSIONS_DECIDE" in REFUSALS
     assert decision_rule.VERDICT_NONE  # the verdict names used in the sentence exist
@@ -324,6 +344,7 @@ def test_refusal_code_is_documented_like_the_others() -> None:
 
 # ------------------------------------------------- found by red-teaming
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name", ["GIT~1", ".git.", "sub/.git."])
 def test_a_file_git_refuses_to_add_is_the_agents_fail_not_infra(pyt, tmp_path: Path, name: str) -> None:
     """A path git refuses (``core.protectNTFS``) made taking the patch raise, which the harness

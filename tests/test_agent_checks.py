@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(HERE))
 
 from packgen import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
+from pipeline_runs import smk  # noqa: E402
 from sealbench import agent_probe, cli, core, hash_pack, hidden_score, paths, run_agent, sandbox  # noqa: E402
 
 PROBLEM = sandbox.bwrap_problem()
@@ -101,6 +102,7 @@ def score(project: dict, task: str, rd: Path) -> dict:
 # ------------------------------------------------------------------------- (a) named files visible
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("command", ["python agents/my_agent.py", "agents/my_agent.py",
                                      "exec python3 ./agents/my_agent.py --quiet"])
 def test_a_project_agent_named_by_a_relative_path_runs_sandboxed_and_fixes_the_task(project: dict,
@@ -116,6 +118,7 @@ def test_a_project_agent_named_by_a_relative_path_runs_sandboxed_and_fixes_the_t
     assert me["pack_visible"] is False and me["results_visible"] is False and me["helper_visible"] is False, me
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("word", ["pack/tasks/t00/oracle.patch", "results/notes.txt", "pack"])
 def test_a_a_command_naming_the_pack_or_results_is_refused_and_never_mounted(project: dict, word: str) -> None:
     (project["results"] / "notes.txt").write_text("x\n")
@@ -135,6 +138,7 @@ def test_a_a_command_naming_the_pack_or_results_is_refused_and_never_mounted(pro
 # ------------------------------------------------------------------------ (b) checked before any job
 
 
+@pytest.mark.sandbox
 def test_b_validate_names_the_agent_the_path_and_the_reason(project: dict, capsys) -> None:
     agents = {"fixer": {"command": FIX_AGENT}, "idle": {"command": NOOP_AGENT},
               "mine": {"command": "agents/my_agent.py"},
@@ -157,6 +161,7 @@ def test_b_validate_names_the_agent_the_path_and_the_reason(project: dict, capsy
         assert line(ok).endswith(" ok") or ": ok" in line(ok), line(ok)
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("command, reason", [
     ("python agents/missing.py", "no such file"),
     ("flip --go", "command not found: flip"),
@@ -178,6 +183,7 @@ def test_b_probe_finds_each_start_failure_without_running_the_agent(project: dic
     assert res.exit_code in (126, 127), res
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("command", [FIX_AGENT, NOOP_AGENT, "python agents/my_agent.py", "agents/my_agent.py",
                                      "python -m sealbench.agents.repair --lite", 'bash -c "$SEALBENCH_VISIBLE_CMD"',
                                      "cd agents && python my_agent.py", "exec env X=1 python3 -X dev ./agents/my_agent.py"])
@@ -187,6 +193,7 @@ def test_b_probe_passes_commands_that_start(project: dict, command: str) -> None
     assert res.ok, res
 
 
+@pytest.mark.pipeline
 def test_b_the_pipeline_start_refuses_an_agent_that_cannot_start(tmp_path: Path) -> None:
     wd = tmp_path / "wd"
     pack = make_pack(wd / "pack", n=12)
@@ -194,9 +201,7 @@ def test_b_the_pipeline_start_refuses_an_agent_that_cannot_start(tmp_path: Path)
                                                 "idle": {"command": "python agents/missing.py"}})
     t00 = pack / "tasks" / "t00"
     target = paths.controls("t00", core.task_digest(t00))  # one task's controls: a short job if it starts
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(wd),
-                          "--configfile", str(wd / "cfg.yaml"), "--cores", "1", target],
-                         capture_output=True, text=True, cwd=wd)
+    res = smk(wd, "--cores", "1", target)
     assert not list((wd / "results").glob("tasks/*/*/controls/controls.json")), "no job may run"
     assert not list((wd / "results").glob("tasks/*/*/sealed.json")), "no job may run"
     assert res.returncode != 0
@@ -207,6 +212,7 @@ def test_b_the_pipeline_start_refuses_an_agent_that_cannot_start(tmp_path: Path)
 # ---------------------------------------------------------------------------------- (c) early stop
 
 
+@pytest.mark.sandbox
 def test_c_an_agent_that_never_starts_stops_after_three_runs_and_others_go_on(project: dict) -> None:
     tasks = sorted(project["sealed"])
     fp = "f" * 16
@@ -250,6 +256,7 @@ def test_c_an_agent_that_never_starts_stops_after_three_runs_and_others_go_on(pr
     assert fixed["exit_code"] == 0 and fixed["end_reason"] == "exit"
 
 
+@pytest.mark.sandbox
 def test_c_a_crash_at_start_stops_too_but_mixed_outcomes_never_do(project: dict) -> None:
     tasks = sorted(project["sealed"])
     crash = "python -c 'import no_such_module_xyz'"
@@ -267,6 +274,7 @@ def test_c_a_crash_at_start_stops_too_but_mixed_outcomes_never_do(project: dict)
         assert rec["end_reason"] == "exit", rec
 
 
+@pytest.mark.sandbox
 def test_c_a_new_pipeline_start_resets_the_stop(project: dict) -> None:
     tasks = sorted(project["sealed"])
     for t in tasks[:3]:

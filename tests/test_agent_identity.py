@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import NOOP_AGENT, make_pack, write_config  # noqa: E402
+from pipeline_runs import smk  # noqa: E402
 from sealbench import cli, configuration, core, identity, packs, power, split  # noqa: E402
 from sealbench.core import ConfigError  # noqa: E402
 
@@ -63,6 +64,7 @@ def user_agent(tmp_path: Path) -> tuple[Path, Path, dict]:
 
 # ---------------------------------------------------------------------------- attacks (unit)
 
+@pytest.mark.unit
 def test_attack_editing_the_agent_script_changes_the_fingerprint(tmp_path: Path) -> None:
     script, _prompt, spec = user_agent(tmp_path)
     before = fp("fixer", spec)
@@ -70,6 +72,7 @@ def test_attack_editing_the_agent_script_changes_the_fingerprint(tmp_path: Path)
     assert fp("fixer", spec) != before, "the agent's own script changed and the fingerprint did not"
 
 
+@pytest.mark.unit
 def test_attack_editing_the_prompt_file_changes_the_fingerprint(tmp_path: Path) -> None:
     _script, prompt, spec = user_agent(tmp_path)
     specs = [spec, {"command": spec["command"].replace("--prompt ", "--prompt=")}]  # --opt=value form too
@@ -80,6 +83,7 @@ def test_attack_editing_the_prompt_file_changes_the_fingerprint(tmp_path: Path) 
     assert after[1] != before[1], "--prompt=FILE: the prompt changed; the fingerprint did not"
 
 
+@pytest.mark.unit
 def test_attack_editing_a_file_under_code_paths_changes_the_fingerprint(tmp_path: Path) -> None:
     lib = tmp_path / "client" / "lib"
     lib.mkdir(parents=True)
@@ -95,6 +99,7 @@ def test_attack_editing_a_file_under_code_paths_changes_the_fingerprint(tmp_path
     assert fp("client", spec) not in (before, mid)
 
 
+@pytest.mark.unit
 def test_attack_editing_a_file_under_readonly_paths_changes_the_fingerprint(tmp_path: Path) -> None:
     pkg = tmp_path / "node_modules" / "client"
     pkg.mkdir(parents=True)
@@ -123,6 +128,7 @@ def _fp_in_copy(proj: Path, name: str, spec: dict) -> str:
     return res.stdout.strip()
 
 
+@pytest.mark.sandbox
 def test_attack_builtin_agent_hashes_only_the_modules_it_runs(tmp_path: Path) -> None:
     proj = _copy_project(tmp_path / "proj")
     spec = {"command": "python -m sealbench.agents.repair --max-candidates 60"}
@@ -139,6 +145,7 @@ def test_attack_builtin_agent_hashes_only_the_modules_it_runs(tmp_path: Path) ->
 
 # ---------------------------------------------------------------------------- identity details
 
+@pytest.mark.unit
 def test_builtin_identity_covers_exactly_its_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = {"command": "python -m sealbench.agents.repair --lite"}
     ident = identity.agent_identity("repair", spec, base=ROOT, cache=core.HashCache())  # nothing written in the repo
@@ -157,6 +164,7 @@ def test_builtin_identity_covers_exactly_its_modules(tmp_path: Path, monkeypatch
         assert re.fullmatch(r"[0-9a-f]{64}", ident["files"][f])
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("command", ["python -W ignore -X dev -m sealbench.agents.repair",
                                      "PYTHONPATH=scripts exec python3 -msealbench.agents.repair --lite"])
 def test_python_module_found_through_options_and_prefixes(command: str) -> None:
@@ -166,6 +174,7 @@ def test_python_module_found_through_options_and_prefixes(command: str) -> None:
         "PYTHONPATH=scripts is the module search path, not code"
 
 
+@pytest.mark.sandbox
 def test_builtin_imports_are_followed_statically_within_sealbench(tmp_path: Path) -> None:
     proj = _copy_project(tmp_path / "proj")
     agents = proj / "scripts" / "sealbench" / "agents"
@@ -193,6 +202,7 @@ def test_builtin_imports_are_followed_statically_within_sealbench(tmp_path: Path
     assert ident()["fingerprint"] != first["fingerprint"], "a module repair imports changed"
 
 
+@pytest.mark.unit
 def test_command_resolution_and_skipped_tokens(tmp_path: Path) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -215,6 +225,7 @@ def test_command_resolution_and_skipped_tokens(tmp_path: Path) -> None:
     assert identity.agent_identity("t", spec, base=tmp_path)["fingerprint"] != before
 
 
+@pytest.mark.unit
 def test_unbalanced_quotes_fall_back_to_whitespace(tmp_path: Path) -> None:
     script = tmp_path / "a.py"
     script.write_text("print(1)\n")
@@ -226,6 +237,7 @@ def test_unbalanced_quotes_fall_back_to_whitespace(tmp_path: Path) -> None:
     assert identity.agent_identity("t", spec, base=tmp_path)["fingerprint"] != before
 
 
+@pytest.mark.unit
 def test_symlinks_hash_their_target_and_artefacts_are_not_code(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
@@ -245,6 +257,7 @@ def test_symlinks_hash_their_target_and_artefacts_are_not_code(tmp_path: Path) -
     assert identity.agent_identity("t", spec, base=tmp_path)["fingerprint"] != before
 
 
+@pytest.mark.unit
 def test_lineage_and_code_paths_are_part_of_the_identity(tmp_path: Path) -> None:
     base = {"command": "true"}
     assert identity.agent_identity("a", base, base=tmp_path)["lineage"] == "a"
@@ -253,6 +266,7 @@ def test_lineage_and_code_paths_are_part_of_the_identity(tmp_path: Path) -> None
     assert ident["lineage"] == "family-x"
 
 
+@pytest.mark.unit
 def test_folder_over_the_cap_is_a_config_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     big = tmp_path / "node_modules"
     big.mkdir()
@@ -265,6 +279,7 @@ def test_folder_over_the_cap_is_a_config_error(tmp_path: Path, monkeypatch: pyte
         identity.agent_identity("c", {"command": "true", "code_paths": [str(tmp_path / "nope")]}, base=tmp_path)
 
 
+@pytest.mark.unit
 def test_stat_cache_under_results_is_used_and_content_still_wins(tmp_path: Path) -> None:
     (tmp_path / "results" / ".sealbench").mkdir(parents=True)
     code = tmp_path / "code"
@@ -280,6 +295,7 @@ def test_stat_cache_under_results_is_used_and_content_still_wins(tmp_path: Path)
     assert identity.agent_identity("t", spec, base=tmp_path)["fingerprint"] != first["fingerprint"]
 
 
+@pytest.mark.unit
 def test_schema_accepts_code_paths_and_lineage(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "pack")
     cfg = yaml.safe_load(write_config(tmp_path / "cfg.yaml", pack).read_text())
@@ -298,6 +314,7 @@ def _cfg(tmp_path: Path, **over) -> tuple[dict, Path]:
     return yaml.safe_load(path.read_text()), path
 
 
+@pytest.mark.unit
 def test_attack_impossible_mde_psi_is_a_config_error(tmp_path: Path) -> None:
     cfg, _ = _cfg(tmp_path, mde=0.6, planning_discordance=0.3)
     with pytest.raises(ConfigError) as err:
@@ -312,14 +329,10 @@ def test_attack_impossible_mde_psi_is_a_config_error(tmp_path: Path) -> None:
     configuration.validate_config(cfg)
 
 
-SMK = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
-
-
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_attack_impossible_mde_psi_refused_before_any_job(tmp_path: Path) -> None:
     _, path = _cfg(tmp_path, mde=0.6, planning_discordance=0.3)
-    res = subprocess.run(SMK + ["-d", str(tmp_path), "--configfile", str(path), "-n", "gate"],
-                         capture_output=True, text=True, timeout=120)
+    res = smk(tmp_path, "-n", "gate", configfile=path, timeout=120)
     assert res.returncode != 0, res.stdout[-2000:]
     assert "'mde'" in res.stderr and "'planning_discordance'" in res.stderr, res.stderr[-3000:]
     assert "Nothing was run; no result was changed." in res.stderr
@@ -328,6 +341,7 @@ def test_attack_impossible_mde_psi_refused_before_any_job(tmp_path: Path) -> Non
 
 # ---------------------------------------------------------------------------- sealbench validate / show
 
+@pytest.mark.sandbox
 def test_attack_validate_says_what_the_holdout_can_detect(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     _, path = _cfg(tmp_path)
     pack = tmp_path / "pack"
@@ -353,6 +367,7 @@ def _decision(exp: str) -> dict:
             "reasons": [], "notes": [], "per_stratum": [], "comparison": {}, "allowed_sentences": []}
 
 
+@pytest.mark.unit
 def test_attack_show_prints_each_agents_fingerprint_and_coverage(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     script, _prompt, spec = user_agent(tmp_path)
     ident = identity.agent_identity("fixer", spec, base=tmp_path)
@@ -373,14 +388,9 @@ def test_attack_show_prints_each_agents_fingerprint_and_coverage(tmp_path: Path,
 
 # ---------------------------------------------------------------------------- the real plan
 
-def _smk(wd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(SMK + ["-d", str(wd), "--configfile", str(wd / "cfg.yaml"), *args],
-                          capture_output=True, text=True, timeout=180)
-
-
 def planned(wd: Path) -> list[tuple[str, dict]]:
     """The jobs of `snakemake -n gate`: (rule, wildcards)."""
-    res = _smk(wd, "-n", "gate")
+    res = smk(wd, "-n", "gate", timeout=180)
     assert res.returncode == 0, res.stderr[-3000:]
     jobs: list[tuple[str, dict]] = []
     for line in res.stdout.splitlines():
@@ -397,7 +407,7 @@ def planned(wd: Path) -> list[tuple[str, dict]]:
 
 def fake_complete_run(wd: Path) -> None:
     """Every output of the current plan, written in plan order: snakemake then sees a finished run."""
-    res = _smk(wd, "-n", "gate")
+    res = smk(wd, "-n", "gate", timeout=180)
     assert res.returncode == 0, res.stderr[-3000:]
     for line in res.stdout.splitlines():
         s = line.strip()
@@ -411,7 +421,7 @@ def fake_complete_run(wd: Path) -> None:
                     p.write_text("{}\n")
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_attack_dry_run_plans_only_the_edited_agent(tmp_path: Path) -> None:
     wd = tmp_path / "wd"
     make_pack(wd / "pack")
@@ -447,11 +457,11 @@ def test_attack_dry_run_plans_only_the_edited_agent(tmp_path: Path) -> None:
 
     # the experiment record (written by its job, planning writes nothing) says what each
     # fingerprint covered (not part of the id itself)
-    plan = _smk(wd, "-n", "gate").stdout
+    plan = smk(wd, "-n", "gate", timeout=180).stdout
     records = sorted({w.strip() for line in plan.splitlines() if line.strip().startswith("output:")
                       for w in line.strip()[len("output:"):].split(",") if w.strip().endswith("experiment.json")})
     assert len(records) == 1, plan[-2000:]
-    res = _smk(wd, "--cores", "1", records[0])
+    res = smk(wd, "--cores", "1", records[0], timeout=180)
     assert res.returncode == 0, res.stderr[-3000:]
     for f in [wd / records[0]]:
         exp = json.loads(f.read_text())

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import BUGGY, ORACLE, make_pack, write_config, write_task  # noqa: E402
+from pipeline_runs import smk  # noqa: E402
 from sealbench import configuration, core, hash_pack, leak_check, packs, patch_apply, scoring, split  # noqa: E402
 from sealbench.core import ConfigError, PackError  # noqa: E402
 from sealbench.ledger import LEDGER, read_ledger  # noqa: E402
@@ -400,11 +401,13 @@ def _ids(cases: list) -> list[str]:
     return [c.values[0] if hasattr(c, "values") else c[0] for c in cases]
 
 
+@pytest.mark.unit
 def test_corpus_is_large_and_ids_unique() -> None:
     ids = _ids(CASES)
     assert len(ids) == len(set(ids)) and len(ids) >= 30
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("case_id,mutate,expected", CASES, ids=_ids(CASES))
 def test_bad_input(tmp_path: Path, case_id: str, mutate: Callable[[Ctx], None], expected: Any) -> None:
     ctx = new_ctx(tmp_path)
@@ -449,7 +452,7 @@ SMK_CASES = {
 }
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 @pytest.mark.parametrize("case_id", sorted(SMK_CASES))
 def test_refused_before_any_job_and_results_kept(tmp_path: Path, case_id: str) -> None:
     mutate = {cid: fn for cid, fn, _ in (c for c in CASES if not hasattr(c, "values"))}[case_id]
@@ -464,9 +467,7 @@ def test_refused_before_any_job_and_results_kept(tmp_path: Path, case_id: str) -
     mutate(ctx)
     ctx.cfg_path.write_text(yaml.safe_dump(ctx.cfg, sort_keys=False))
     before = _results_snapshot(tmp_path)
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
-           "--configfile", str(ctx.cfg_path), "-n", "gate"]
-    res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    res = smk(tmp_path, "-n", "gate", configfile=ctx.cfg_path, timeout=120)
     assert res.returncode != 0
     for needle in SMK_CASES[case_id]:
         assert needle in res.stderr, res.stderr[-3000:]
@@ -480,6 +481,7 @@ def test_refused_before_any_job_and_results_kept(tmp_path: Path, case_id: str) -
 # ---------------------------------------------------------------------------- defaults
 
 
+@pytest.mark.unit
 def test_config_defaults_come_from_the_schema_only(tmp_path: Path, monkeypatch) -> None:
     """Every default a validated config gets is the schema's; changing the schema changes it."""
     cfg = yaml.safe_load(write_config(tmp_path / "cfg.yaml", make_pack(tmp_path / "pack")).read_text())

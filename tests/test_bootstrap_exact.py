@@ -66,6 +66,7 @@ def samples(draw):
 EXACT = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.sandbox
 @EXACT
 @given(samples(), st.integers(0, 2**63 - 1), st.integers(2000, 2600), st.sampled_from([0.8, 0.9, 0.95, 0.99]),
        st.integers(1, 700))
@@ -79,6 +80,7 @@ def test_blocked_bootstrap_draws_exactly_what_the_loop_drew(sample, seed, b, con
         bootstrap.BLOCK_VALUES = saved
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("n,strata", [(5000, 3), (2001, 1), (999, 4)])
 def test_large_samples_at_the_default_block_size(n: int, strata: int) -> None:
     rng = np.random.default_rng(n)
@@ -88,6 +90,7 @@ def test_large_samples_at_the_default_block_size(n: int, strata: int) -> None:
     assert_same(labels, d, n_resamples=2000, seed=7)
 
 
+@pytest.mark.unit
 def test_the_int64_draw_as_written_gives_the_same_draws(monkeypatch) -> None:
     """Where int32 draws could differ (another numpy), the int64 draw of the reference is used."""
     monkeypatch.setattr(bootstrap, "_int32_draws_agree", lambda n_h: False)
@@ -98,6 +101,7 @@ def test_the_int64_draw_as_written_gives_the_same_draws(monkeypatch) -> None:
     assert bootstrap._draw_indices(np.random.default_rng(1), 7, 2000).dtype == np.int64
 
 
+@pytest.mark.unit
 def test_the_int32_draw_is_taken_only_where_it_agrees() -> None:
     """The smaller, faster int32 draw is taken where this numpy draws the same numbers with it
     (numpy 2.x: below 2**32 both dtypes use one 32-bit bounded generator), else the int64 one."""

@@ -28,6 +28,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from sealbench import bridge  # noqa: E402
 from test_observed_exclusions import GOOD_STAMP, HEALTH, rows_of, score  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 #: (requested model or None, the request's index) -> (status, reply model or None, event stream?)
 Answer = Callable[[Any, int], tuple]
 

@@ -21,6 +21,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from sealbench import cli, core, gate, paths, report_html, report_md  # noqa: E402
 from test_gate_refusals import BASE, CAND, build_spec, unsandboxed_agent, write_experiment  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 HUMAN = "ana"
 
 

@@ -29,7 +29,7 @@ PROFILE = ROOT / "workflow" / "profiles" / "cluster-generic-local"
 HAVE_PLUGIN = importlib.util.find_spec("snakemake_executor_plugin_cluster_generic") is not None
 
 pytestmark = [
-    pytest.mark.snakemake,
+    pytest.mark.pipeline,
     # CI installs '.[test]', which pins the plugin: there a missing plugin is a failure.
     pytest.mark.skipif(not HAVE_PLUGIN and not os.environ.get("CI"),
                        reason="snakemake-executor-plugin-cluster-generic is not installed (pip install -e '.[test]')"),

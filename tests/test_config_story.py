@@ -18,7 +18,6 @@ from packgen import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
 from sealbench import cli, config_sources, configuration  # noqa: E402
 from sealbench.core import ConfigError  # noqa: E402
 
-pytestmark = pytest.mark.snakemake
 
 
 @pytest.fixture()
@@ -36,6 +35,7 @@ def project(tmp_path: Path, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.pipeline
 def test_attack_a_configfile_does_not_run_the_agents_merged_in_from_the_workflow_config(project: Path) -> None:
     res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-n", "gate",
                           "--configfile", "mine.yaml"], cwd=project, capture_output=True, text=True)
@@ -45,6 +45,7 @@ def test_attack_a_configfile_does_not_run_the_agents_merged_in_from_the_workflow
     assert scheduled == {"mine", "idle"}, scheduled
 
 
+@pytest.mark.unit
 def test_extra_agents_run_beside_and_must_exist(project: Path) -> None:
     cfg, _ = config_sources.effective_config([Path("mine.yaml")], ["extra_agents=[slowpoke]"])
     assert configuration.agents_to_run(cfg) == ["idle", "mine", "slowpoke"]
@@ -52,6 +53,7 @@ def test_extra_agents_run_beside_and_must_exist(project: Path) -> None:
         config_sources.effective_config([Path("mine.yaml")], ["extra_agents=[nobody]"])
 
 
+@pytest.mark.pipeline
 def test_attack_a_nested_override_reaches_the_run(project: Path) -> None:
     cfg, where = config_sources.effective_config([], ["envelope={max_wall_s: 5, max_steps: 3}", "epochs=2"])
     assert cfg["envelope"]["max_wall_s"] == 5 and cfg["envelope"]["max_steps"] == 3 and cfg["epochs"] == 2
@@ -64,6 +66,7 @@ def test_attack_a_nested_override_reaches_the_run(project: Path) -> None:
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
 
 
+@pytest.mark.pipeline
 def test_attack_validate_and_progress_see_the_config_a_run_sees(project: Path, capsys) -> None:
     assert cli.main(["validate", "--configfile", "mine.yaml"]) == 0  # a partial file, merged
     out = capsys.readouterr().out
@@ -74,6 +77,7 @@ def test_attack_validate_and_progress_see_the_config_a_run_sees(project: Path, c
     assert rows["run_agent"] == ["0", "72"], rows  # 12 tasks x (mine, idle) x 3 epochs: not slowpoke or fixer
 
 
+@pytest.mark.unit
 def test_no_config_here_says_what_to_do(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     assert cli.main(["validate"]) == 2

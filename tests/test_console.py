@@ -20,7 +20,9 @@ import pytest
 from snakemake_interface_logger_plugins.common import LogEvent
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pipeline_runs  # noqa: E402
 from packgen import make_pack, write_config, write_task  # noqa: E402
+from pipeline_runs import FinishedRun  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -33,9 +35,7 @@ LOG_FILE = re.compile(r"(\S*\.snakemake/log/\S+\.snakemake\.log)")
 
 def smk(wd: Path, *args: str) -> subprocess.CompletedProcess:
     """snakemake as the README runs it (stdout and stderr as one console, in order)."""
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(wd),
-           "--configfile", str(wd / "cfg.yaml"), *args]
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=wd)
+    return pipeline_runs.smk(wd, *args, console=True)
 
 
 def log_file(wd: Path, console: str) -> Path:
@@ -45,13 +45,11 @@ def log_file(wd: Path, console: str) -> Path:
     return path if path.is_absolute() else wd / path
 
 
-@pytest.mark.snakemake
-def test_a_run_prints_one_screen_ending_with_the_decision_and_the_log(tmp_path: Path) -> None:
-    make_pack(tmp_path / "pack")
-    write_config(tmp_path / "cfg.yaml", tmp_path / "pack")
-    res = smk(tmp_path, "--cores", "2", "gate")
-    out = res.stdout
-    assert res.returncode == 0, out[-4000:]
+@pytest.mark.pipeline
+def test_a_run_prints_one_screen_ending_with_the_decision_and_the_log(default_run: FinishedRun) -> None:
+    # the session's default run (tests/pipeline_runs.py): `--cores 2 gate` on a fresh 12-task
+    # pack, its console captured as one stream; it finished (the fixture checks the exit code)
+    tmp_path, out = default_run.wd, default_run.console
     lines = out.rstrip("\n").splitlines()
     assert len(lines) <= MAX_LINES, f"{len(lines)} lines:\n{out[:6000]}"
     wide = [line for line in lines if len(line) > MAX_WIDTH]
@@ -86,7 +84,7 @@ def leaky(tmp_path_factory) -> Path:
     return wd
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_a_failing_job_is_one_line_with_rule_task_and_log(leaky: Path) -> None:
     res = smk(leaky, "--cores", "2", "gate")
     out = res.stdout
@@ -110,7 +108,7 @@ def test_a_failing_job_is_one_line_with_rule_task_and_log(leaky: Path) -> None:
     assert lines[-1].startswith("Run stopped after") and job_log not in lines[-1]
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_the_full_console_is_one_switch_away(leaky: Path) -> None:
     res = smk(leaky, "--cores", "2", "--workflow-profile", "none", "gate")
     assert res.returncode != 0
@@ -119,12 +117,11 @@ def test_the_full_console_is_one_switch_away(leaky: Path) -> None:
     assert "FAILED" not in res.stdout
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_a_dry_run_prints_what_snakemake_prints(tmp_path: Path) -> None:
     make_pack(tmp_path / "pack")
     write_config(tmp_path / "cfg.yaml", tmp_path / "pack")
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
-           "--configfile", str(tmp_path / "cfg.yaml"), "-n", "gate"]
+    cmd = pipeline_runs.smk_cmd(tmp_path, "-n", "gate")
     quiet = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
     full = subprocess.run(cmd + ["--workflow-profile", "none"], capture_output=True, text=True, cwd=tmp_path)
     assert quiet.returncode == 0 and full.returncode == 0, quiet.stderr[-3000:]
@@ -161,6 +158,7 @@ def _job(jobid, rule, log=(), output=(), **wildcards):
                    indent=False, is_checkpoint=False, printshellcmd=True, is_handover=False, shellcmd="")
 
 
+@pytest.mark.unit
 def test_the_compact_console_prints_tasks_failures_and_the_end(monkeypatch, tmp_path: Path) -> None:
     from sealbench.run_console import PLAN_ATTR, plan
 
@@ -212,6 +210,7 @@ def test_the_compact_console_prints_tasks_failures_and_the_end(monkeypatch, tmp_
     assert jobs_to_run(out.getvalue()) == 4  # what bench/run_all.py reads from a run
 
 
+@pytest.mark.unit
 def test_a_failed_group_job_names_its_log_and_the_jobs_it_left_unfinished(monkeypatch, tmp_path: Path) -> None:
     handler, out = _handler(monkeypatch)
     glog = tmp_path / "local-1.log"
@@ -231,6 +230,7 @@ def test_a_failed_group_job_names_its_log_and_the_jobs_it_left_unfinished(monkey
         "  unfinished in the group: hidden_score; its log: hidden_score.log"]
 
 
+@pytest.mark.unit
 def test_a_dry_run_and_what_precedes_a_run_look_as_snakemake_prints_them(monkeypatch) -> None:
     handler, out = _handler(monkeypatch, dryrun=True)
     handler.emit(_record("Workflow has started!", event=LogEvent.WORKFLOW_STARTED, quietness=None))
@@ -243,6 +243,7 @@ def test_a_dry_run_and_what_precedes_a_run_look_as_snakemake_prints_them(monkeyp
     assert out.getvalue() == "SyntaxError in file Snakefile, line 3\n"
 
 
+@pytest.mark.unit
 def test_the_decision_summary_is_short() -> None:
     from sealbench.run_console import WIDTH, summary_lines
 

@@ -17,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import make_pack, write_task  # noqa: E402
 from sealbench import leak_check, leak_corpus, leak_text, packs  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 ALL_CHECKS = ["denylist", "hidden_tests", "ngram13:humaneval", "identifiers:humaneval"]
 
 

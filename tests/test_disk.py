@@ -21,7 +21,7 @@ PROBLEM = bwrap_problem()
 BWRAP = bwrap_executable()[0] or "bwrap"
 if PROBLEM and not os.environ.get("CI"):
     pytest.skip(f"these tests mount a read-only / tiny results/ with bubblewrap: {PROBLEM}", allow_module_level=True)
-pytestmark = pytest.mark.snakemake
+pytestmark = pytest.mark.pipeline
 
 
 def run_in(mount: list[str], wd: Path) -> subprocess.CompletedProcess:

@@ -270,6 +270,7 @@ def verdict(cmd: DocCommand) -> str:
     return "unclassified"
 
 
+@pytest.mark.unit
 def test_the_docs_show_commands_of_every_kind() -> None:
     """The extraction finds what the docs show (so the tests below cannot pass on nothing)."""
     texts = {c.text for c in doc_commands()}
@@ -279,6 +280,7 @@ def test_the_docs_show_commands_of_every_kind() -> None:
     assert any(c.text.startswith("snakemake") and "--configfile my.yaml" in c.text for c in doc_commands())
 
 
+@pytest.mark.unit
 def test_every_doc_command_is_run_checked_or_allowed() -> None:
     bad = [f"{c.where}: {c.text}" for c in doc_commands() if verdict(c) == "unclassified"]
     assert not bad, ("commands in the docs that this test neither runs nor checks: run them (RUN) or list them "
@@ -290,6 +292,7 @@ def test_every_doc_command_is_run_checked_or_allowed() -> None:
 
 # ---------------------------------------------------------------------------- parse checks
 
+@pytest.mark.pipeline
 def test_every_doc_command_parses_in_bash() -> None:
     bad = []
     for line in sorted({c.line for c in doc_commands()}):
@@ -316,6 +319,7 @@ def snakemake_parse(argv: list[str]) -> tuple[object | None, str]:
             return None, err.getvalue().strip().splitlines()[-1]
 
 
+@pytest.mark.unit
 def test_every_snakemake_command_parses_with_snakemakes_parser_and_keeps_its_targets() -> None:
     """`snakemake --cores 4 --configfile my.yaml gate`: `--configfile` takes one or more files, so
     argparse reads `gate` as a second config file and the run has no target (then fails with a
@@ -339,6 +343,7 @@ def test_every_snakemake_command_parses_with_snakemakes_parser_and_keeps_its_tar
     assert not bad, "\n  ".join(["snakemake commands its parser reads otherwise:", *bad])
 
 
+@pytest.mark.unit
 def test_the_parse_check_catches_a_target_swallowed_by_a_list_option() -> None:
     """The check above fails on the command config/README.md used to show, and passes its fix."""
     rules = snakemake_targets_known()
@@ -406,6 +411,7 @@ def sealbench_parse_error(parser, argv: list[str]) -> str:
     return ""
 
 
+@pytest.mark.sandbox
 def test_every_sealbench_command_names_real_subcommands_and_options() -> None:
     """Every subcommand and option shown exists; a command line parses as written; a synopsis
     line parses with its placeholders as words and every optional part given (so a required
@@ -432,6 +438,7 @@ def test_every_sealbench_command_names_real_subcommands_and_options() -> None:
     assert not bad, "sealbench commands its parser refuses:\n  " + "\n  ".join(bad)
 
 
+@pytest.mark.unit
 def test_the_sealbench_check_catches_a_missing_argument() -> None:
     """The check above fails on what docs/pipeline.md used to show and passes its fix."""
     assert "required: pack" in sealbench_parse_error(cli.build_parser(), ["split", "--extend"])
@@ -440,6 +447,7 @@ def test_the_sealbench_check_catches_a_missing_argument() -> None:
     assert sealbench_walk(["split", "PACK", "--extent"])[1] == ["`sealbench split` has no option --extent"]
 
 
+@pytest.mark.sandbox
 def test_every_python_m_sealbench_module_exists_and_takes_the_options_shown() -> None:
     bad = []
     for c in doc_commands():
@@ -457,6 +465,7 @@ def test_every_python_m_sealbench_module_exists_and_takes_the_options_shown() ->
     assert not bad, "\n  ".join(bad)
 
 
+@pytest.mark.unit
 def test_task_ids_and_agents_in_doc_commands_exist_in_the_bundled_suite_and_config() -> None:
     tasks = {p.name for p in (ROOT / "suite" / "tasks").iterdir()}
     agents = set(yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["agents"])
@@ -523,6 +532,7 @@ def run_bash(script: str, cwd: Path, work: Path, timeout: int = 300) -> subproce
                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("doc_text", sorted(RUN))
 def test_doc_command_runs_as_written(workdir: Path, doc_text: str) -> None:
     as_run, codes, fragment = RUN[doc_text]
@@ -552,7 +562,7 @@ def dry_runs() -> dict[tuple[str, ...], DocCommand]:
     return out
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 @pytest.mark.parametrize("key", sorted(dry_runs()), ids=lambda k: " ".join(k) or "(no arguments)")
 def test_snakemake_doc_command_dry_runs(workdir: Path, key: tuple[str, ...]) -> None:
     cmd = dry_runs()[key]
@@ -576,7 +586,7 @@ def script_blocks() -> dict[str, list[DocCommand]]:
     return out
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 @pytest.mark.parametrize("block", sorted(script_blocks()), ids=lambda b: script_blocks()[b][0].where)
 def test_doc_script_block_runs_with_snakemake_as_dry_run(workdir: Path, block: str, tmp_path: Path) -> None:
     cmds = script_blocks()[block]

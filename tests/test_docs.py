@@ -12,6 +12,7 @@ import sys
 import tokenize
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,6 +67,7 @@ def first_block() -> list[str]:
     return [line for line in m.group(1).splitlines() if line.strip()]
 
 
+@pytest.mark.unit
 def test_readme_starts_with_two_commands_and_ci_runs_the_second() -> None:
     cmds = first_block()
     assert len(cmds) == 2
@@ -74,6 +76,7 @@ def test_readme_starts_with_two_commands_and_ci_runs_the_second() -> None:
     assert cmds[1] in (ROOT / ".ci" / "run").read_text()
 
 
+@pytest.mark.unit
 def test_readme_is_the_front_door_and_links_every_page_of_docs() -> None:
     assert len(README.splitlines()) <= 150, "the manual belongs in docs/"
     for heading in ("What it is", "What you get", "Where to read on"):
@@ -84,6 +87,7 @@ def test_readme_is_the_front_door_and_links_every_page_of_docs() -> None:
     assert set(pages) <= linked, f"not linked from README's 'Where to read on': {sorted(set(pages) - linked)}"
 
 
+@pytest.mark.unit
 def test_readme_module_map_names_every_module_and_only_real_ones() -> None:
     pkg = ROOT / "scripts" / "sealbench"
     for path in sorted(pkg.glob("*.py")):
@@ -98,6 +102,7 @@ def test_readme_module_map_names_every_module_and_only_real_ones() -> None:
             assert (pkg / name).is_file(), f"docs/{page.name} maps {name}, which is not in scripts/sealbench/"
 
 
+@pytest.mark.unit
 def test_no_runtime_placeholder_left() -> None:
     for path in [ROOT / "README.md", ROOT / "config" / "README.md", *DOCS.glob("*.md")]:
         assert "PLACEHOLDER" not in path.read_text(), path
@@ -105,6 +110,7 @@ def test_no_runtime_placeholder_left() -> None:
 
 # ------------------------------------------------------------- docs against the definitions
 
+@pytest.mark.unit
 def test_results_doc_documents_every_table_column_with_its_type() -> None:
     text = section(doc("results.md"), "Tables")
     for table, cols in tables.TABLES.items():
@@ -114,6 +120,7 @@ def test_results_doc_documents_every_table_column_with_its_type() -> None:
         assert documented == defined, f"docs/results.md's {table}.parquet table differs from tables.py"
 
 
+@pytest.mark.unit
 def test_results_doc_documents_every_run_status_refusal_code_and_note() -> None:
     text = doc("results.md")
     statuses = section(text, "Run statuses")
@@ -126,6 +133,7 @@ def test_results_doc_documents_every_run_status_refusal_code_and_note() -> None:
         assert f"`{code}`" in notes, code
 
 
+@pytest.mark.unit
 def test_configuration_doc_documents_every_config_key_and_only_those() -> None:
     rows = table_after(doc("configuration.md"), "| key | meaning |")
     documented = [key for r in rows for key in ticked(r[0])]
@@ -133,6 +141,7 @@ def test_configuration_doc_documents_every_config_key_and_only_those() -> None:
     assert sorted(documented) == sorted(keys), "docs/configuration.md's key table differs from the schema"
 
 
+@pytest.mark.unit
 def test_config_readme_example_is_a_valid_config() -> None:
     text = (ROOT / "config" / "README.md").read_text()
     m = re.search(r"```yaml\n(.*?)```", text, re.S)
@@ -141,6 +150,7 @@ def test_config_readme_example_is_a_valid_config() -> None:
     assert not errors, errors
 
 
+@pytest.mark.unit
 def test_contract_documents_every_meta_key() -> None:
     rows = table_after(section(doc("contract.md"), "§1 The task pack"), "| key | type | meaning |")
     meta = core.load_schema("meta.schema.yaml")
@@ -150,6 +160,7 @@ def test_contract_documents_every_meta_key() -> None:
         assert ("optional" in typ) == (key not in meta["required"]), f"meta.json '{key}': optional or not?"
 
 
+@pytest.mark.unit
 def test_contract_documents_every_agent_variable_and_report_field() -> None:
     text = section(doc("contract.md"), "§2 An agent")
     rows = table_after(text, "| variable | value |")
@@ -229,6 +240,7 @@ def headings(path: Path) -> list[str]:
     return [m.group(1) for m in re.finditer(r"^#+ (.+)$", path.read_text(), re.M)]
 
 
+@pytest.mark.sandbox
 def test_every_file_a_docstring_comment_or_page_cites_exists() -> None:
     missing = []
     for path in scanned_files():
@@ -247,6 +259,7 @@ def test_every_file_a_docstring_comment_or_page_cites_exists() -> None:
     assert not missing, "cited files that do not exist:\n  " + "\n  ".join(missing)
 
 
+@pytest.mark.unit
 def test_no_reference_to_files_outside_the_repository() -> None:
     stale = []
     for path in scanned_files():
@@ -260,6 +273,7 @@ def test_no_reference_to_files_outside_the_repository() -> None:
                        "the measured facts are in docs/):\n  " + "\n  ".join(stale))
 
 
+@pytest.mark.unit
 def test_every_cited_section_exists() -> None:
     bad = []
     for path in scanned_files():
@@ -279,6 +293,7 @@ def test_every_cited_section_exists() -> None:
     assert not bad, "cited sections that do not exist:\n  " + "\n  ".join(bad)
 
 
+@pytest.mark.unit
 def test_relative_links_in_readme_and_docs_resolve() -> None:
     bad = []
     for page in [ROOT / "README.md", ROOT / "config" / "README.md", *sorted(DOCS.glob("*.md"))]:

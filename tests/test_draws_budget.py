@@ -77,6 +77,7 @@ def _copies(tmp_path: Path) -> list[Path]:
     return [tmp_path / "pack" / "draws.jsonl", tmp_path / "results" / "draws.jsonl"]
 
 
+@pytest.mark.sandbox
 def test_a_reroll_of_failed_runs_is_scored_by_the_first_draws(tmp_path: Path) -> None:
     copies = _copies(tmp_path)
     spec = build_spec()
@@ -96,6 +97,7 @@ def test_a_reroll_of_failed_runs_is_scored_by_the_first_draws(tmp_path: Path) ->
     assert set(d["draw_heads"]) == {str(c.resolve()) for c in copies}  # cited beside decision.json
 
 
+@pytest.mark.sandbox
 def test_a_reroll_with_the_pack_copied_without_its_record_is_still_seen(tmp_path: Path) -> None:
     copies = _copies(tmp_path)
     spec = build_spec()
@@ -111,6 +113,7 @@ def test_a_reroll_with_the_pack_copied_without_its_record_is_still_seen(tmp_path
     assert str(moved[0]) in notes["RECORD_COPY_DIFFERS"]
 
 
+@pytest.mark.sandbox
 def test_a_first_draw_that_ended_without_a_recorded_outcome_is_refused(tmp_path: Path) -> None:
     copies = _copies(tmp_path)
     spec = build_spec()
@@ -128,6 +131,7 @@ def test_a_first_draw_that_ended_without_a_recorded_outcome_is_refused(tmp_path:
     assert len(refused["evidence"]) == len(slots)
 
 
+@pytest.mark.sandbox
 def test_an_interrupted_first_draw_is_counted_not_refused(tmp_path: Path) -> None:
     """Honest: Ctrl-C killed the agent of one slot; the same command drew it again."""
     copies = _copies(tmp_path)
@@ -149,6 +153,7 @@ def test_an_interrupted_first_draw_is_counted_not_refused(tmp_path: Path) -> Non
     assert "first draw was interrupted" in d["allowed_sentences"][0]
 
 
+@pytest.mark.sandbox
 def test_a_scored_draw_missing_from_both_copies_is_refused_and_old_runs_are_not(tmp_path: Path) -> None:
     copies = _copies(tmp_path)
     spec = build_spec()
@@ -163,6 +168,7 @@ def test_a_scored_draw_missing_from_both_copies_is_refused_and_old_runs_are_not(
     assert d2["publishable"] and "DRAW_RECORD_UNREADABLE" not in codes(d2)
 
 
+@pytest.mark.sandbox
 def test_a_damaged_copy_or_a_cited_line_gone_is_refused(tmp_path: Path) -> None:
     copies = _copies(tmp_path)
     spec = build_spec()
@@ -188,6 +194,7 @@ def test_a_damaged_copy_or_a_cited_line_gone_is_refused(tmp_path: Path) -> None:
     assert "DRAW_RECORD_UNREADABLE" in codes(again)
 
 
+@pytest.mark.unit
 def test_run_agent_and_hidden_score_put_the_draw_on_the_record_before_the_agent_starts(tmp_path: Path,
                                                                                       monkeypatch) -> None:
     """The draw line is written before the command runs: the agent itself sees it on disk."""
@@ -232,6 +239,7 @@ def _as_candidate(spec: dict, name: str, command: str) -> dict:
     return spec
 
 
+@pytest.mark.unit
 def test_versions_under_new_names_and_paths_exhaust_the_budget(tmp_path: Path) -> None:
     ledger = tmp_path / "pack" / "ledger.jsonl"
     ledger.parent.mkdir()
@@ -255,6 +263,7 @@ def test_versions_under_new_names_and_paths_exhaust_the_budget(tmp_path: Path) -
     assert rerun["publishable"] and "HOLDOUT_EXHAUSTED" not in codes(rerun)
 
 
+@pytest.mark.unit
 def test_the_budget_is_pre_registered(tmp_path: Path) -> None:
     ledger = tmp_path / "pack" / "ledger.jsonl"
     ledger.parent.mkdir()
@@ -275,6 +284,7 @@ def _identity(tmp_path: Path, name: str, files: dict[str, str]) -> dict:
     return {"files": out, "lineage": None}
 
 
+@pytest.mark.unit
 def test_a_helper_file_shared_with_the_baseline_is_not_tuning(tmp_path: Path) -> None:
     ledger = tmp_path / "pack" / "ledger.jsonl"
     ledger.parent.mkdir()
@@ -297,6 +307,7 @@ def test_a_helper_file_shared_with_the_baseline_is_not_tuning(tmp_path: Path) ->
     assert "HOLDOUT_TUNED" in codes(_ledger_decide(tmp_path / "c", edited, ledger))
 
 
+@pytest.mark.unit
 def test_renamed_copy_of_the_same_files_is_still_tuning(tmp_path: Path) -> None:
     ledger = tmp_path / "pack" / "ledger.jsonl"
     ledger.parent.mkdir()
@@ -311,6 +322,7 @@ def test_renamed_copy_of_the_same_files_is_still_tuning(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ pre-registered humans
 
 
+@pytest.mark.unit
 def test_dropping_a_person_after_a_result_is_a_moved_preregistration(tmp_path: Path) -> None:
     ledger = tmp_path / "pack" / "ledger.jsonl"
     ledger.parent.mkdir()
@@ -327,6 +339,7 @@ def test_dropping_a_person_after_a_result_is_a_moved_preregistration(tmp_path: P
     assert "humans" in next(r for r in d["reasons"] if r["code"] == "PREREGISTRATION_CHANGED")["sentence"]
 
 
+@pytest.mark.unit
 def test_declaring_a_new_agent_offline_moves_nothing_pinned(tmp_path: Path) -> None:
     ledger = tmp_path / "pack" / "ledger.jsonl"
     ledger.parent.mkdir()
@@ -342,6 +355,7 @@ def test_declaring_a_new_agent_offline_moves_nothing_pinned(tmp_path: Path) -> N
     assert "PREREGISTRATION_CHANGED" in codes(_ledger_decide(tmp_path / "c", base_now, ledger))
 
 
+@pytest.mark.unit
 def test_the_bundled_agents_are_declared_offline_so_the_server_rule_is_on() -> None:
     """Issue 26: the foreign-server rule was off in the bundled config (no agent declared
     offline, so a bundled agent's run that reached a server was not excluded)."""
@@ -351,6 +365,7 @@ def test_the_bundled_agents_are_declared_offline_so_the_server_rule_is_on() -> N
     assert {n for n, a in cfg["agents"].items() if a.get("offline") is True} == set(cfg["agents"])
 
 
+@pytest.mark.unit
 def test_a_pack_that_cannot_hold_the_record_starts_no_agent(tmp_path: Path, monkeypatch, capsys) -> None:
     """No draw on the record, no run: a read-only pack stops the job in one sentence."""
     from sealbench import run_agent
@@ -390,6 +405,7 @@ def _foresee(spec: dict, ledger: Path) -> list[str]:
     return [r["code"] for r in found]
 
 
+@pytest.mark.unit
 def test_validate_foresees_what_the_ledger_already_decides(tmp_path: Path) -> None:
     ledger = tmp_path / "pack" / "ledger.jsonl"
     ledger.parent.mkdir()
@@ -408,6 +424,7 @@ def test_validate_foresees_what_the_ledger_already_decides(tmp_path: Path) -> No
     assert _foresee(_as_candidate(build_spec(), "fresh", "python /opt/x/fresh.py"), ledger) == []
 
 
+@pytest.mark.unit
 def test_a_new_candidate_names_its_own_baseline_and_the_old_one_keeps_its_pin(tmp_path: Path) -> None:
     """Issue 27: an honest user's own agent compared with the built-in candidate (the first
     scoring's candidate becomes the baseline) is no moved pre-registration; the same candidate

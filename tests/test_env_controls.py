@@ -16,6 +16,8 @@ from packgen import make_pack  # noqa: E402
 from sealbench import core, hash_pack, run_dummy  # noqa: E402
 from sealbench.contract import FAIL, INFRA_FAIL, PASS  # noqa: E402
 
+pytestmark = pytest.mark.sandbox
+
 #: the hidden test needs tinypkg (a test dependency the pack must declare)
 HIDDEN_NEEDS_TINYPKG = ("import sys\nsys.path.insert(0, '.')\nimport tinypkg\nfrom calc import add\n\n\n"
                         "def test_hidden():\n    assert add(3, 4) == 7 and tinypkg.VALUE == 42\n")

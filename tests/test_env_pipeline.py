@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from envgen import offline_env_vars, offline_index  # noqa: E402
 from packgen import make_pack, write_config  # noqa: E402
 
-pytestmark = pytest.mark.snakemake
+pytestmark = pytest.mark.pipeline
 
 
 def snakemake(wd: Path, *args: str) -> subprocess.CompletedProcess:

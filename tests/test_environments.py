@@ -35,6 +35,7 @@ def offline(wheels, monkeypatch) -> Path:
 # declaration
 
 
+@pytest.mark.unit
 def test_requirement_lines_that_need_more_than_their_text_are_refused(tmp_path: Path) -> None:
     src = tmp_path / "requirements.txt"
     for line, says in [("-e ./pkg", "editable"), ("--index-url https://example.org/simple", "option lines"),
@@ -50,6 +51,7 @@ def test_requirement_lines_that_need_more_than_their_text_are_refused(tmp_path: 
     assert ok.name == "default" and ok.source == src
 
 
+@pytest.mark.unit
 def test_declared_env_default_named_unknown_and_none(tmp_path: Path) -> None:
     pack = tmp_path / "pack"
     (pack / "tasks" / "t1").mkdir(parents=True)
@@ -70,6 +72,7 @@ def test_declared_env_default_named_unknown_and_none(tmp_path: Path) -> None:
     assert "declared: np" in str(e.value)
 
 
+@pytest.mark.unit
 def test_spec_digest_follows_the_text_and_pytest_is_pinned_unless_named(tmp_path: Path) -> None:
     a = E.env_from_requirements("tinypkg==1.0\n", tmp_path / "r.txt")
     b = E.env_from_requirements("tinypkg==2.0\n", tmp_path / "r.txt")
@@ -83,6 +86,7 @@ def test_spec_digest_follows_the_text_and_pytest_is_pinned_unless_named(tmp_path
 # build
 
 
+@pytest.mark.sandbox
 def test_build_env_offline_installs_the_requirements_apart_from_the_harness(tmp_path: Path, offline: Path) -> None:
     spec = E.env_from_requirements("tinypkg==1.0\n", tmp_path / "requirements.txt")
     root = tmp_path / "envs"
@@ -114,6 +118,7 @@ def test_build_env_offline_installs_the_requirements_apart_from_the_harness(tmp_
     assert other.digest != spec.digest
 
 
+@pytest.mark.sandbox
 def test_a_crashed_build_is_never_reused_and_a_failed_install_names_the_file(tmp_path: Path, offline: Path) -> None:
     spec = E.env_from_requirements("tinypkg==1.0\n", tmp_path / "requirements.txt")
     root = tmp_path / "envs"
@@ -131,6 +136,7 @@ def test_a_crashed_build_is_never_reused_and_a_failed_install_names_the_file(tmp
     assert not (root / bad.digest).exists()  # never a half environment
 
 
+@pytest.mark.sandbox
 def test_concurrent_builders_of_one_digest_build_it_once(tmp_path: Path, offline: Path) -> None:
     spec = E.env_from_requirements("tinypkg==1.0\n", tmp_path / "requirements.txt")
     root = tmp_path / "envs"
@@ -148,6 +154,7 @@ def test_concurrent_builders_of_one_digest_build_it_once(tmp_path: Path, offline
 # what makes a task's jobs rerun
 
 
+@pytest.mark.sandbox
 def test_a_package_installed_into_sealbenchs_venv_reruns_nothing_of_a_task_with_its_own_env() -> None:
     from sealbench import steps
     from sealbench.toolchain import toolchain, toolchain_digest
@@ -178,6 +185,7 @@ def test_a_package_installed_into_sealbenchs_venv_reruns_nothing_of_a_task_with_
 # the card and the report
 
 
+@pytest.mark.unit
 def test_the_card_and_report_name_each_environment_with_its_lock(tmp_path: Path) -> None:
     from sealbench import core, gate
     from test_gate_refusals import build_spec, write_experiment
@@ -205,6 +213,7 @@ def test_the_card_and_report_name_each_environment_with_its_lock(tmp_path: Path)
     assert "built UNSANDBOXED" in next(x for x in report.splitlines() if x.startswith("- `loose`"))
 
 
+@pytest.mark.unit
 def test_hash_pack_refuses_an_unknown_environment_and_a_bad_requirements_file_naming_them(tmp_path: Path) -> None:
     from packgen import make_pack
     from sealbench.hash_pack import plan_pack
@@ -268,6 +277,7 @@ HONEST_TEXT = ("# test dependencies\n"
                "Some_Name.Dotted~=1.0\n")
 
 
+@pytest.mark.unit
 def test_hash_pack_refuses_a_direct_reference_url_or_source_option_naming_the_file_and_line(tmp_path: Path) -> None:
     from packgen import make_pack
     from sealbench.hash_pack import plan_pack
@@ -326,6 +336,7 @@ def _sandbox_works() -> bool:
     return bwrap_problem() is None
 
 
+@pytest.mark.sandbox
 @pytest.mark.skipif(not _sandbox_works(), reason="bwrap cannot run here")
 def test_a_wheels_pth_runs_sandboxed_during_the_build_never_as_the_harness(tmp_path: Path, monkeypatch) -> None:
     wheels, where = _evil_index(tmp_path)
@@ -349,6 +360,7 @@ def test_a_wheels_pth_runs_sandboxed_during_the_build_never_as_the_harness(tmp_p
     assert "evil==1.0" in env.lock.splitlines()
 
 
+@pytest.mark.sandbox
 def test_with_the_sandbox_off_the_build_runs_as_before_and_its_record_says_unsandboxed(tmp_path: Path,
                                                                                       monkeypatch) -> None:
     wheels, where = _evil_index(tmp_path)
@@ -361,6 +373,7 @@ def test_with_the_sandbox_off_the_build_runs_as_before_and_its_record_says_unsan
     assert env.sandbox == record["sandbox"] == "none" and env.card()["sandbox"] == "none"
 
 
+@pytest.mark.unit
 def test_the_build_sandbox_mounts_the_operators_installer_files_read_only_and_only_the_env_writable(
         tmp_path: Path, monkeypatch) -> None:
     from sealbench.sandbox import SCRIPTS_DIR

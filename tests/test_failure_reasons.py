@@ -27,6 +27,8 @@ from sealbench import cli, configuration, core, summaries  # noqa: E402
 from sealbench.stratify import build_runs  # noqa: E402
 from test_gate_refusals import CAND, _config, build_spec, codes, write_experiment  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 HEALTH = {"allowed_quota_states": ["ok"], "max_queue_ms": 60000, "max_retries": 3, "required_server_id": None}
 GOOD_STAMP = {"server_id": "srv-1", "queue_ms": 0, "retries": 0, "quota_state": "ok", "route_changed": False}
 NO_STAMP = {k: None for k in GOOD_STAMP}

@@ -66,6 +66,7 @@ def not_pass(res: scoring.ScoreResult) -> None:
 
 # ----------------------------------------------------------------------------- controls
 
+@pytest.mark.sandbox
 def test_honest_fix_still_passes(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     res = score(t, meta, ORACLE.encode(), tmp_path)
@@ -74,6 +75,7 @@ def test_honest_fix_still_passes(tmp_path: Path) -> None:
     assert res.hidden.report["canaries"] == "ok"
 
 
+@pytest.mark.sandbox
 def test_no_fix_fails(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     res = score(t, meta, b"", tmp_path)
@@ -98,6 +100,7 @@ if "pytest" in sys.modules:
 '''
 
 
+@pytest.mark.sandbox
 def test_a_forged_junit_report_and_exit_zero(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     res = score(t, meta, calc_patch(tmp_path, t, FORGE_JUNIT), tmp_path)
@@ -105,6 +108,7 @@ def test_a_forged_junit_report_and_exit_zero(tmp_path: Path) -> None:
     assert res.status == "tamper", res.reason
 
 
+@pytest.mark.sandbox
 def test_b_os_exit_zero_without_report(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     res = score(t, meta, calc_patch(tmp_path, t, "import os\nos._exit(0)\n"), tmp_path)
@@ -123,6 +127,7 @@ TestReport.__init__ = _patched
 '''
 
 
+@pytest.mark.sandbox
 def test_c_testreport_outcome_monkeypatched(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     res = score(t, meta, calc_patch(tmp_path, t, MONKEYPATCH_REPORT), tmp_path)
@@ -151,6 +156,7 @@ for _cfg in [o for o in gc.get_objects() if isinstance(o, Config)]:
 '''
 
 
+@pytest.mark.sandbox
 def test_d_plugin_registered_on_the_live_config(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     res = score(t, meta, calc_patch(tmp_path, t, LIVE_CONFIG_PLUGIN), tmp_path)
@@ -174,6 +180,7 @@ atexit.register(_rewrite)
 '''
 
 
+@pytest.mark.sandbox
 def test_e_atexit_rewrites_the_finished_report(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     res = score(t, meta, calc_patch(tmp_path, t, ATEXIT_REWRITE), tmp_path)
@@ -181,6 +188,7 @@ def test_e_atexit_rewrites_the_finished_report(tmp_path: Path) -> None:
     assert res.hidden.junit.failures == 3, "the stream, not the rewritten file, is what counts"
 
 
+@pytest.mark.sandbox
 def test_e2_canary_secret_is_gone_before_tested_code_runs(tmp_path: Path) -> None:
     """Code imported under pytest finds no trace of the canary secret: no variable, no readable fd."""
     t, meta = task(tmp_path)
@@ -200,6 +208,7 @@ def test_e2_canary_secret_is_gone_before_tested_code_runs(tmp_path: Path) -> Non
 
 # ----------------------------------------------------------------------------- (f) shadowing
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("path,text", [
     ("pytest.py", "import sys\nprint('3 passed in 0.01s')\nsys.exit(0)\n"),
     ("argparse.py", "import os\nos._exit(0)\n"),
@@ -221,6 +230,7 @@ def test_f_top_level_module_shadowing(tmp_path: Path, path: str, text: str) -> N
     assert "shadows" in res.reason
 
 
+@pytest.mark.sandbox
 def test_f_existing_module_may_be_modified(tmp_path: Path) -> None:
     """A repo that itself ships a module named like a stdlib one may still change it."""
     t, meta = task(tmp_path)
@@ -237,6 +247,7 @@ FORCE_PASS_PLUGIN = ("import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
                      "    rep = out.get_result()\n    rep.outcome = 'passed'\n    rep.longrepr = None\n")
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("name,section", [("setup.cfg", "[tool:pytest]\naddopts = -p forcepass\n"),
                                           ("pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-p forcepass'\n")])
 def test_g_symlinked_config_file(tmp_path: Path, name: str, section: str) -> None:
@@ -257,6 +268,7 @@ def test_g_symlinked_config_file(tmp_path: Path, name: str, section: str) -> Non
 EXT_C = "#include <unistd.h>\nvoid *PyInit_calc(void) { _exit(0); return 0; }\n"
 
 
+@pytest.mark.sandbox
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs a C compiler")
 @pytest.mark.parametrize("soname", ["calc.cpython-311-x86_64-linux-gnu.so", "calc.abi3.so"])
 def test_h_compiled_extension_beside_the_module(tmp_path: Path, soname: str) -> None:
@@ -275,6 +287,7 @@ def test_h_compiled_extension_beside_the_module(tmp_path: Path, soname: str) -> 
     assert res.status == "tamper" and soname in res.tamper_paths, res
 
 
+@pytest.mark.sandbox
 def test_h_binary_files_need_the_task_to_allow_them(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     patch = git_patch(t / "repo", tmp_path, lambda wd: (wd / "data.bin").write_bytes(bytes(range(256))))
@@ -285,6 +298,7 @@ def test_h_binary_files_need_the_task_to_allow_them(tmp_path: Path) -> None:
     assert res.status == "pass", res.reason
 
 
+@pytest.mark.sandbox
 def test_h_bytecode_is_refused(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     patch = git_patch(t / "repo", tmp_path,
@@ -295,6 +309,7 @@ def test_h_bytecode_is_refused(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- (i) abstention
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("code", [5, 4, 3])
 def test_i_patch_making_pytest_exit_with_an_infra_code_is_a_fail(tmp_path: Path, code: int) -> None:
     t, meta = task(tmp_path)
@@ -304,12 +319,14 @@ def test_i_patch_making_pytest_exit_with_an_infra_code_is_a_fail(tmp_path: Path,
     assert res.status == "fail" and res.hidden.runner_started is True, res
 
 
+@pytest.mark.sandbox
 def test_i_runner_that_never_starts_is_infra(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     res = score(t, dict(meta, hidden_command="no-such-interpreter -m pytest hidden_tests"), ORACLE.encode(), tmp_path)
     assert res.status == "infra_fail" and res.hidden.runner_started is False, res
 
 
+@pytest.mark.sandbox
 def test_i_a_plain_command_cannot_pass(tmp_path: Path) -> None:
     """Without pytest there is no sealed report: exit 0 alone is never a pass."""
     t, meta = task(tmp_path)
@@ -319,6 +336,7 @@ def test_i_a_plain_command_cannot_pass(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- canary discipline
 
+@pytest.mark.sandbox
 def test_canaries_are_new_each_run_and_kept_out_of_the_counts(tmp_path: Path) -> None:
     t, meta = task(tmp_path)
     a = score(t, meta, ORACLE.encode(), tmp_path)
@@ -329,6 +347,7 @@ def test_canaries_are_new_each_run_and_kept_out_of_the_counts(tmp_path: Path) ->
     assert a.hidden.junit.tests == 3
 
 
+@pytest.mark.unit
 def test_judge_stream_rules() -> None:
     from sealbench.sealed_report import judge_stream
 
@@ -378,6 +397,7 @@ for _c in [o for o in gc.get_objects() if isinstance(o, Config)]:
 '''
 
 
+@pytest.mark.sandbox
 def test_k_pyfunc_call_answered_without_running_the_real_tests(tmp_path: Path) -> None:
     """A plugin that answers pytest_pyfunc_call for real tests only (the canaries run as usual,
     nothing is raised, every report agrees) is caught: the real tests never ran to their end."""
@@ -403,6 +423,7 @@ if "pytest" in sys.modules and os.path.isdir("hidden_tests"):
 '''
 
 
+@pytest.mark.sandbox
 def test_j_the_visible_run_cannot_rewrite_the_hidden_tests(tmp_path: Path) -> None:
     """Code imported by the visible run must not reach the hidden tests (not there yet) nor
     leave anything behind for the hidden run (each command gets a fresh workspace)."""
@@ -412,6 +433,7 @@ def test_j_the_visible_run_cannot_rewrite_the_hidden_tests(tmp_path: Path) -> No
     assert res.hidden.junit.failures == 3, res.reason
 
 
+@pytest.mark.sandbox
 def test_j_a_visible_only_check_sees_no_hidden_test(tmp_path: Path) -> None:
     """The sealed time-to-green check runs the visible command only: the hidden tests are not
     in its workspace (the agent's code must not be able to read them, even by timing)."""
@@ -442,6 +464,7 @@ if "pytest" in sys.modules:
 '''
 
 
+@pytest.mark.sandbox
 def test_j_test_modules_collected_later_cannot_be_rewritten(tmp_path: Path) -> None:
     """The first hidden module imports the code under test, which rewrites the modules pytest
     collects after it: the sealed test folders are read-only inside the sandbox."""

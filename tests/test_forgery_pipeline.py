@@ -4,7 +4,6 @@ headline; an honest agent scored in the same run gets the decision it gets witho
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,11 +12,12 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from packgen import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
+from pipeline_runs import smk  # noqa: E402
 from test_forgery import ATEXIT_REWRITE, FORGE_JUNIT, LIVE_CONFIG_PLUGIN, MONKEYPATCH_REPORT  # noqa: E402
 from test_seal_attacks import EMPTY_BODIES, FORGE_BEFORE_PYTEST, ROUTES  # noqa: E402
 
 ROOT = HERE.parent
-pytestmark = pytest.mark.snakemake
+pytestmark = pytest.mark.pipeline
 
 #: task index % 12 → the forgery the candidate uses on it (none of them fixes the bug)
 FORGER = r'''
@@ -51,12 +51,6 @@ else:                                       # abstain: exit 127 ("command not fo
 '''
 
 
-def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(workdir / "cfg.yaml"), "--cores", "2", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
-
-
 def decision(wd: Path) -> dict:
     return json.loads((wd / "results" / "latest" / "decision.json").read_text())
 
@@ -76,14 +70,14 @@ def test_a_forger_gets_no_pass_and_the_honest_decision_is_unchanged(tmp_path: Pa
     make_pack(with_forger / "pack")
     write_config(with_forger / "cfg.yaml", with_forger / "pack", agents=agents, candidate="fixer", baseline="idle",
                  sandbox="required")
-    res = smk(with_forger, "gate")
+    res = smk(with_forger, "--cores", "2", "gate")
     assert res.returncode == 0, res.stderr[-4000:]
     # the honest agent's decision is the one it gets on this pack and config without the forger
     # (tests/test_pipeline.py: publishable, headline 1.0, no reason)
     honest = decision(with_forger)
     assert honest["publishable"] is True and honest["headline"] == 1.0 and honest["reasons"] == [], honest["reasons"]
 
-    res = smk(with_forger, "gate", "--config", "candidate=forger")
+    res = smk(with_forger, "--cores", "2", "gate", "--config", "candidate=forger")
     assert res.returncode == 0, res.stderr[-4000:]
     forged = decision(with_forger)
     assert forged["publishable"] is False and "CANDIDATE_TAMPERED" in [r["code"] for r in forged["reasons"]]

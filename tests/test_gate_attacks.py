@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -39,6 +40,7 @@ def winner_spec() -> dict:
     return spec
 
 
+@pytest.mark.unit
 def test_winner_spec_names_a_winner(tmp_path: Path) -> None:
     """The fixture the attacks below build on (not an attack)."""
     d = decide(tmp_path, winner_spec())
@@ -49,6 +51,7 @@ def test_winner_spec_names_a_winner(tmp_path: Path) -> None:
 # --------------------------------------------------------------------- 1. self-exclusion probe
 
 
+@pytest.mark.unit
 def test_attack_stampless_probe_run_then_retune_is_not_holdout_tuned(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     probe = build_spec()
@@ -72,6 +75,7 @@ def test_attack_stampless_probe_run_then_retune_is_not_holdout_tuned(tmp_path: P
 # ------------------------------------------------------- 2. a new card_name on the same holdout
 
 
+@pytest.mark.sandbox
 def test_attack_new_card_name_on_same_holdout_lowers_the_floor(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     spec = build_spec()
@@ -84,6 +88,7 @@ def test_attack_new_card_name_on_same_holdout_lowers_the_floor(tmp_path: Path) -
                                    d["headline"], codes(d), notes(d))
 
 
+@pytest.mark.sandbox
 def test_attack_new_card_name_drops_the_server_pin(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     ledger_decide(tmp_path / "a", build_spec(), ledger)  # pins srv-1
@@ -99,6 +104,7 @@ def test_attack_new_card_name_drops_the_server_pin(tmp_path: Path) -> None:
 # --------------------------------------------------------------- 3. the server pin and the stamp
 
 
+@pytest.mark.sandbox
 def test_attack_stamp_without_server_id_escapes_the_pin(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     ledger_decide(tmp_path / "a", build_spec(), ledger)  # pins srv-1
@@ -114,6 +120,7 @@ def test_attack_stamp_without_server_id_escapes_the_pin(tmp_path: Path) -> None:
 # ----------------------------------------------- 4. exclusions on the baseline's side name a winner
 
 
+@pytest.mark.sandbox
 def test_attack_excluding_the_baselines_wins_names_a_winner(tmp_path: Path) -> None:
     spec = winner_spec()
     base_wins = {holdout_ids(spec, s)[2] for s in ("xs", "s", "m")}
@@ -133,6 +140,7 @@ def test_attack_excluding_the_baselines_wins_names_a_winner(tmp_path: Path) -> N
 # --------------------------------------------------------------------------- 5. lineage by bytes
 
 
+@pytest.mark.unit
 def test_attack_renamed_agent_with_its_script_copied_to_a_new_path(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     first = build_spec()
@@ -146,6 +154,7 @@ def test_attack_renamed_agent_with_its_script_copied_to_a_new_path(tmp_path: Pat
     assert "HOLDOUT_TUNED" in codes(d), (codes(d), notes(d))
 
 
+@pytest.mark.unit
 def test_lineage_files_are_the_agents_own_only(tmp_path: Path) -> None:
     """Gate holds: a file under the interpreter's prefix (absolute path) is no lineage."""
     interp = str(Path(sys.prefix) / "bin" / "python")
@@ -154,6 +163,7 @@ def test_lineage_files_are_the_agents_own_only(tmp_path: Path) -> None:
     assert _same_lineage(a, b) is None
 
 
+@pytest.mark.unit
 def test_bug_venv_interpreter_links_unrelated_agents() -> None:
     a = agent_lineage("a", {"files": {".venv/bin/python": "x" * 64, "agents/a.py": "1" * 64}})
     b = agent_lineage("b", {"files": {".venv/bin/python": "x" * 64, "agents/b.py": "2" * 64}})
@@ -174,6 +184,7 @@ def _write_with_denylist(root: Path, spec: dict, denylist_digest: str) -> tuple[
     return exp_dir, split_path, pack_hash
 
 
+@pytest.mark.unit
 def test_attack_deleting_the_denylist_line_after_leak_suspect(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     spec = build_spec()
@@ -189,6 +200,7 @@ def test_attack_deleting_the_denylist_line_after_leak_suspect(tmp_path: Path) ->
 # ----------------------------------------------------------------- 7. the ledger is only a file
 
 
+@pytest.mark.sandbox
 def test_attack_deleting_the_ledger_forgets_the_preregistration(tmp_path: Path) -> None:
     ledger = tmp_path / "pack" / "ledger.jsonl"
     ledger.parent.mkdir()
@@ -210,6 +222,7 @@ def test_attack_deleting_the_ledger_forgets_the_preregistration(tmp_path: Path) 
 # --------------------------------------------------- 8. multiple comparisons and the winner sentence
 
 
+@pytest.mark.sandbox
 def test_attack_winner_after_holdout_reuse_omits_the_multiple_comparisons(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     other = winner_spec()
@@ -229,6 +242,7 @@ def _reverse_strata(spec: dict) -> None:
     spec["cfg"]["strata"] = ["m", "s", "xs"]  # "easiest first" is the author's word only
 
 
+@pytest.mark.unit
 def test_attack_reversed_strata_order_beats_the_dummy_rule(tmp_path: Path) -> None:
     spec = build_spec()
     set_agent(spec, CAND, set(holdout_ids(spec, "xs")))  # xs 3/3, s 0/3, m 0/3
@@ -239,6 +253,7 @@ def test_attack_reversed_strata_order_beats_the_dummy_rule(tmp_path: Path) -> No
     assert d["headline"] is None, (d["headline"], notes(d))
 
 
+@pytest.mark.unit
 def test_attack_reversed_strata_order_hides_an_unbalanced_pack(tmp_path: Path) -> None:
     spec = build_spec()
     for tid in ("s05", "m05"):  # holdout: xs 5, s 2, m 2
@@ -257,6 +272,7 @@ def test_attack_reversed_strata_order_hides_an_unbalanced_pack(tmp_path: Path) -
 # ------------------------------------------------------------------ attacks the gate already stops
 
 
+@pytest.mark.sandbox
 def test_holds_renamed_baseline_under_the_same_card(tmp_path: Path) -> None:
     """A weaker baseline under a new name: 'baseline' is pre-registered."""
     ledger = tmp_path / "ledger.jsonl"
@@ -272,6 +288,7 @@ def test_holds_renamed_baseline_under_the_same_card(tmp_path: Path) -> None:
     assert "PREREGISTRATION_CHANGED" in codes(ledger_decide(tmp_path / "b", spec, ledger))
 
 
+@pytest.mark.unit
 def test_holds_weakened_baseline_under_its_old_name(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     ledger_decide(tmp_path / "a", build_spec(), ledger)
@@ -280,6 +297,7 @@ def test_holds_weakened_baseline_under_its_old_name(tmp_path: Path) -> None:
     assert "HOLDOUT_TUNED" in codes(ledger_decide(tmp_path / "b", spec, ledger))
 
 
+@pytest.mark.unit
 def test_holds_setting_required_server_to_lift_the_pin_under_the_same_card(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     ledger_decide(tmp_path / "a", build_spec(), ledger)
@@ -288,6 +306,7 @@ def test_holds_setting_required_server_to_lift_the_pin_under_the_same_card(tmp_p
     assert "ENVELOPE_CHANGED" in codes(ledger_decide(tmp_path / "b", spec, ledger))
 
 
+@pytest.mark.unit
 def test_holds_foreign_server_rows_on_failures_count_in_the_sensitivity(tmp_path: Path) -> None:
     """The pin excludes the candidate's failing rows from another server; counted as failures
     they move the rate, so EXCLUSIONS_DECIDE refuses (abstaining by server does not pay)."""
@@ -303,6 +322,7 @@ def test_holds_foreign_server_rows_on_failures_count_in_the_sensitivity(tmp_path
     assert "SERVER_PINNED" in notes(d) and "EXCLUSIONS_DECIDE" in codes(d)
 
 
+@pytest.mark.unit
 def test_holds_epochs_split_pass_is_not_a_win_over_a_tie(tmp_path: Path) -> None:
     """epochs 2, both solvers 1/2 on every task: ties, not discordant pairs."""
     spec = build_spec()

@@ -306,6 +306,7 @@ MUTATORS: dict[str, tuple[Callable[[dict], None], set[str]]] = {
 }
 
 
+@pytest.mark.unit
 def test_a_tampering_baseline_is_a_note_not_a_refusal(tmp_path: Path) -> None:
     spec = build_spec()
     baseline_tampers(spec)
@@ -317,6 +318,7 @@ def test_a_tampering_baseline_is_a_note_not_a_refusal(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- tests
 
 
+@pytest.mark.unit
 def test_clean_builder_config_is_a_valid_config(tmp_path: Path) -> None:
     cfg = copy.deepcopy(_config())
     (tmp_path / "pack" / "tasks").mkdir(parents=True)
@@ -324,6 +326,7 @@ def test_clean_builder_config_is_a_valid_config(tmp_path: Path) -> None:
     assert configuration.validate_config(cfg) == cfg  # every key given, nothing defaulted, nothing unknown
 
 
+@pytest.mark.unit
 def test_clean_experiment_is_publishable_with_no_reason(tmp_path: Path) -> None:
     """The 'absent' case of every code: nothing is wrong, nothing is refused."""
     spec = build_spec()
@@ -338,6 +341,7 @@ def test_clean_experiment_is_publishable_with_no_reason(tmp_path: Path) -> None:
     assert d["allowed_sentences"], "a publishable decision allows the headline sentence"
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("code", sorted(MUTATORS))
 def test_refusal_code_is_raised_by_its_trigger(tmp_path: Path, code: str) -> None:
     mutate, expected = MUTATORS[code]
@@ -351,6 +355,7 @@ def test_refusal_code_is_raised_by_its_trigger(tmp_path: Path, code: str) -> Non
     assert all(r["meaning"] == REFUSALS[r["code"]] and r["sentence"] for r in d["reasons"])
 
 
+@pytest.mark.unit
 def test_every_refusal_code_has_a_trigger_test() -> None:
     # The ledger codes are triggered through the ledger file: see LEDGER_TRIGGERS below.
     # The draw record's and the budget's codes are triggered in tests/test_draws_budget.py.
@@ -416,6 +421,7 @@ LEDGER_TRIGGERS: dict[str, Callable] = {
 }
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("code", ["HOLDOUT_TUNED", "DENOMINATOR_MOVED", "ENVELOPE_CHANGED", "PREREGISTRATION_CHANGED",
                                   "LEDGER_UNREADABLE", "CARD_ON_EARLIER_SLICE"])
 def test_ledger_refusals(tmp_path: Path, code: str) -> None:
@@ -434,6 +440,7 @@ def test_ledger_refusals(tmp_path: Path, code: str) -> None:
     assert code in codes(d) and d["publishable"] is False
 
 
+@pytest.mark.unit
 def test_tune_scoring_does_not_touch_the_ledger(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     spec = build_spec()
@@ -444,6 +451,7 @@ def test_tune_scoring_does_not_touch_the_ledger(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------- notes
 
+@pytest.mark.unit
 def test_unbalanced_strata_withholds_the_pooled_headline(tmp_path: Path) -> None:
     spec = build_spec()
     for t in spec["tasks"]:  # every xs task in the holdout, one s task out: xs is 6 of 11
@@ -460,6 +468,7 @@ def test_unbalanced_strata_withholds_the_pooled_headline(tmp_path: Path) -> None
     assert "UNBALANCED_STRATA" not in [n["code"] for n in balanced["notes"]] and balanced["headline"] is not None
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("mutate", [make_weak_test, make_flaky], ids=["weak_test", "flaky"])
 def test_weak_or_flaky_task_outside_the_scored_split_is_not_a_slice_refusal(tmp_path: Path, mutate) -> None:
     spec = build_spec()
@@ -479,6 +488,7 @@ def _dominant_candidate(spec: dict) -> None:
             _set_status(r, "pass" if r["solver"] == CAND else "fail")
 
 
+@pytest.mark.unit
 def test_winner_named_only_when_interval_excludes_zero_and_pack_is_powered(tmp_path: Path) -> None:
     spec = build_spec()
     _dominant_candidate(spec)
@@ -497,6 +507,7 @@ def test_winner_named_only_when_interval_excludes_zero_and_pack_is_powered(tmp_p
     assert not any(n["code"] == "UNDERPOWERED" for n in d["notes"])
 
 
+@pytest.mark.unit
 def test_interval_excluding_zero_but_underpowered_is_no_winner(tmp_path: Path) -> None:
     spec = build_spec()
     _dominant_candidate(spec)  # default mde 0.1 / psi 0.3 -> n_required 228 > 9
@@ -511,6 +522,7 @@ def test_interval_excluding_zero_but_underpowered_is_no_winner(tmp_path: Path) -
     assert any(r["sentence"] == f"{CAND} is better than {BASE}." for r in d["refused_sentences"])
 
 
+@pytest.mark.unit
 def test_interval_including_zero_is_no_winner_even_when_powered(tmp_path: Path) -> None:
     spec = build_spec()  # the clean pack: delta 1/9 over 9 holdout tasks, interval spans 0
     spec["cfg"].update(mde=0.5, planning_discordance=0.5)

@@ -66,6 +66,7 @@ def rename_candidate(spec: dict, new: str) -> None:
 # ------------------------------------------------------------------ 2. lineage and reach
 
 
+@pytest.mark.sandbox
 def test_2_renamed_agent_with_the_same_code_file_is_holdout_tuned(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     first = build_spec()
@@ -80,6 +81,7 @@ def test_2_renamed_agent_with_the_same_code_file_is_holdout_tuned(tmp_path: Path
     assert "agents/my_agent.py" in next(r for r in d["reasons"] if r["code"] == "HOLDOUT_TUNED")["sentence"]
 
 
+@pytest.mark.unit
 def test_2_declared_lineage_ties_a_renamed_agent(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     first = build_spec()
@@ -91,6 +93,7 @@ def test_2_declared_lineage_ties_a_renamed_agent(tmp_path: Path) -> None:
     assert "HOLDOUT_TUNED" in codes(ledger_decide(tmp_path / "b", second, ledger))
 
 
+@pytest.mark.unit
 def test_2_a_run_with_no_scored_row_does_not_reach_the_holdout(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     broken = build_spec()
@@ -105,6 +108,7 @@ def test_2_a_run_with_no_scored_row_does_not_reach_the_holdout(tmp_path: Path) -
     assert "HOLDOUT_TUNED" not in codes(d), codes(d)
 
 
+@pytest.mark.sandbox
 def test_2_a_candidate_after_other_versions_carries_the_multiple_comparisons_note(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     ledger_decide(tmp_path / "a", build_spec(), ledger)
@@ -121,6 +125,7 @@ def test_2_a_candidate_after_other_versions_carries_the_multiple_comparisons_not
 # --------------------------------------------------------------- 3. the pre-registration
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("knob,first,then", [("min_kept_tasks", 12, 6), ("mde", 0.1, 0.5),
                                              ("planning_discordance", 0.3, 0.6), ("oracle_runs", 3, 2),
                                              ("interval_method", "wilson", "clopper_pearson")])
@@ -138,6 +143,7 @@ def test_3_moving_a_decision_knob_after_a_scored_run_is_refused(tmp_path: Path, 
     assert d["publishable"] is False
 
 
+@pytest.mark.unit
 def test_attack_declaring_an_agent_offline_after_its_runs_were_excluded_is_refused(tmp_path: Path) -> None:
     """`offline: true` decides whether a run without a stamp is excluded: set after the result,
     it would move the number; the holdout pins it like any decision knob."""
@@ -150,6 +156,7 @@ def test_attack_declaring_an_agent_offline_after_its_runs_were_excluded_is_refus
     assert r is not None and "offline_agents" in r["sentence"], codes(d)
 
 
+@pytest.mark.sandbox
 def test_3_lowering_min_kept_after_too_few_clean_tasks_does_not_make_a_headline(tmp_path: Path) -> None:
     """Seed 003: 'Lowering that floor after seeing the gap would convert a written control into
     a marketing dial.'"""
@@ -171,6 +178,7 @@ def test_3_lowering_min_kept_after_too_few_clean_tasks_does_not_make_a_headline(
 # ------------------------------------------------------------------------- 4. BELOW_MDE
 
 
+@pytest.mark.unit
 def test_4_a_significant_delta_below_the_mde_names_no_winner(tmp_path: Path) -> None:
     spec = build_spec()
     # 6 wins, 0 losses over 9 tasks (2 per stratum): delta 0.667, exact p 0.031, interval > 0
@@ -189,6 +197,7 @@ def test_4_a_significant_delta_below_the_mde_names_no_winner(tmp_path: Path) -> 
 # --------------------------------------------------------------- 5. degenerate interval
 
 
+@pytest.mark.unit
 def test_5_a_zero_width_interval_is_not_certainty(tmp_path: Path) -> None:
     spec = build_spec()
     # xs: 3 wins; s and m: ties. Every stratum has one paired outcome -> [0.333, 0.333]
@@ -207,6 +216,7 @@ def test_5_a_zero_width_interval_is_not_certainty(tmp_path: Path) -> None:
 # ---------------------------------------------- 8. dummy beaten only on the easiest stratum
 
 
+@pytest.mark.unit
 def test_8_beating_the_dummy_only_on_xs_gets_no_pooled_headline(tmp_path: Path) -> None:
     spec = build_spec()
     set_agent(spec, CAND, set(holdout_ids(spec, "xs")))   # xs 3/3, s 0/3, m 0/3 -> 33% pooled
@@ -224,6 +234,7 @@ def test_8_beating_the_dummy_only_on_xs_gets_no_pooled_headline(tmp_path: Path) 
 # ------------------------------------------------------------ 10. servers pinned per card
 
 
+@pytest.mark.sandbox
 def test_10_rows_from_another_server_than_the_first_scored_run_are_excluded(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     ledger_decide(tmp_path / "a", build_spec(), ledger)
@@ -242,6 +253,7 @@ def test_10_rows_from_another_server_than_the_first_scored_run_are_excluded(tmp_
     assert d2["server_pin"] is None
 
 
+@pytest.mark.unit
 def test_attack_a_tampering_run_on_a_foreign_server_is_not_excluded_by_the_pin(tmp_path: Path) -> None:
     """The server pin excludes rows from another server: it must not turn the candidate's
     tampering or its timeouts into exclusions (an exclusion must not pay)."""
@@ -261,6 +273,7 @@ def test_attack_a_tampering_run_on_a_foreign_server_is_not_excluded_by_the_pin(t
 # ------------------------------------------------------------------------- 12. smaller
 
 
+@pytest.mark.unit
 def test_12_a_single_stratum_pack_is_not_unbalanced(tmp_path: Path) -> None:
     spec = build_spec()
     for t in spec["tasks"]:
@@ -273,6 +286,7 @@ def test_12_a_single_stratum_pack_is_not_unbalanced(tmp_path: Path) -> None:
     assert d["publishable"] is True and d["headline"] is not None
 
 
+@pytest.mark.unit
 def test_12_exclusion_rate_over_scheduled_runs_and_stratum_deltas(tmp_path: Path) -> None:
     spec = build_spec()
     t = holdout_ids(spec, "m")[2]
@@ -287,6 +301,7 @@ def test_12_exclusion_rate_over_scheduled_runs_and_stratum_deltas(tmp_path: Path
     assert set(sd) == {"xs", "s", "m"} and sd["m"]["n"] == 2
 
 
+@pytest.mark.unit
 def test_12_missing_tokens_are_labelled_incomplete(tmp_path: Path) -> None:
     spec = build_spec()
     for r in spec["runs"]:
@@ -298,6 +313,7 @@ def test_12_missing_tokens_are_labelled_incomplete(tmp_path: Path) -> None:
     assert rows[(CAND, "xs")]["tokens_status"] == "complete"
 
 
+@pytest.mark.unit
 def test_12_card_is_self_contained_with_temperature_and_model(tmp_path: Path) -> None:
     spec = build_spec()
     spec["cfg"]["envelope"].update(temperature=0.0, model="local/coder-7b")
@@ -310,6 +326,7 @@ def test_12_card_is_self_contained_with_temperature_and_model(tmp_path: Path) ->
     assert "Headline: publishable per stratum only" not in report
 
 
+@pytest.mark.unit
 def test_12_envelope_temperature_and_model_are_valid_config(tmp_path: Path) -> None:
     cfg = configuration.load_config_file(ROOT / "config" / "config.yaml")
     raw = {k: v for k, v in cfg.items()}
@@ -320,6 +337,7 @@ def test_12_envelope_temperature_and_model_are_valid_config(tmp_path: Path) -> N
 # ------------------------------------------------------------------------- 13. the banner
 
 
+@pytest.mark.unit
 def test_13_the_banner_separates_headline_and_comparison(tmp_path: Path) -> None:
     decision, card, report = gate.decide(*write_experiment(tmp_path, build_spec()))
     assert "**Headline: publishable (" in report
@@ -378,6 +396,7 @@ def seed3_spec() -> dict:
     return spec
 
 
+@pytest.mark.unit
 def test_seed_003_fixture_gives_the_seeds_decision(tmp_path: Path) -> None:
     d = decide(tmp_path, seed3_spec())
     # the seed: headline None, reason too_few_clean_tasks, dropped t5 t6 t8 t9 (6 kept < 8)
@@ -388,6 +407,7 @@ def test_seed_003_fixture_gives_the_seeds_decision(tmp_path: Path) -> None:
     assert "STRATUM_TOO_SMALL" in codes(d)
 
 
+@pytest.mark.unit
 def test_seed_003_lowering_the_floor_afterwards_is_refused(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.jsonl"
     ledger_decide(tmp_path / "a", seed3_spec(), ledger)
@@ -417,6 +437,7 @@ def seed1_spec() -> dict:
     return spec
 
 
+@pytest.mark.unit
 def test_seed_001_example_report_gives_the_seeds_decision(tmp_path: Path) -> None:
     d = decide(tmp_path, seed1_spec())
     # the seed: publishable, holdout_pass_rate 0.429 (3/7 attempted), exclusion_rate 0.125 (1/8 scheduled)

@@ -15,6 +15,8 @@ from sealbench import epoch_stats, summaries  # noqa: E402
 from sealbench.card import contamination_posture  # noqa: E402
 from sealbench.sentences import human_sentences, roles_table  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 
 def row(task, solver, role, status, epoch=1, ttg=None, steers=0, box=2700.0, tin=None, tout=None, cost=None,
         stratum="xs", split="holdout"):

@@ -67,6 +67,7 @@ def no_process_with(marker: str) -> bool:
     return True
 
 
+@pytest.mark.sandbox
 def test_reading_hidden_tests_or_gold_patch_finds_nothing(world) -> None:
     sealed, pack = world["sealed"], world["pack"]
     cmd = (f'cat {sealed}/hidden_tests/check_hidden.py {sealed}/oracle.patch {pack}/tasks/t00/oracle.patch '
@@ -84,6 +85,7 @@ def test_reading_hidden_tests_or_gold_patch_finds_nothing(world) -> None:
     assert out_file(world, "commits.txt").read_text().strip() == "1"
 
 
+@pytest.mark.sandbox
 def test_rewriting_visible_tests_is_tamper(world) -> None:
     cmd = FIX_AGENT.split(";")[0] + "; printf 'import sys\\nsys.exit(0)\\n' > visible_tests/check_visible.py"
     _, score = attempt(world, "printf 'import sys\\nsys.exit(0)\\n' > visible_tests/check_visible.py")
@@ -93,6 +95,7 @@ def test_rewriting_visible_tests_is_tamper(world) -> None:
     assert score["status"] == "tamper", "tamper wins even when the rest of the patch is right"
 
 
+@pytest.mark.sandbox
 def test_root_conftest_forcing_passes_is_tamper(world) -> None:
     conftest = ("import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport(item, call):\\n"
                 "    outcome = yield\\n    outcome.get_result().outcome = 'passed'\\n")
@@ -100,12 +103,14 @@ def test_root_conftest_forcing_passes_is_tamper(world) -> None:
     assert score["status"] == "tamper" and "conftest.py" in score["tamper_paths"]
 
 
+@pytest.mark.sandbox
 def test_fake_passed_lines_are_a_fail(world) -> None:
     cmd = "for i in 1 2 3; do echo 'visible_tests/test_x.py::test_total PASSED'; done; echo '3 passed in 0.01s'"
     rec, score = attempt(world, cmd)
     assert score["status"] == "fail" and score["hidden_pass"] is False
 
 
+@pytest.mark.sandbox
 def test_sleeper_ignoring_sigterm_times_out_and_leaves_nothing(world) -> None:
     marker = f"sleeper-{world['tag']}"
     cmd = f"trap '' TERM; bash -c 'trap \"\" TERM; exec -a {marker} sleep 600' & trap '' TERM; exec -a {marker}-main sleep 600"
@@ -117,6 +122,7 @@ def test_sleeper_ignoring_sigterm_times_out_and_leaves_nothing(world) -> None:
     assert no_process_with(marker)
 
 
+@pytest.mark.sandbox
 def test_double_forked_daemon_changes_nothing(world) -> None:
     marker = f"daemon-{world['tag']}"
     daemon = (f"(setsid bash -c 'exec -a {marker} bash -c \"sleep 1.5; echo hacked >> calc.py; "
@@ -129,6 +135,7 @@ def test_double_forked_daemon_changes_nothing(world) -> None:
     assert patch == "" and score["status"] == "fail"
 
 
+@pytest.mark.sandbox
 def test_two_gib_of_stdout_is_capped(world) -> None:
     rec, score = attempt(world, "head -c 2147483648 /dev/zero; " + FIX_AGENT, cap_bytes=1 << 20)
     assert rec["stdout_bytes"] == 1 << 20
@@ -137,6 +144,7 @@ def test_two_gib_of_stdout_is_capped(world) -> None:
     assert score["status"] == "pass"
 
 
+@pytest.mark.sandbox
 def test_writes_outside_the_workspace_do_not_appear(world) -> None:
     victims = [world["tmp"] / "planted.txt", world["base"] / "planted.txt", world["pack"] / "planted.txt",
                world["sealed"] / "planted.txt", Path("/tmp") / f"planted-{world['tag']}",
@@ -147,6 +155,7 @@ def test_writes_outside_the_workspace_do_not_appear(world) -> None:
         assert not v.exists(), v
 
 
+@pytest.mark.sandbox
 def test_loopback_port_is_refused_unless_allowed(world) -> None:
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -181,6 +190,7 @@ def test_loopback_port_is_refused_unless_allowed(world) -> None:
     srv.close()
 
 
+@pytest.mark.sandbox
 def test_visible_attempts_are_logged_by_the_harness_and_stop_on_green(world) -> None:
     cmd = ('"$SEALBENCH_VISIBLE_CMD" > /dev/null; ' + FIX_AGENT.split(";")[0]
            + '; "$SEALBENCH_VISIBLE_CMD" > "$SEALBENCH_OUT/v.txt"; echo rc=$? >> "$SEALBENCH_OUT/v.txt"; sleep 30')
@@ -192,6 +202,7 @@ def test_visible_attempts_are_logged_by_the_harness_and_stop_on_green(world) -> 
     assert score["status"] == "pass" and score["time_to_green_s"] == rec["attempts"][1]["end_s"]
 
 
+@pytest.mark.unit
 def test_required_sandbox_refuses_without_bwrap(world, monkeypatch) -> None:
     monkeypatch.setattr(sandbox, "bwrap_problem", lambda: "bwrap is not installed")
     monkeypatch.setattr(run_agent, "resolve_level", sandbox.resolve_level)
@@ -201,6 +212,7 @@ def test_required_sandbox_refuses_without_bwrap(world, monkeypatch) -> None:
         assert sandbox.resolve_level("auto") == "none"
 
 
+@pytest.mark.sandbox
 def test_no_process_of_the_worker_survives(world) -> None:
     before = set(descendants(os.getpid()))
     marker = f"bg-{world['tag']}"

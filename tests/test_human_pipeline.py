@@ -15,9 +15,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import NOOP_AGENT, write_config  # noqa: E402
+from pipeline_runs import smk  # noqa: E402
 from sealbench import cli, sandbox  # noqa: E402
 
-pytestmark = pytest.mark.snakemake
+pytestmark = pytest.mark.pipeline
 TASK = "xs01-band-boundary"
 
 
@@ -43,8 +44,7 @@ def test_human_session_is_scored_beside_agents(tmp_path: Path, capsys, batch_siz
     assert cli.main(["session", "check", "--results", str(results)]) == 0
     assert cli.main(["session", "submit", "--results", str(results)]) == 0
 
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
-                          "--configfile", str(cfg), "--cores", "2", "gate"], capture_output=True, text=True)
+    res = smk(tmp_path, "--cores", "2", "gate", configfile=cfg)
     assert res.returncode == 0, res.stderr[-3000:]
     runs = pd.read_parquet(results / "latest" / "tables" / "runs.parquet")
     human = runs[runs.role == "human"]

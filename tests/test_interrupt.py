@@ -143,7 +143,7 @@ def _lines(text: str, word: str) -> list[str]:
     return [ln for ln in text.splitlines() if word in ln]
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_ctrl_c_says_interrupted_and_how_to_continue(story: dict) -> None:
     assert story["a_reached_agents"], story["a_stderr"][-2000:]
     assert story["a_rc"] not in (0, "hung"), story["a_stderr"][-2000:]
@@ -155,12 +155,12 @@ def test_ctrl_c_says_interrupted_and_how_to_continue(story: dict) -> None:
     assert not _lines(text, "removed the lock"), "a first run here has no lock of an earlier run to speak of"
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_ctrl_c_leaves_no_job_running(story: dict) -> None:
     assert story["a_survivors"] == {}, story["a_survivors"]
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_the_same_command_continues_after_ctrl_c(story: dict) -> None:
     assert story["b_reached_agents"] and story["b_rc_before_kill"] is None, story["b_stderr"][-3000:]
     assert "IncompleteFiles" not in story["b_stderr"]
@@ -170,13 +170,13 @@ def test_the_same_command_continues_after_ctrl_c(story: dict) -> None:
     assert kept == story["a_finished"], "jobs finished before Ctrl-C were redone"
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_kill_9_of_snakemake_leaves_no_job_running(story: dict) -> None:
     assert story["b_reached_agents"], story["b_stderr"][-3000:]
     assert story["b_survivors"] == {}, story["b_survivors"]
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_the_same_command_finishes_after_kill_9_and_says_the_lock_was_stale(story: dict) -> None:
     assert story["c_rc"] == 0, story["c_stderr"][-3000:]
     said = _lines(story["c_stderr"], "lock")
@@ -223,6 +223,7 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(b")") + 2:][:1] != b"Z"
 
 
+@pytest.mark.sandbox
 def test_a_job_ends_with_everything_it_started_when_its_run_is_killed(tmp_path: Path) -> None:
     run = subprocess.Popen(["sleep", "120"])  # stands for the Snakemake process that started the job
     job, marker, log = _launch(tmp_path, run.pid)
@@ -236,6 +237,7 @@ def test_a_job_ends_with_everything_it_started_when_its_run_is_killed(tmp_path: 
     assert "sealbench: job stopped: the run that started this job" in log.read_text()
 
 
+@pytest.mark.sandbox
 def test_ctrl_c_ends_a_job_with_everything_it_started_and_no_traceback(tmp_path: Path) -> None:
     run = subprocess.Popen(["sleep", "120"])
     try:
@@ -251,6 +253,7 @@ def test_ctrl_c_ends_a_job_with_everything_it_started_and_no_traceback(tmp_path:
         run.wait()
 
 
+@pytest.mark.sandbox
 def test_a_job_that_ends_on_its_own_keeps_its_status_and_output(tmp_path: Path) -> None:
     """The honest case: the launcher changes nothing of a job that ends by itself."""
     run = subprocess.Popen(["sleep", "120"])
@@ -264,6 +267,7 @@ def test_a_job_that_ends_on_its_own_keeps_its_status_and_output(tmp_path: Path) 
         run.wait()
 
 
+@pytest.mark.sandbox
 def test_a_job_whose_run_is_gone_runs_nothing(tmp_path: Path) -> None:
     run = subprocess.Popen(["true"])
     run.wait()
@@ -276,6 +280,7 @@ def test_a_job_whose_run_is_gone_runs_nothing(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ the console's words (fast)
 
 
+@pytest.mark.unit
 def test_the_console_says_interrupted_or_failed_as_it_was(monkeypatch, tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "scripts"))
     from sealbench import job_launch, run_console

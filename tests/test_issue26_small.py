@@ -54,6 +54,7 @@ def probe(proj: Path, command: str) -> agent_probe.Probe:
     return agent_probe.probe_agent("x", {"command": command}, "required", proj, ())
 
 
+@pytest.mark.unit
 def test_attack_a_case_pattern_is_not_the_first_command(proj: Path) -> None:
     plan = command_plan("x", {"command": CASE}, proj)
     assert plan.first is not None and plan.first["word"] == "python3", plan.first
@@ -62,6 +63,7 @@ def test_attack_a_case_pattern_is_not_the_first_command(proj: Path) -> None:
     assert [(e["word"], e["script"]) for e in plan.entries] == [("python3", "x.py"), ("python3", "y.py")]
 
 
+@pytest.mark.sandbox
 @needs_bwrap
 @pytest.mark.parametrize("command", [
     CASE,
@@ -87,6 +89,7 @@ def test_honest_shell_syntax_passes_the_start_check(proj: Path, command: str) ->
     assert res.ok, res.line()
 
 
+@pytest.mark.sandbox
 @needs_bwrap
 @pytest.mark.parametrize("command", [
     'case "$SEALBENCH_TASK_ID" in a|b) nonexistent_tool_xyz --go ;; *) python3 y.py ;; esac',
@@ -103,6 +106,7 @@ def test_attack_a_missing_command_inside_shell_syntax_is_still_found(proj: Path,
     assert res.exit_code == 127, res.line()
 
 
+@pytest.mark.sandbox
 @needs_bwrap
 @pytest.mark.parametrize("command", [
     'case "$X" in a) $TOOL --go ;; *) "$OTHER" ;; esac',
@@ -114,6 +118,7 @@ def test_honest_a_command_word_known_only_at_run_time_is_not_refused(proj: Path,
     assert res.ok, res.line()
 
 
+@pytest.mark.sandbox
 @needs_bwrap
 def test_attack_a_command_bash_cannot_parse_is_refused(proj: Path) -> None:
     res = probe(proj, 'case "$X" in a) python3 x.py ;; *) python3 y.py ;;')  # no esac
@@ -123,6 +128,7 @@ def test_attack_a_command_bash_cannot_parse_is_refused(proj: Path) -> None:
 # ------------------------------------------------------------------ 2. a file named only in env: is covered
 
 
+@pytest.mark.unit
 def test_attack_editing_a_script_named_only_in_env_changes_the_fingerprint(tmp_path: Path) -> None:
     script = tmp_path / "agentsrc" / "agent.py"
     script.parent.mkdir()
@@ -134,6 +140,7 @@ def test_attack_editing_a_script_named_only_in_env_changes_the_fingerprint(tmp_p
     assert identity.agent_identity("a", spec, tmp_path)["fingerprint"] != before["fingerprint"]
 
 
+@pytest.mark.unit
 def test_attack_editing_a_config_named_relatively_in_env_changes_the_fingerprint(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text("import os; print(open(os.environ['AGENT_CFG']).read())\n")
     (tmp_path / "conf").mkdir()
@@ -145,6 +152,7 @@ def test_attack_editing_a_config_named_relatively_in_env_changes_the_fingerprint
     assert identity.agent_identity("a", spec, tmp_path)["fingerprint"] != before
 
 
+@pytest.mark.unit
 def test_attack_a_folder_named_in_env_is_covered_like_a_command_word_folder(tmp_path: Path) -> None:
     lib = tmp_path / "agentlib"
     lib.mkdir()
@@ -156,6 +164,7 @@ def test_attack_a_folder_named_in_env_is_covered_like_a_command_word_folder(tmp_
     assert identity.agent_identity("a", spec, tmp_path)["fingerprint"] != before["fingerprint"]
 
 
+@pytest.mark.unit
 def test_honest_env_values_that_are_not_paths_cover_nothing_and_stay_stable(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text("print('hi')\n")
     spec = {"command": "python3 agent.py",
@@ -167,6 +176,7 @@ def test_honest_env_values_that_are_not_paths_cover_nothing_and_stay_stable(tmp_
     assert identity.agent_identity("a", spec, tmp_path)["fingerprint"] == one["fingerprint"]
 
 
+@pytest.mark.unit
 def test_honest_search_paths_and_the_working_folder_in_env_are_not_hashed(tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text("print('hi')\n")
     bin_dir = tmp_path / "tools" / "bin"
@@ -188,6 +198,7 @@ CAND_PASS = [1, 1, 1, 1, 1, 1]
 BASE_PASS = [0, 0, 1, 0, 0, 1]
 
 
+@pytest.mark.unit
 def test_attack_the_stratified_t_interval_of_rates_never_leaves_minus_one_one() -> None:
     r = paired.paired_delta(STRATA, CAND_PASS, BASE_PASS, n_resamples=2000)
     assert r.method == "stratified_t"
@@ -200,6 +211,7 @@ def test_attack_the_stratified_t_interval_of_rates_never_leaves_minus_one_one() 
         paired.PairedResult(**{**r.__dict__, "ci_low": r.ci_raw[0], "ci_high": r.ci_raw[1]}))
 
 
+@pytest.mark.unit
 def test_attack_the_paired_t_interval_of_rates_never_leaves_minus_one_one() -> None:
     r = paired.paired_delta(["all"] * 3, [1, 1, 0], [0, 0, 0], n_resamples=2000)
     want = st.ttest_1samp([1, 1, 0], 0).confidence_interval(0.95)
@@ -213,6 +225,7 @@ def test_attack_the_paired_t_interval_of_rates_never_leaves_minus_one_one() -> N
     assert paired.stratified_t(STRATA, np.subtract(CAND_PASS, BASE_PASS))[3][1] > 1
 
 
+@pytest.mark.unit
 def test_honest_an_interval_inside_minus_one_one_is_unchanged() -> None:
     rng = np.random.default_rng(5)
     strata = ["a"] * 20 + ["b"] * 20
@@ -243,6 +256,7 @@ def _winner_sentence(d: dict) -> str:
     return found[0]
 
 
+@pytest.mark.unit
 def test_attack_the_winner_sentence_states_both_agents_timeout_rates(tmp_path: Path) -> None:
     d = decide(tmp_path, _winner_spec(["xs01", "s03"]))  # two of the baseline's 9 holdout runs hit the clock
     assert d["publishable"] and d["comparison"]["verdict"] == decision_rule.VERDICT_CANDIDATE, d["reasons"]
@@ -253,6 +267,7 @@ def test_attack_the_winner_sentence_states_both_agents_timeout_rates(tmp_path: P
     assert "timeouts 0 (counted as failures)" in headline, headline
 
 
+@pytest.mark.unit
 def test_honest_without_timeouts_the_winner_sentence_says_none_and_keeps_its_verdict(tmp_path: Path) -> None:
     d = decide(tmp_path, _winner_spec([]))
     s = _winner_sentence(d)
@@ -269,6 +284,7 @@ def _seed1_passage() -> str:
     return " ".join(text[start:text.index("\n\n", start)].split())
 
 
+@pytest.mark.unit
 def test_attack_the_docs_say_what_seed_001_does_with_the_bundled_min_kept_tasks(tmp_path: Path) -> None:
     bundled = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["min_kept_tasks"]
     spec = seed1_spec()

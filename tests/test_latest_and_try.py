@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import STAMP, make_pack, write_config  # noqa: E402
+from pipeline_runs import FinishedRun, copy_run, smk  # noqa: E402
 from sealbench import cli, split  # noqa: E402
 from sealbench.configuration import load_config_file  # noqa: E402
 from sealbench.packs import load_pack  # noqa: E402
@@ -62,6 +63,7 @@ def _first_line(capsys) -> str:
     return capsys.readouterr().out.splitlines()[0]
 
 
+@pytest.mark.unit
 def test_attack_show_prints_no_headline_none_for_a_per_stratum_decision(tmp_path: Path, capsys, monkeypatch) -> None:
     """Publishable with the pooled number withheld: said as such, with the codes that withheld it."""
     monkeypatch.setenv("COLUMNS", "300")
@@ -75,6 +77,7 @@ def test_attack_show_prints_no_headline_none_for_a_per_stratum_decision(tmp_path
     assert "None" not in out and "per stratum" in out, out
 
 
+@pytest.mark.unit
 def test_show_keeps_the_headline_and_the_refusal(tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "300")
     folder = _decision(tmp_path, headline=0.667, pooled_headline_withheld=False, notes=[])
@@ -92,17 +95,13 @@ def test_show_keeps_the_headline_and_the_refusal(tmp_path: Path, capsys, monkeyp
 
 
 
-def smk(workdir: Path, cfg: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(cfg), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
-
-
-@pytest.mark.snakemake
-def test_attack_an_up_to_date_rerun_points_latest_at_its_own_experiment(tmp_path: Path) -> None:
+@pytest.mark.pipeline
+def test_attack_an_up_to_date_rerun_points_latest_at_its_own_experiment(tmp_path: Path,
+                                                                         default_run: FinishedRun) -> None:
     """Config A, then config B (another candidate), then A again with nothing to do: latest is
     A's experiment, `show` and `progress` describe it; `-n` writes nothing."""
-    make_pack(tmp_path / "pack")
+    # A is the default config: its first run is a copy of the session's default run
+    tmp_path = copy_run(default_run, tmp_path / "w")
     a = write_config(tmp_path / "a.yaml", tmp_path / "pack")
     b = write_config(tmp_path / "b.yaml", tmp_path / "pack",
                      agents={"fixer": {"command": "sed -i 's/a - b/a + b/' calc.py; " + STAMP},
@@ -110,15 +109,15 @@ def test_attack_an_up_to_date_rerun_points_latest_at_its_own_experiment(tmp_path
                              "idle": {"command": "true; " + STAMP}},
                      candidate="fixer2", baseline="idle")
     latest = tmp_path / "results" / "latest"
-    res = smk(tmp_path, a, "--cores", "2", "gate")
+    res = smk(tmp_path, "--cores", "2", "gate", configfile=a)
     assert res.returncode == 0, res.stderr[-4000:]
     exp_a = latest.resolve()
-    res = smk(tmp_path, b, "--cores", "2", "gate")
+    res = smk(tmp_path, "--cores", "2", "gate", configfile=b)
     assert res.returncode == 0, res.stderr[-4000:]
     exp_b = latest.resolve()
     assert exp_b != exp_a
     # planning A writes nothing: latest stays on B
-    res = smk(tmp_path, a, "-n", "gate")
+    res = smk(tmp_path, "-n", "gate", configfile=a)
     assert res.returncode == 0 and "Nothing to be done" in res.stdout + res.stderr, res.stderr[-3000:]
     assert latest.resolve() == exp_b
     ours = sealbench("progress", "--configfile", str(a), "--replace-workflow-config", "--results", "results",
@@ -126,7 +125,7 @@ def test_attack_an_up_to_date_rerun_points_latest_at_its_own_experiment(tmp_path
     assert ours.returncode == 0, ours.stderr
     assert f"experiment {exp_b.name}" in ours.stdout and "not this config's" in ours.stdout, ours.stdout
     # the real run of A, nothing to do: latest moves back to A
-    res = smk(tmp_path, a, "--cores", "1", "gate")
+    res = smk(tmp_path, "--cores", "1", "gate", configfile=a)
     out = res.stdout + res.stderr
     assert res.returncode == 0 and "Nothing to be done" in out, out[-3000:]
     assert latest.resolve() == exp_a
@@ -157,6 +156,7 @@ def small(tmp_path: Path, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.sandbox
 def test_attack_try_on_a_one_task_pack_runs_and_writes_nothing_to_the_pack(small: Path, capsys) -> None:
     before = sorted(p.relative_to(small) for p in (small / "pack").rglob("*"))
     rc = cli.main(["try", "fixer", "t00", "--config", str(small / "cfg.yaml")])
@@ -173,6 +173,7 @@ def test_attack_try_on_a_one_task_pack_runs_and_writes_nothing_to_the_pack(small
     assert sorted(p.relative_to(small) for p in (small / "pack").rglob("*")) == before
 
 
+@pytest.mark.sandbox
 def test_try_on_an_unfrozen_splittable_pack_keeps_the_split_it_will_get(tmp_path: Path, monkeypatch,
                                                                          capsys) -> None:
     """Honest case: 12 tasks, no manifest yet: the side is the one the first run will freeze
@@ -194,6 +195,7 @@ def test_try_on_an_unfrozen_splittable_pack_keeps_the_split_it_will_get(tmp_path
 # ------------------------------------------------------------------------- try: faults in one sentence
 
 
+@pytest.mark.sandbox
 def test_attack_a_deep_pack_folder_is_one_sentence(small: Path) -> None:
     """A task folder nested deeper than Python's recursion limit: one sentence, no traceback."""
     fd = os.open(small / "pack" / "tasks" / "t00" / "repo", os.O_RDONLY)
@@ -214,6 +216,7 @@ def test_attack_a_deep_pack_folder_is_one_sentence(small: Path) -> None:
         assert remove_tree(small / "pack" / "tasks" / "t00" / "repo" / "y") == []
 
 
+@pytest.mark.sandbox
 def test_attack_an_unwritable_results_folder_is_one_sentence(small: Path) -> None:
     res = sealbench("try", "fixer", "t00", "--config", "cfg.yaml", "--results", "/proc/no-such-results",
                     cwd=small)
@@ -222,11 +225,13 @@ def test_attack_an_unwritable_results_folder_is_one_sentence(small: Path) -> Non
     assert "/proc/no-such-results" in line, line
 
 
+@pytest.mark.sandbox
 def test_a_missing_task_is_one_sentence(small: Path) -> None:
     res = sealbench("try", "fixer", "t99", "--config", "cfg.yaml", cwd=small)
     assert res.returncode == 2 and "no task 't99'" in one_sentence(res.stderr)
 
 
+@pytest.mark.sandbox
 def test_deep_folder_and_crashing_agents_are_their_attempts_result(small: Path) -> None:
     """What an agent does is the try's result, never a harness fault: a workspace 5000 folders
     deep is scored as an empty patch, a command killed by a signal is recorded; both FAIL."""

@@ -6,10 +6,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import import_graph  # noqa: E402
+
+pytestmark = pytest.mark.unit
 
 #: "About 400 lines": a module may run a few lines over the mark tools/import_graph.py prints.
 ABOUT = 420

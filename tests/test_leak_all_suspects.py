@@ -19,6 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import make_pack, write_config, write_task  # noqa: E402
+from pipeline_runs import smk  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -42,6 +43,7 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=str(ROOT / "scripts"))
 
 
+@pytest.mark.sandbox
 def test_cli_names_every_suspect_with_field_and_match(tmp_path: Path) -> None:
     pack = two_leaky_tasks(tmp_path / "pack")
     res = subprocess.run([sys.executable, "-m", "sealbench.cli", "leak-check", str(pack)], capture_output=True,
@@ -56,6 +58,7 @@ def test_cli_names_every_suspect_with_field_and_match(tmp_path: Path) -> None:
     assert "t07: prompt.md: hidden test line" in out and "add(3, 4) == 7" in out
 
 
+@pytest.mark.unit
 def test_per_task_jobs_record_and_the_verdict_names_every_suspect(tmp_path: Path, capsys) -> None:
     pack = two_leaky_tasks(tmp_path / "pack")
     reports = []
@@ -79,14 +82,12 @@ def test_per_task_jobs_record_and_the_verdict_names_every_suspect(tmp_path: Path
     assert json.loads(verdict.read_text())["suspects"] == [] and json.loads(verdict.read_text())["checked"] == 10
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_one_pipeline_run_names_both_suspects_before_any_control_or_agent(tmp_path: Path) -> None:
     two_leaky_tasks(tmp_path / "pack")
     write_config(tmp_path / "cfg.yaml", tmp_path / "pack")
     # one core: jobs run one at a time, so a run that stops at its first failed job shows one suspect
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
-                          "--configfile", str(tmp_path / "cfg.yaml"), "--cores", "1", "gate"],
-                         capture_output=True, text=True, cwd=tmp_path)
+    res = smk(tmp_path, "--cores", "1", "gate")
     out = res.stdout + res.stderr
     assert res.returncode != 0, out[-3000:]
     assert "LEAK SUSPECT: task 't03'" in out and "LEAK SUSPECT: task 't07'" in out, out[-4000:]

@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import make_pack, write_pytest_task, write_task  # noqa: E402
 from sealbench import leak_check, packs, stratify  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 LEDGER = '''\
 """A tiny ledger: signed amounts, credits positive, debits negative."""
 

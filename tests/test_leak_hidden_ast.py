@@ -23,6 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import make_pack, write_task  # noqa: E402
 from sealbench import leak_check, leak_hidden, packs  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 CALC = '''\
 """A small calculator."""
 

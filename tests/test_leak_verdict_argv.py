@@ -17,18 +17,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from packgen import make_pack, write_config  # noqa: E402
+from pipeline_runs import smk  # noqa: E402
 from sealbench import leak_check, paths  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_the_pack_level_commands_name_no_task_file(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "pack", n=12)
     cfg = write_config(tmp_path / "cfg.yaml", pack)
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
-                          "--configfile", str(cfg), "--workflow-profile", "none", "-n", "-p", "gate"],
-                         capture_output=True, text=True, timeout=300)
+    res = smk(tmp_path, "--workflow-profile", "none", "-n", "-p", "gate", configfile=cfg, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     out = res.stdout + res.stderr
     (cmd,) = [ln for ln in out.splitlines() if "leak_check verdict" in ln]
@@ -39,6 +38,7 @@ def test_the_pack_level_commands_name_no_task_file(tmp_path: Path) -> None:
     assert len(cmd) < 2000, len(cmd)
 
 
+@pytest.mark.unit
 def test_the_verdict_reads_the_reports_the_task_list_names(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     tsv = tmp_path / "task_list.tsv"

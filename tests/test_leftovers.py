@@ -117,6 +117,7 @@ def plant(folder: Path, host: dict) -> None:
 # (a) unit: removal, reading, copying of a hostile tree
 
 
+@pytest.mark.sandbox
 def test_remove_tree_takes_down_a_5000_deep_tree_and_follows_no_link(tmp: Path, host: dict) -> None:
     tree = tmp / "tree"
     chain(tree, 5000)
@@ -171,6 +172,7 @@ def _ws(root: Path, lowers: tuple[Path, ...], kind: str = layers.COPY, upper: Pa
     return workspace.Workspace(root, lowers, "0" * 40, kind, upper, None)
 
 
+@pytest.mark.sandbox
 def test_a_3000_deep_workspace_is_the_agent_s_fail_not_a_crash(tmp: Path, host: dict) -> None:
     low = tmp / "low"
     low.mkdir()
@@ -186,6 +188,7 @@ def test_a_3000_deep_workspace_is_the_agent_s_fail_not_a_crash(tmp: Path, host: 
         assert host_untouched(host)
 
 
+@pytest.mark.unit
 def test_links_fifos_and_locked_folders_in_a_workspace_are_read_as_what_they_are(tmp: Path, host: dict) -> None:
     """(c) beside it: no depth, the same patch as before — a link is a link (its target the
     bytes, never the host file), a FIFO is nothing, the edit is there."""
@@ -204,6 +207,7 @@ def test_links_fifos_and_locked_folders_in_a_workspace_are_read_as_what_they_are
     assert str(host["secret"]).encode() in patch and b"b/fifo" not in patch and b"locked/work/f" in patch
 
 
+@pytest.mark.sandbox
 def test_copy_untrusted_tree_leaves_out_what_is_too_deep_and_names_it(tmp: Path, host: dict) -> None:
     out = tmp / "out"
     (out / "sub").mkdir(parents=True)
@@ -221,6 +225,7 @@ def test_copy_untrusted_tree_leaves_out_what_is_too_deep_and_names_it(tmp: Path,
     assert max_depth(dst) < 300 and host_untouched(host)
 
 
+@pytest.mark.unit
 def test_copy_untrusted_tree_copies_an_honest_out_folder_byte_for_byte(tmp: Path) -> None:
     """(c): a normal output folder comes out identical (files, folders, bytes)."""
     out = tmp / "out"
@@ -234,6 +239,7 @@ def test_copy_untrusted_tree_copies_an_honest_out_folder_byte_for_byte(tmp: Path
     assert got == files
 
 
+@pytest.mark.unit
 def test_copy_untrusted_file_opens_no_link_nor_fifo_and_caps(tmp: Path, host: dict) -> None:
     from sealbench.untrusted import copy_untrusted_file
 
@@ -252,6 +258,7 @@ def test_copy_untrusted_file_opens_no_link_nor_fifo_and_caps(tmp: Path, host: di
     assert (dst / "visible.junit.xml").read_bytes() == b"<testsuites/>" and host_untouched(host)
 
 
+@pytest.mark.sandbox
 def test_removing_a_step_s_outputs_follows_no_link(tmp: Path, host: dict) -> None:
     """task_batch gave back write permission by chmod through every link (a host write)."""
     run_dir = tmp / "results" / "run"
@@ -306,6 +313,7 @@ for _top in [".", _tempfile.gettempdir()] + [_os.path.dirname(j) for j in _junit
 '''
 
 
+@pytest.mark.sandbox
 def test_a_patch_adding_a_file_1200_levels_deep_is_fail_not_a_crash(sealed: Path, tmp: Path) -> None:
     meta = json.loads((sealed / "meta.json").read_text())
     patch = ORACLE.encode() + tree_patch([Change("a/" * 1200 + "x.py", None, b"x = 1\n")])
@@ -313,6 +321,7 @@ def test_a_patch_adding_a_file_1200_levels_deep_is_fail_not_a_crash(sealed: Path
     assert res.status == "fail" and "deeper than" in (res.reason or ""), res
 
 
+@pytest.mark.sandbox
 def test_tested_code_leaving_deep_folders_keeps_its_verdict(sealed: Path, tmp: Path) -> None:
     meta = json.loads((sealed / "meta.json").read_text())
     (tmp / "tmpdir").mkdir()
@@ -329,6 +338,7 @@ def test_tested_code_leaving_deep_folders_keeps_its_verdict(sealed: Path, tmp: P
 # (b) the one sandboxed test: an agent, then scoring in the sandbox
 
 
+@pytest.mark.sandbox
 @pytest.mark.skipif(bool(sandbox.bwrap_problem()) and not os.environ.get("CI"),
                     reason="needs the sandbox")   # (CI: a missing sandbox fails the test)
 def test_deep_leftovers_of_an_agent_and_of_tested_code_are_never_infra_fail(sealed: Path, tmp: Path) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
@@ -19,6 +21,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from sealbench import bridge, run_agent  # noqa: E402
 from sealbench.stratify import build_runs, envelope_flag  # noqa: E402
 from test_gate_refusals import CAND, _rows, build_spec, codes, decide  # noqa: E402
+
+pytestmark = pytest.mark.unit
 
 ENVELOPE = {"max_wall_s": 60, "max_steps": 5, "max_output_tokens": 1000}
 CLAIM = {"tokens_in": 1, "tokens_out": 10, "cost_usd": 0.01, "steps": 2}

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import NOOP_AGENT, make_pack, write_config  # noqa: E402
+from pipeline_runs import smk  # noqa: E402
 from sealbench import core, hash_pack, hidden_score, run_agent, sandbox  # noqa: E402
 from sealbench.agents import mini as adapter  # noqa: E402
 from sealbench.testing.fake_llm import SUBMIT, FakeLLM  # noqa: E402
@@ -65,6 +66,7 @@ def convo(*turns: str) -> list[dict]:
 # 1. the fake server alone
 
 
+@pytest.mark.unit
 def test_fake_server_tool_mode_plain_and_streaming() -> None:
     with FakeLLM(["ls", "cat calc.py"], mode="tool") as fake:
         r0 = json.loads(post(fake, {"model": "fake", "messages": convo()}))
@@ -89,6 +91,7 @@ def test_fake_server_tool_mode_plain_and_streaming() -> None:
         assert conv["task"] == "Task t00: fix add" and conv["calls"] == 3
 
 
+@pytest.mark.unit
 def test_fake_server_text_mode_and_malformed_turn() -> None:
     with FakeLLM([None, "cat calc.py"], mode="text") as fake:
         bad = json.loads(post(fake, {"model": "fake", "messages": convo()}))["choices"][0]["message"]
@@ -100,6 +103,7 @@ def test_fake_server_text_mode_and_malformed_turn() -> None:
         assert fake.totals()["calls"] == 2
 
 
+@pytest.mark.unit
 def test_usage_from_trajectory_counts_format_errors_and_never_invents_cost() -> None:
     traj = {"info": {"model_stats": {"instance_cost": 0.0, "api_calls": 2}},
             "messages": [{"role": "system", "content": "s"},
@@ -112,6 +116,7 @@ def test_usage_from_trajectory_counts_format_errors_and_never_invents_cost() -> 
     assert adapter.usage_from_trajectory({"messages": []})["steps"] is None
 
 
+@pytest.mark.unit
 def test_missing_mini_is_a_clear_error(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setattr(adapter, "find_mini", lambda: None)
     monkeypatch.setenv("SEALBENCH_OUT", str(tmp_path))
@@ -125,6 +130,7 @@ def test_missing_mini_is_a_clear_error(tmp_path: Path, monkeypatch, capsys) -> N
 # 2. a real mini run on a sealed task, through run_agent and hidden_score
 
 
+@pytest.mark.sandbox
 @needs_mini
 @pytest.mark.parametrize("mode", ["tool", "text"])
 def test_mini_fixes_a_sealed_task_and_reports_the_server_usage(tmp_path: Path, mode: str) -> None:
@@ -162,8 +168,8 @@ def test_mini_fixes_a_sealed_task_and_reports_the_server_usage(tmp_path: Path, m
 # 3. the pipeline, with mini as the candidate
 
 
+@pytest.mark.pipeline
 @needs_mini
-@pytest.mark.snakemake
 def test_pipeline_with_mini_candidate(tmp_path: Path) -> None:
     import pandas as pd
 
@@ -173,9 +179,7 @@ def test_pipeline_with_mini_candidate(tmp_path: Path) -> None:
                            "endpoint": fake.endpoint},
                   "idle": {"command": NOOP_AGENT}}
         write_config(tmp_path / "cfg.yaml", tmp_path / "pack", agents=agents, candidate="mini", baseline="idle")
-        res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
-                              "--configfile", str(tmp_path / "cfg.yaml"), "--cores", "2", "gate"],
-                             capture_output=True, text=True, cwd=tmp_path, check=False)
+        res = smk(tmp_path, "--cores", "2", "gate")
         conversations = fake.conversations()
     assert res.returncode == 0, res.stderr[-4000:]
     runs = pd.read_parquet(tmp_path / "results" / "latest" / "tables" / "runs.parquet")

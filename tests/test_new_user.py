@@ -17,12 +17,13 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from packgen import NOOP_AGENT, make_pack, write_config  # noqa: E402
+from pipeline_runs import smk  # noqa: E402
 from sealbench import cli, split  # noqa: E402
 from sealbench.configuration import load_config_file  # noqa: E402
 from sealbench.packs import load_pack  # noqa: E402
 from sealbench.sandbox import bwrap_problem  # noqa: E402
 
-pytestmark = [pytest.mark.snakemake,
+pytestmark = [pytest.mark.pipeline,
               pytest.mark.skipif(bwrap_problem() is not None and "CI" not in __import__("os").environ,
                                  reason="needs bubblewrap")]
 
@@ -71,9 +72,7 @@ def test_a_new_users_agent_in_the_project_folder_tries_then_runs_clean(tmp_path:
     assert rc == 0 and "→ PASS" in out and "visible tests: green" in out, out
 
     # 2. the whole pipeline with it as the candidate
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(proj),
-                          "--configfile", str(proj / "cfg.yaml"), "--cores", "2", "gate"],
-                         capture_output=True, text=True, cwd=proj)
+    res = smk(proj, "--cores", "2", "gate")
     assert res.returncode == 0, res.stderr[-4000:]
     import pandas as pd
 

@@ -31,6 +31,8 @@ from sealbench.ledger import append_ledger, read_ledger  # noqa: E402
 from sealbench.stratify import build_runs  # noqa: E402
 from test_gate_refusals import BASE, CAND, PACK_DIGEST, build_spec, codes, decide, write_experiment  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 HEALTH = {"allowed_quota_states": ["ok", "unmetered"], "max_queue_ms": 60000, "max_retries": 3,
           "required_server_id": None}
 GOOD_STAMP = {"server_id": "srv-1", "queue_ms": 100, "retries": 0, "quota_state": "ok", "route_changed": False}

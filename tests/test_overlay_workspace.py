@@ -98,6 +98,7 @@ def _run_worker(ws: workspace.Workspace, level: str) -> None:
     assert res.returncode == 0, (ws.root.parent / "w.err").read_text()
 
 
+@pytest.mark.sandbox
 @needs_overlay
 def test_overlay_patch_is_git_s_whatever_the_worker_does_to_git(tmp_path: Path) -> None:
     task = _task(tmp_path)
@@ -115,6 +116,7 @@ def test_overlay_patch_is_git_s_whatever_the_worker_does_to_git(tmp_path: Path) 
     assert (ws.upper / ".git").is_dir() and (ws.upper / "notes.txt").is_char_device()
 
 
+@pytest.mark.sandbox
 @needs_overlay
 def test_copy_fallback_gives_the_same_patch(tmp_path: Path) -> None:
     task = _task(tmp_path)
@@ -127,6 +129,7 @@ def test_copy_fallback_gives_the_same_patch(tmp_path: Path) -> None:
     assert workspace.workspace_patch(cp) == workspace.workspace_patch(ov) != b""
 
 
+@pytest.mark.sandbox
 def test_copy_workspace_patch_without_a_sandbox(tmp_path: Path) -> None:
     task = _task(tmp_path)
     cp = workspace.make_workspace(task, tmp_path / "c" / "ws", tmp_path / "c" / "private", layers.COPY)
@@ -134,6 +137,7 @@ def test_copy_workspace_patch_without_a_sandbox(tmp_path: Path) -> None:
     assert workspace.workspace_patch(cp) == _git_reference(task, tmp_path / "ref" / "x")
 
 
+@pytest.mark.unit
 def test_patch_writer_round_trips_through_git_apply(tmp_path: Path) -> None:
     """Every kind of section tree_patch writes is applied by git apply to the old tree."""
     old = {"a.txt": b"one\ntwo\nthree\n", "b y.txt": b"no newline", "bin.dat": b"\0\1\2" * 50, "gone.py": b"x\n",
@@ -166,6 +170,7 @@ def suite_task(tmp_path: Path) -> Path:
     return dest
 
 
+@pytest.mark.sandbox
 @needs_overlay
 @pytest.mark.parametrize("which", ["oracle", "empty", "deletes", "stub"])
 def test_scoring_over_an_overlay_matches_a_copy(suite_task: Path, tmp_path: Path, monkeypatch, which: str) -> None:
@@ -187,6 +192,7 @@ def test_scoring_over_an_overlay_matches_a_copy(suite_task: Path, tmp_path: Path
     assert verdicts["overlay"][0] == {"oracle": "pass"}.get(which, "fail")
 
 
+@pytest.mark.sandbox
 @needs_overlay
 def test_a_folder_made_again_a_folder_made_a_file_a_symlink_and_a_fifo(tmp_path: Path) -> None:
     """An opaque folder (deleted and made again), a folder replaced by a file, a symlink and a
@@ -217,6 +223,7 @@ def test_a_folder_made_again_a_folder_made_a_file_a_symlink_and_a_fifo(tmp_path:
     assert after == final
 
 
+@pytest.mark.sandbox
 @needs_overlay
 def test_a_task_sealed_again_keeps_its_files_writable_in_the_overlay(tmp_path: Path) -> None:
     """hash_pack seals a task again (a changed code digest) beside a base layer that already

@@ -193,6 +193,7 @@ def built(offline, tmp_path_factory):
     return opts, mutate_pack(opts, log=lines.append), lines
 
 
+@pytest.mark.unit
 def test_layout_requirements_and_an_unsafe_sdist(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
     lay = detect_layout(root)
@@ -215,6 +216,7 @@ def test_layout_requirements_and_an_unsafe_sdist(tmp_path: Path) -> None:
         unpack_source(bad, tmp_path / "out")
 
 
+@pytest.mark.unit
 def test_mutants_are_single_site_and_skip_what_they_must() -> None:
     ms = find_mutants(NUMBERS, "src/tinyfmt/numbers.py")
     assert ms and {m.function for m in ms} == {"clamp", "intcomma", "count_up"}   # not __repr__
@@ -225,6 +227,7 @@ def test_mutants_are_single_site_and_skip_what_they_must() -> None:
     assert {m.operator for m in ms} >= {"'<' -> '<='", "'+=' -> '-='", "'>' -> '>='", "'0' -> '1'"}
 
 
+@pytest.mark.unit
 def test_prune_keeps_the_rest_byte_identical() -> None:
     out = mt.prune_tests(TEST_NUMBERS, ["TestIntcomma::test_negative", "test_clamp_high"])
     assert "test_negative" not in out and "test_clamp_high" not in out
@@ -234,6 +237,7 @@ def test_prune_keeps_the_rest_byte_identical() -> None:
     assert mt.prune_tests(only, ["TestA::test_x"]) == "class TestA:\n    pass\n"
 
 
+@pytest.mark.sandbox
 def test_equivalent_and_hanging_mutants_are_refused(offline, tmp_path: Path) -> None:
     sdist = make_sdist(tmp_path)
     opts = Options(sdist, tmp_path / "pack", test_timeout=5, env_root=tmp_path / "envs")
@@ -249,6 +253,7 @@ def test_equivalent_and_hanging_mutants_are_refused(offline, tmp_path: Path) -> 
     assert (p.root / "src/tinyfmt/numbers.py").read_text() == NUMBERS      # restored after each run
 
 
+@pytest.mark.sandbox
 def test_pack_mutate_makes_verified_tasks(built) -> None:
     opts, summary, _ = built
     pack = Path(opts.out)
@@ -290,6 +295,7 @@ def _test_names(text: str) -> set[str]:
     return set(re.findall(r"def (test_\w+)", text))
 
 
+@pytest.mark.unit
 def test_the_cli_has_the_pack_group() -> None:
     from sealbench import cli
 
@@ -298,6 +304,7 @@ def test_the_cli_has_the_pack_group() -> None:
     assert e.value.code == 0
 
 
+@pytest.mark.sandbox
 def test_a_project_that_turns_warnings_into_errors_scores_its_oracle(tmp_path: Path) -> None:
     """Real projects run with ``filterwarnings = error`` (humanize does): the sealed report's
     own canaries must not leak a ResourceWarning into the first test (it did: an unclosed file)."""
@@ -311,6 +318,7 @@ def test_a_project_that_turns_warnings_into_errors_scores_its_oracle(tmp_path: P
     assert res.status == "pass", (res.reason, (tmp_path / "logs" / "visible.stdout").read_text()[-1500:])
 
 
+@pytest.mark.sandbox
 def test_verify_refuses_a_task_whose_hidden_tests_the_worker_can_read(tmp_path: Path) -> None:
     from packgen import write_pytest_task
     from sealbench.pack_common import verify_task

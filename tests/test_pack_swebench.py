@@ -113,6 +113,7 @@ def source(tmp_path_factory) -> tuple[Path, list[dict]]:
     return root, instances
 
 
+@pytest.mark.sandbox
 def test_the_repository_gives_three_instances_with_failing_and_passing_tests(source) -> None:
     _root, insts = source
     f2p = [json.loads(i["FAIL_TO_PASS"]) for i in insts]
@@ -127,6 +128,7 @@ def test_the_repository_gives_three_instances_with_failing_and_passing_tests(sou
 # the instances file: every line checked before any work
 
 
+@pytest.mark.sandbox
 def test_bad_lines_are_named_by_line_and_field(tmp_path: Path, source) -> None:
     good = source[1][0]
     rows = [good, "{not json", {**good, "instance_id": "x2", "patch": 5},
@@ -148,6 +150,7 @@ def test_bad_lines_are_named_by_line_and_field(tmp_path: Path, source) -> None:
     assert "line 1:" not in text
 
 
+@pytest.mark.sandbox
 def test_json_encoded_and_plain_lists_read_alike(tmp_path: Path, source) -> None:
     insts = read_instances(write_jsonl(tmp_path / "i.jsonl", source[1]))
     assert insts[1].fail_to_pass == ("checks/test_ops.py::test_mul[1-1-1]", "checks/test_ops.py::test_mul[two and three]")
@@ -159,6 +162,7 @@ def test_json_encoded_and_plain_lists_read_alike(tmp_path: Path, source) -> None
 # clones and commits: local only, named when missing
 
 
+@pytest.mark.sandbox
 def test_a_missing_clone_names_every_folder_tried(tmp_path: Path, source) -> None:
     insts = read_instances(write_jsonl(tmp_path / "i.jsonl", [{**source[1][0], "repo": "other/thing"}]))
     with pytest.raises(SealbenchError) as err:
@@ -169,6 +173,7 @@ def test_a_missing_clone_names_every_folder_tried(tmp_path: Path, source) -> Non
         assert tried in text
 
 
+@pytest.mark.sandbox
 def test_a_base_commit_missing_from_the_clone_names_the_instance(tmp_path: Path, source) -> None:
     rows = [source[1][0], {**source[1][1], "base_commit": "0123456789abcdef0123456789abcdef01234567"}]
     insts = read_instances(write_jsonl(tmp_path / "i.jsonl", rows))
@@ -179,6 +184,7 @@ def test_a_base_commit_missing_from_the_clone_names_the_instance(tmp_path: Path,
     assert "acme__mathlib-1" not in str(err.value)
 
 
+@pytest.mark.sandbox
 def test_snapshot_is_the_commit_without_git_and_never_fetches(tmp_path: Path, source) -> None:
     clone = swebench_git.find_clone(source[0], "acme/mathlib")
     snap = swebench_git.snapshot(clone, source[1][0]["base_commit"], tmp_path / "s")
@@ -200,6 +206,7 @@ def plan(source, tmp_path: Path, i: int, **over) -> pack_swebench.TaskPlan:
     return pack_swebench.plan_task(inst, clone, work, ["xs", "s", "m"], 900)
 
 
+@pytest.mark.sandbox
 def test_plan_puts_tests_at_their_paths_and_runs_every_id(tmp_path: Path, source) -> None:
     p = plan(source, tmp_path, 1)
     assert not (p.repo / "checks" / "test_ops.py").exists() and (p.repo / "checks" / "helpers.py").is_file()
@@ -218,16 +225,19 @@ def test_plan_puts_tests_at_their_paths_and_runs_every_id(tmp_path: Path, source
     assert p.prompt == STATEMENTS[1] and p.oracle == source[1][1]["patch"]
 
 
+@pytest.mark.sandbox
 def test_an_added_test_file_is_hidden_only(tmp_path: Path, source) -> None:
     p = plan(source, tmp_path, 2)
     assert set(p.hidden) == {"checks/test_neg.py", "checks/test_ops.py"} and set(p.visible) == {"checks/test_ops.py"}
 
 
+@pytest.mark.sandbox
 def test_a_patch_that_does_not_apply_is_refused_named(tmp_path: Path, source) -> None:
     with pytest.raises(pack_swebench.Refused, match="the patch does not apply with git apply at base_commit"):
         plan(source, tmp_path, 0, patch=source[1][0]["patch"].replace("return a - b", "return a // b"))
 
 
+@pytest.mark.sandbox
 def test_an_instance_whose_tests_are_all_new_is_refused_with_why(tmp_path: Path, source) -> None:
     only_new = "".join(re.split(r"(?=^diff --git)", source[1][2]["test_patch"], flags=re.M)[:2])
     assert "test_neg.py" in only_new and "test_ops.py" not in only_new
@@ -236,11 +246,13 @@ def test_an_instance_whose_tests_are_all_new_is_refused_with_why(tmp_path: Path,
         plan(source, tmp_path, 2, test_patch=only_new, PASS_TO_PASS=[])
 
 
+@pytest.mark.sandbox
 def test_a_test_id_pytest_cannot_run_is_refused(tmp_path: Path, source) -> None:
     with pytest.raises(pack_swebench.Refused, match="is not a pytest node id"):
         plan(source, tmp_path, 0, PASS_TO_PASS=["test_ident (checks.test_ops.OpsTest)"])
 
 
+@pytest.mark.sandbox
 def test_a_test_patch_that_deletes_a_file_is_refused(tmp_path: Path, source) -> None:
     gone = ("diff --git a/checks/helpers.py b/checks/helpers.py\ndeleted file mode 100644\n--- a/checks/helpers.py\n"
             "+++ /dev/null\n@@ -1,2 +0,0 @@\n-def twice(x):\n-    return 2 * x\n")
@@ -248,6 +260,7 @@ def test_a_test_patch_that_deletes_a_file_is_refused(tmp_path: Path, source) -> 
         plan(source, tmp_path, 0, test_patch=source[1][0]["test_patch"] + gone)
 
 
+@pytest.mark.sandbox
 def test_bad_overrides_and_tasks_already_there_stop_before_any_work(tmp_path: Path, source) -> None:
     insts = read_instances(write_jsonl(tmp_path / "i.jsonl", source[1][:1]))
     (tmp_path / "req.txt").write_text("-e ./local\n")
@@ -262,6 +275,7 @@ def test_bad_overrides_and_tasks_already_there_stop_before_any_work(tmp_path: Pa
     assert not (tmp_path / "pack" / "denylist.txt").exists()
 
 
+@pytest.mark.unit
 def test_strata_follow_the_size_of_the_fix() -> None:
     strata = ["xs", "s", "m"]
     assert [pack_swebench.stratum_for(n, strata) for n in (1, 3, 4, 10, 11, 500)] == ["xs", "xs", "s", "s", "m", "m"]
@@ -292,6 +306,7 @@ def imported(tmp_path_factory, source) -> tuple[Path, list, str]:
     return root / "pack", outcomes, "\n".join(lines)
 
 
+@pytest.mark.sandbox
 def test_import_gives_three_verified_tasks(imported, source) -> None:
     from sealbench.packs import load_pack
 
@@ -306,6 +321,7 @@ def test_import_gives_three_verified_tasks(imported, source) -> None:
     assert all(ln.startswith("#") for ln in deny.splitlines()) and "public" in deny
 
 
+@pytest.mark.sandbox
 def test_imported_task_trees_meta_and_prompt(imported, source) -> None:
     pack, _outcomes, _log = imported
     t = pack / "tasks" / "acme__mathlib-3"
@@ -324,6 +340,7 @@ def test_imported_task_trees_meta_and_prompt(imported, source) -> None:
     assert (t / "oracle.patch").read_text() == source[1][2]["patch"]
 
 
+@pytest.mark.sandbox
 def test_a_task_that_does_not_verify_is_removed_with_the_reason(tmp_path: Path, source, monkeypatch) -> None:
     """An instance whose FAIL_TO_PASS test passes before the fix: the empty diff passes, removed."""
     from envgen import offline_env_vars, offline_index
@@ -373,10 +390,11 @@ def make_chain(root: Path, n: int) -> list[dict]:
     return rows
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_the_pipeline_runs_on_an_imported_pack(tmp_path: Path) -> None:
     from envgen import offline_env_vars, offline_index
     from packgen import NOOP_AGENT, STAMP, write_config
+    from pipeline_runs import smk
     from sealbench.sandbox import bwrap_problem
 
     env = {**os.environ, **offline_env_vars(offline_index(tmp_path / "wheels")), "PYTHONPATH": str(ROOT / "scripts")}
@@ -389,9 +407,7 @@ def test_the_pipeline_runs_on_an_imported_pack(tmp_path: Path) -> None:
     fixer = "sed -i 's/return x - /return x + /' chain/ops.py; " + STAMP
     write_config(tmp_path / "cfg.yaml", tmp_path / "pack", strata=["xs"],  # every fix here is 2 lines
                  agents={"fixer": {"command": fixer}, "idle": {"command": NOOP_AGENT}})
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path),
-                          "--configfile", str(tmp_path / "cfg.yaml"), "--cores", "2", "gate"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True)
+    res = smk(tmp_path, "--cores", "2", "gate", env=env)
     assert res.returncode == 0, res.stderr[-4000:]
     decision = json.loads((tmp_path / "results" / "latest" / "decision.json").read_text())
     if bwrap_problem():  # without bubblewrap the runs are unsandboxed and the gate says so

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import make_pack, write_config, write_task  # noqa: E402
+from pipeline_runs import FinishedRun, copy_run, smk  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -21,24 +21,14 @@ from sealbench.sandbox import bwrap_problem  # noqa: E402
 from sealbench.testing.snakemake_output import job_counts  # noqa: E402
 
 BWRAP_PROBLEM = bwrap_problem()
-pytestmark = pytest.mark.snakemake
+pytestmark = pytest.mark.pipeline
 
 
-def smk(workdir: Path, *args: str, env: dict | None = None, snakefile: Path | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile or ROOT / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(workdir / "cfg.yaml"), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env=env)
-
-
-@pytest.fixture(scope="module")
-def done(tmp_path_factory) -> Path:
-    """One complete run of the pipeline on a 12-task pack."""
-    wd = tmp_path_factory.mktemp("pipeline")
-    make_pack(wd / "pack")
-    write_config(wd / "cfg.yaml", wd / "pack")
-    res = smk(wd, "--cores", "2", "gate")
-    assert res.returncode == 0, res.stderr[-4000:]
-    return wd
+@pytest.fixture()
+def done(default_run: FinishedRun) -> Path:
+    """One complete run of the pipeline on a 12-task pack (the session's shared run: read it,
+    or ``copy_run`` it to change it)."""
+    return default_run.wd
 
 
 def test_full_run_writes_decision_tables_and_card(done: Path) -> None:
@@ -86,7 +76,8 @@ def test_dry_run_after_is_up_to_date(done: Path) -> None:
     assert "Nothing to be done" in res.stdout + res.stderr
 
 
-def test_one_byte_reruns_only_that_task_and_revert_reuses(done: Path) -> None:
+def test_one_byte_reruns_only_that_task_and_revert_reuses(done: Path, tmp_path: Path) -> None:
+    done = copy_run(done, tmp_path / "copy")
     hidden = done / "pack" / "tasks" / "t03" / "hidden_tests" / "check_hidden.py"
     original = hidden.read_bytes()
     old_latest = (done / "results" / "latest").resolve()
@@ -120,9 +111,9 @@ def test_one_byte_reruns_only_that_task_and_revert_reuses(done: Path) -> None:
     assert (done / "results" / "latest").resolve() == old_latest
 
 
-def test_attack_a_copied_pack_reruns_nothing(done: Path) -> None:
+def test_attack_a_copied_pack_reruns_nothing(done: Path, tmp_path: Path) -> None:
     """Where the pack is is not a parameter of any job: a copy with the same bytes reuses every result."""
-    copy = done / "pack_copy"
+    copy = tmp_path / "pack_copy"
     shutil.copytree(done / "pack", copy)
     try:
         res = smk(done, "-n", "gate", "--config", f"pack={copy}")
@@ -183,7 +174,8 @@ def test_attack_a_comment_in_scoring_reruns_only_the_jobs_that_score(done: Path,
                       "decide": 1, "gate": 1}, counts
 
 
-def test_touch_without_change_reruns_nothing(done: Path) -> None:
+def test_touch_without_change_reruns_nothing(done: Path, tmp_path: Path) -> None:
+    done = copy_run(done, tmp_path / "copy")
     f = done / "pack" / "tasks" / "t05" / "repo" / "calc.py"
     f.write_bytes(f.read_bytes())
     res = smk(done, "-n", "gate")
@@ -245,8 +237,7 @@ def test_unknown_config_key_and_missing_pack_fail_before_any_job(tmp_path: Path)
 
 
 def test_bad_meta_fails_before_any_job_and_keeps_results(done: Path, tmp_path: Path) -> None:
-    wd = tmp_path / "copy"
-    shutil.copytree(done, wd, symlinks=True)
+    wd = copy_run(done, tmp_path / "copy")
     write_config(wd / "cfg.yaml", wd / "pack")
     before = sorted(p.relative_to(wd) for p in (wd / "results").rglob("*"))
     meta = wd / "pack" / "tasks" / "t01" / "meta.json"
@@ -260,8 +251,7 @@ def test_bad_meta_fails_before_any_job_and_keeps_results(done: Path, tmp_path: P
 
 
 def test_unsandboxed_runs_refuse_a_headline(done: Path, tmp_path: Path) -> None:
-    wd = tmp_path / "copy"
-    shutil.copytree(done, wd, symlinks=True)
+    wd = copy_run(done, tmp_path / "copy")
     write_config(wd / "cfg.yaml", wd / "pack", sandbox="off")
     res = smk(wd, "--cores", "2", "gate")
     assert res.returncode == 0, res.stderr[-3000:]
@@ -323,8 +313,7 @@ def test_attack_a_reroll_of_deleted_runs_is_scored_by_the_first_draws(done: Path
     also with the pack copied without its draw record and ledger into the same results folder."""
     import pandas as pd
 
-    wd = tmp_path / "copy"
-    shutil.copytree(done, wd, symlinks=True)
+    wd = copy_run(done, tmp_path / "copy")
     write_config(wd / "cfg.yaml", wd / "pack")
     assert (wd / "pack" / "draws.jsonl").is_file() and (wd / "results" / "draws.jsonl").is_file()
     gone = _delete_runs(wd, "idle")

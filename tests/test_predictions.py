@@ -34,6 +34,7 @@ def write_lines(path: Path, lines: list[str]) -> Path:
     return path
 
 
+@pytest.mark.sandbox
 def test_import_scores_good_rows_and_reports_bad_rows_by_line(pack: Path, tmp_path: Path) -> None:
     f = write_lines(tmp_path / "preds.jsonl", [
         row("t00", ORACLE),                                   # 1 correct
@@ -73,6 +74,7 @@ def test_import_scores_good_rows_and_reports_bad_rows_by_line(pack: Path, tmp_pa
     assert summary["clock_verified"] is False
 
 
+@pytest.mark.sandbox
 def test_solver_override_null_patch_and_repeated_instance(pack: Path, tmp_path: Path) -> None:
     f = write_lines(tmp_path / "p.jsonl", [
         json.dumps({"instance_id": "t00", "model_patch": ORACLE}),    # no model name: --solver gives it
@@ -92,6 +94,7 @@ def test_solver_override_null_patch_and_repeated_instance(pack: Path, tmp_path: 
     assert not (tmp_path / "o" / "error-line-00003.json").exists()
 
 
+@pytest.mark.sandbox
 def test_tampering_prediction_is_tamper(pack: Path, tmp_path: Path) -> None:
     tamper = ("diff --git a/visible_tests/check_visible.py b/visible_tests/check_visible.py\n"
               "--- a/visible_tests/check_visible.py\n+++ b/visible_tests/check_visible.py\n"
@@ -102,6 +105,7 @@ def test_tampering_prediction_is_tamper(pack: Path, tmp_path: Path) -> None:
     assert rec["status"] == "tamper" and rec["tamper_paths"] == ["visible_tests/check_visible.py"]
 
 
+@pytest.mark.sandbox
 def test_cli_import_prints_table_exit_0_and_2_for_unreadable_file(pack: Path, tmp_path: Path, capsys) -> None:
     f = write_lines(tmp_path / "p.jsonl", [row("t00", ORACLE), "not json"])
     rc = cli.main(["predictions", "import", str(f), "--pack", str(pack), "--out", str(tmp_path / "o")])
@@ -113,6 +117,7 @@ def test_cli_import_prints_table_exit_0_and_2_for_unreadable_file(pack: Path, tm
     assert rc == 2 and "cannot read the predictions file" in capsys.readouterr().err
 
 
+@pytest.mark.sandbox
 def test_json_list_file_is_read_too(pack: Path, tmp_path: Path) -> None:
     f = tmp_path / "p.json"
     f.write_text(json.dumps([json.loads(row("t00", ORACLE)), json.loads(row("t01", ""))]))
@@ -158,6 +163,7 @@ def build_results(pack: Path, results: Path) -> dict:
     return statuses
 
 
+@pytest.mark.sandbox
 def test_export_then_import_gives_the_same_statuses(pack: Path, tmp_path: Path) -> None:
     results = tmp_path / "results"
     statuses = build_results(pack, results)
@@ -177,6 +183,7 @@ def test_export_then_import_gives_the_same_statuses(pack: Path, tmp_path: Path) 
     assert json.loads((tmp_path / "imp-fixer" / "t03.json").read_text())["empty_patch"] is True
 
 
+@pytest.mark.unit
 def test_export_cli_and_its_refusals(pack: Path, tmp_path: Path, capsys) -> None:
     results = tmp_path / "results"
     results.mkdir()

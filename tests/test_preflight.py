@@ -15,6 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import make_pack, write_config  # noqa: E402
 from sealbench import cli  # noqa: E402
 
+pytestmark = pytest.mark.sandbox
+
 
 @pytest.fixture()
 def pack(tmp_path: Path, monkeypatch) -> Path:

@@ -22,6 +22,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import make_pack, write_config  # noqa: E402
 
+pytestmark = pytest.mark.sandbox
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

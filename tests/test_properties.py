@@ -33,6 +33,7 @@ def paired_packs(draw, min_per_stratum=2, max_per_stratum=12):
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.unit
 @FAST
 @given(paired_packs())
 def test_decision_interval_contains_the_point_estimate(pack) -> None:
@@ -41,6 +42,7 @@ def test_decision_interval_contains_the_point_estimate(pack) -> None:
     assert r.ci_low - 1e-12 <= r.delta <= r.ci_high + 1e-12
 
 
+@pytest.mark.unit
 @FAST
 @given(paired_packs())
 def test_swapping_candidate_and_baseline_flips_the_sign(pack) -> None:
@@ -54,6 +56,7 @@ def test_swapping_candidate_and_baseline_flips_the_sign(pack) -> None:
     assert decision_rule.verdict(b) == flip[decision_rule.verdict(a)]
 
 
+@pytest.mark.unit
 @FAST
 @given(paired_packs(), st.sampled_from(STRATA))
 def test_a_task_both_fail_never_turns_no_winner_into_a_loser(pack, stratum) -> None:
@@ -75,6 +78,7 @@ def test_a_task_both_fail_never_turns_no_winner_into_a_loser(pack, stratum) -> N
         assert after == decision_rule.VERDICT_NONE
 
 
+@pytest.mark.unit
 @FAST
 @given(st.integers(0, 60), st.integers(1, 60))
 def test_wilson_interval_is_inside_0_1_and_contains_the_rate(k, n) -> None:
@@ -83,6 +87,7 @@ def test_wilson_interval_is_inside_0_1_and_contains_the_rate(k, n) -> None:
     assert 0.0 <= lo <= k / n <= hi <= 1.0
 
 
+@pytest.mark.unit
 @FAST
 @given(st.binary(max_size=400))
 def test_split_patch_never_crashes_on_garbage(data) -> None:
@@ -93,6 +98,7 @@ def test_split_patch_never_crashes_on_garbage(data) -> None:
     assert all(isinstance(s.new_path, str) for s in sections)
 
 
+@pytest.mark.unit
 @FAST
 @given(st.binary(max_size=300))
 def test_denylist_reader_takes_any_bytes(tmp_path_factory, data) -> None:
@@ -110,6 +116,7 @@ meta_values = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(ma
                         st.lists(st.integers(), max_size=2))
 
 
+@pytest.mark.sandbox
 @FAST
 @given(st.dictionaries(st.sampled_from(["id", "title", "stratum", "language", "time_box_sec", "visible_command",
                                         "hidden_command", "failing_tests", "loc", "notes", "tags", "extra"]),

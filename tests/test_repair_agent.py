@@ -143,6 +143,7 @@ def log(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "repair_log.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.sandbox
 def test_fixes_off_by_one(tmp_path: Path, agent_env) -> None:
     ws = make_workspace(tmp_path, "stock", OFF_BY_ONE, OFF_BY_ONE_TESTS)
     out = agent_env(ws)
@@ -160,6 +161,7 @@ def test_fixes_off_by_one(tmp_path: Path, agent_env) -> None:
     assert subprocess.run(VISIBLE_CMD, shell=True, cwd=ws, capture_output=True).returncode == 0
 
 
+@pytest.mark.sandbox
 def test_unfixable_bug_leaves_empty_diff(tmp_path: Path, agent_env) -> None:
     ws = make_workspace(tmp_path, "users", WRONG_KEY, WRONG_KEY_TESTS)
     out = agent_env(ws)
@@ -169,6 +171,7 @@ def test_unfixable_bug_leaves_empty_diff(tmp_path: Path, agent_env) -> None:
     assert usage(out)["steps"] >= 1
 
 
+@pytest.mark.sandbox
 def test_max_steps_caps_visible_runs(tmp_path: Path, agent_env) -> None:
     ws = make_workspace(tmp_path, "scale", UNREACHABLE, UNREACHABLE_TESTS)
     out = agent_env(ws, max_steps=2)
@@ -178,6 +181,7 @@ def test_max_steps_caps_visible_runs(tmp_path: Path, agent_env) -> None:
     assert git(ws, "diff") == ""
 
 
+@pytest.mark.sandbox
 def test_lite_only_tries_comparison_swaps(tmp_path: Path, agent_env) -> None:
     ws = make_workspace(tmp_path, "money", ARITH, ARITH_TESTS)
     out = agent_env(ws)
@@ -188,6 +192,7 @@ def test_lite_only_tries_comparison_swaps(tmp_path: Path, agent_env) -> None:
     assert git(ws, "diff") == ""
 
 
+@pytest.mark.sandbox
 def test_full_mode_fixes_arithmetic_and_lite_fixes_comparison(tmp_path: Path, agent_env) -> None:
     ws = make_workspace(tmp_path, "money", ARITH, ARITH_TESTS)
     agent_env(ws)
@@ -195,6 +200,7 @@ def test_full_mode_fixes_arithmetic_and_lite_fixes_comparison(tmp_path: Path, ag
     assert "return gross - fee" in (ws / "shop" / "money.py").read_text()
 
 
+@pytest.mark.sandbox
 def test_green_workspace_is_left_alone(tmp_path: Path, agent_env) -> None:
     ws = make_workspace(tmp_path, "stock", OFF_BY_ONE.replace(">", ">="), OFF_BY_ONE_TESTS)
     out = agent_env(ws)
@@ -203,6 +209,7 @@ def test_green_workspace_is_left_alone(tmp_path: Path, agent_env) -> None:
     assert usage(out)["steps"] == 1
 
 
+@pytest.mark.sandbox
 def test_module_cli_lite_fixes_comparison(tmp_path: Path, agent_env) -> None:
     ws = make_workspace(tmp_path, "stock", OFF_BY_ONE, OFF_BY_ONE_TESTS)
     out = agent_env(ws)
@@ -214,6 +221,7 @@ def test_module_cli_lite_fixes_comparison(tmp_path: Path, agent_env) -> None:
     assert usage(out)["steps"] <= repair.LITE_MAX_CANDIDATES + 1
 
 
+@pytest.mark.unit
 def test_parse_output_counts_and_ids() -> None:
     text = ("F.E\nFAILED visible_tests/test_a.py::test_x[1-2] - AssertionError: boom\n"
             "ERROR visible_tests/test_a.py::test_y - KeyError\n2 failed, 1 passed, 1 error in 0.10s\n")
@@ -222,6 +230,7 @@ def test_parse_output_counts_and_ids() -> None:
     assert ids == ["visible_tests/test_a.py::test_x[1-2]", "visible_tests/test_a.py::test_y"]
 
 
+@pytest.mark.unit
 def test_mutants_compile_and_cover_operators(tmp_path: Path) -> None:
     src = "def f(xs, n):\n    return [x for x in xs[:n] if x < 3 and not x == 0]\n"
     mut = repair.LineMutator(src, repair.ast.parse(src), set())
@@ -229,6 +238,7 @@ def test_mutants_compile_and_cover_operators(tmp_path: Path) -> None:
     assert {"cmp <-><=", "swap and->or", "remove not", "bound +1", "const 3->4"} <= ops
 
 
+@pytest.mark.unit
 def test_colour_codes_in_the_test_output_are_read_through() -> None:
     """A suite whose pytest config forces ``--color=yes`` (humanize does): the failing ids, the
     counts and the frames must be read as without colour, or the agent stops after one run."""

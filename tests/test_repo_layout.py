@@ -95,6 +95,7 @@ def task(tmp_path: Path) -> tuple[Path, dict]:
 
 # --- (c) a src/ layout without PYTHONPATH in its commands; the controls behave -------------------
 
+@pytest.mark.sandbox
 def test_src_layout_controls_empty_diff_fails_oracle_passes(task, tmp_path: Path) -> None:
     sealed, meta = task
     empty = score(tmp_path, sealed, meta, b"", "empty")
@@ -108,6 +109,7 @@ def test_src_layout_controls_empty_diff_fails_oracle_passes(task, tmp_path: Path
 
 # --- (a) a patch neutering the helper the tests import ------------------------------------------
 
+@pytest.mark.sandbox
 def test_patch_neutering_a_support_file_is_tamper(task, tmp_path: Path) -> None:
     sealed, meta = task
     noop = "def check_eq(got, want):\n    return None\n"
@@ -117,6 +119,7 @@ def test_patch_neutering_a_support_file_is_tamper(task, tmp_path: Path) -> None:
     assert res.hidden_pass is False        # the sealed helper ran: the bug is still caught
 
 
+@pytest.mark.sandbox
 def test_support_file_is_protected_with_the_folders_layout_too(tmp_path: Path) -> None:
     """Today's layout (tests in hidden_tests/), the helper in repo/tests/: the exact attack of the
     issue, a no-op helper with the bug in place, must not pass."""
@@ -131,6 +134,7 @@ def test_support_file_is_protected_with_the_folders_layout_too(tmp_path: Path) -
 
 # --- (b) a patch writing at a test's repository path ---------------------------------------------
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("path", ["tests/test_hidden.py", "tests/test_visible.py"])
 def test_patch_creating_a_test_at_its_repo_path_is_tamper(task, tmp_path: Path, path: str) -> None:
     sealed, meta = task
@@ -140,6 +144,7 @@ def test_patch_creating_a_test_at_its_repo_path_is_tamper(task, tmp_path: Path, 
     assert path in res.tamper_paths and "test file at its repository path" in res.reason
 
 
+@pytest.mark.sandbox
 def test_init_of_a_test_folder_is_protected(task, tmp_path: Path) -> None:
     sealed, meta = task
     res = score(tmp_path, sealed, meta, ORACLE + diff("tests/__init__.py", None, "import os\n"), "init")
@@ -148,6 +153,7 @@ def test_init_of_a_test_folder_is_protected(task, tmp_path: Path) -> None:
 
 # --- the worker's workspace: visible tests at their repo paths, hidden absent --------------------
 
+@pytest.mark.sandbox
 def test_workspace_has_visible_tests_at_repo_paths_and_no_hidden(task, tmp_path: Path) -> None:
     sealed, _ = task
     ws = make_workspace(sealed, tmp_path / "ws", tmp_path / "shadow.git")
@@ -159,6 +165,7 @@ def test_workspace_has_visible_tests_at_repo_paths_and_no_hidden(task, tmp_path:
 
 # --- 3. the stub never edits a protected file ----------------------------------------------------
 
+@pytest.mark.unit
 def test_stub_never_edits_a_support_file(tmp_path: Path) -> None:
     t = write_task(tmp_path, support_files=["tests/__init__.py", "tests/helpers.py", "aaa_checks.py"])
     (t / "repo" / "aaa_checks.py").write_text("def same(a, b):\n    return a == b\n")
@@ -169,6 +176,7 @@ def test_stub_never_edits_a_support_file(tmp_path: Path) -> None:
 
 # --- hash_pack validation ------------------------------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("over, words", [
     ({"support_files": [MISSING]}, f"field 'support_files': '{MISSING}' is not a file in repo/"),
     ({"support_files": ["../meta.json"]}, "field 'support_files': '../meta.json' must not contain '..'"),
@@ -182,6 +190,7 @@ def test_meta_layout_keys_are_checked_naming_the_field(tmp_path: Path, over: dic
     assert words in str(err.value) and str(t / "meta.json") in str(err.value)
 
 
+@pytest.mark.unit
 def test_no_package_under_test_found_nor_declared_is_refused(tmp_path: Path) -> None:
     t = write_task(tmp_path)
     (t / "repo" / "src" / "numlib" / "__init__.py").unlink()
@@ -193,6 +202,7 @@ def test_no_package_under_test_found_nor_declared_is_refused(tmp_path: Path) -> 
     assert validate_meta(t / "meta.json")["packages"] == ["numlib"]
 
 
+@pytest.mark.unit
 def test_a_test_colliding_with_a_repo_file_is_refused(tmp_path: Path) -> None:
     t = write_task(tmp_path)
     (t / "repo" / "tests" / "test_visible.py").write_text("")
@@ -200,6 +210,7 @@ def test_a_test_colliding_with_a_repo_file_is_refused(tmp_path: Path) -> None:
         validate_meta(t / "meta.json")
 
 
+@pytest.mark.unit
 def test_a_valid_repo_layout_task_passes_validation(tmp_path: Path) -> None:
     meta = validate_meta(write_task(tmp_path) / "meta.json")
     assert meta["tests_layout"] == "repo"
@@ -227,6 +238,7 @@ def folders(python: str = "python") -> dict:
             "hidden_command": f"{pyt} hidden_tests/{HID}"}
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("layout", ["folders", "repo"])
 def test_controls_importing_an_installed_copy_are_refused_naming_the_path(tmp_path: Path, outside_env: str,
                                                                           layout: str) -> None:
@@ -247,6 +259,7 @@ def test_controls_importing_an_installed_copy_are_refused_naming_the_path(tmp_pa
     assert r["code"] == "TASK_IMPORTS_OUTSIDE" and r["evidence"] == ["rl"] and f"rl: numlib from {where}" in r["sentence"]
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("layout", ["folders", "repo"])
 def test_patch_deleting_the_package_so_an_installed_copy_loads_is_tamper(tmp_path: Path, outside_env: str,
                                                                          layout: str) -> None:
@@ -264,6 +277,7 @@ def test_patch_deleting_the_package_so_an_installed_copy_loads_is_tamper(tmp_pat
 
 # --- the agent's visible runs get the task's import paths ----------------------------------------
 
+@pytest.mark.sandbox
 def test_agent_visible_runs_import_the_src_package_of_the_workspace(task, tmp_path: Path) -> None:
     import time
     from sealbench import visible
@@ -282,6 +296,7 @@ def test_agent_visible_runs_import_the_src_package_of_the_workspace(task, tmp_pa
     assert rc == 0, (tmp_path / "vlogs" / "visible-1.stdout").read_text()
 
 
+@pytest.mark.unit
 def test_import_outside_reads_every_imports_record_of_the_stream() -> None:
     from sealbench.sealed_report import import_outside
     inside = {"kind": "imports", "when": "collected", "modules": {"numlib": ["/w/ws/src/numlib/__init__.py"]}}

@@ -15,6 +15,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from sealbench import rate_intervals, report_common, report_html, tables  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 STRATA = ["xs", "s", "m"]
 SPLITS = ["tune", "holdout"]
 SOLVERS = [("empty_diff", "control"), ("stub", "control"), ("oracle", "control"),

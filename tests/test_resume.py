@@ -17,14 +17,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import FIX_AGENT, make_pack, write_config  # noqa: E402
+from pipeline_runs import smk_cmd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.snakemake
-
-
-def smk_cmd(wd: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(wd),
-            "--configfile", str(wd / "cfg.yaml"), *args]
+pytestmark = pytest.mark.pipeline
 
 
 def incomplete(wd: Path) -> set[str]:

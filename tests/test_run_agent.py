@@ -34,6 +34,7 @@ def attempt(sealed: Path, tmp_path: Path, command: str, envelope=ENVELOPE, name=
     return rec, score
 
 
+@pytest.mark.sandbox
 def test_fixing_agent_passes_with_reports_read(sealed: Path, tmp_path: Path) -> None:
     cmd = ('"$SEALBENCH_VISIBLE_CMD"; ' + FIX_AGENT + '; "$SEALBENCH_VISIBLE_CMD"; '
            'echo \'{"tokens_in": 10, "tokens_out": 3, "cost_usd": 0.5, "steps": 2}\' > "$SEALBENCH_OUT/usage.json"; '
@@ -46,6 +47,7 @@ def test_fixing_agent_passes_with_reports_read(sealed: Path, tmp_path: Path) -> 
     assert score["status"] == "pass" and score["time_to_green_s"] == rec["attempts"][1]["end_s"]
 
 
+@pytest.mark.sandbox
 def test_missing_reports_stay_null(sealed: Path, tmp_path: Path) -> None:
     rec, score = attempt(sealed, tmp_path, "true")
     assert set(rec["usage"].values()) == {None} and set(rec["stamp"].values()) == {None}
@@ -53,12 +55,14 @@ def test_missing_reports_stay_null(sealed: Path, tmp_path: Path) -> None:
     assert score["status"] == "fail" and score["time_to_green_s"] is None
 
 
+@pytest.mark.sandbox
 def test_ill_typed_usage_is_null_and_reported(sealed: Path, tmp_path: Path) -> None:
     rec, _ = attempt(sealed, tmp_path, 'echo \'{"tokens_in": "many", "steps": 3}\' > "$SEALBENCH_OUT/usage.json"')
     assert rec["usage"]["tokens_in"] is None and rec["usage"]["steps"] == 3
     assert "tokens_in has the wrong type" in rec["report_problems"][0]
 
 
+@pytest.mark.sandbox
 def test_time_box_gives_timeout_with_patch_scored(sealed: Path, tmp_path: Path) -> None:
     env = dict(ENVELOPE, max_wall_s=2)
     rec, score = attempt(sealed, tmp_path, FIX_AGENT + "; sleep 60", envelope=env)
@@ -66,6 +70,7 @@ def test_time_box_gives_timeout_with_patch_scored(sealed: Path, tmp_path: Path) 
     assert score["status"] == "timeout" and score["hidden_pass"] is True
 
 
+@pytest.mark.sandbox
 def test_agent_command_not_found_is_fail_not_infra(sealed: Path, tmp_path: Path) -> None:
     # an agent's own exit status (127 here) is never infra: abstaining must not leave the rates
     _, score = attempt(sealed, tmp_path, "no-such-agent-binary --go")
@@ -73,6 +78,7 @@ def test_agent_command_not_found_is_fail_not_infra(sealed: Path, tmp_path: Path)
     assert score["agent_exit_code"] == 127
 
 
+@pytest.mark.sandbox
 def test_agent_cannot_see_hidden_tests_or_gold_patch(sealed: Path, tmp_path: Path) -> None:
     cmd = 'ls -a > "$SEALBENCH_OUT/ls.txt"; git log --oneline | wc -l > "$SEALBENCH_OUT/commits.txt"'
     attempt(sealed, tmp_path, cmd)
@@ -81,6 +87,7 @@ def test_agent_cannot_see_hidden_tests_or_gold_patch(sealed: Path, tmp_path: Pat
     assert (tmp_path / "runs" / "a" / "out" / "commits.txt").read_text().strip() == "1"
 
 
+@pytest.mark.sandbox
 def test_controls_on_a_good_task(sealed: Path, tmp_path: Path) -> None:
     rec = run_dummy.run_controls(sealed, tmp_path / "controls", oracle_runs=3, timeout_s=30)
     assert rec["oracle_ok"] and not rec["flaky"] and not rec["weak_test"] and not rec["stub_passes"]
@@ -89,6 +96,7 @@ def test_controls_on_a_good_task(sealed: Path, tmp_path: Path) -> None:
     assert "calc.py" in stub and "+# sealbench stub" in stub
 
 
+@pytest.mark.sandbox
 def test_weak_task_is_flagged(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "p")
     t = pack / "tasks" / "t01"
@@ -99,6 +107,7 @@ def test_weak_task_is_flagged(tmp_path: Path) -> None:
     assert rec["weak_test"] and rec["stub_passes"]
 
 
+@pytest.mark.unit
 def test_cli_check_exit_codes(tmp_path: Path, capsys) -> None:
     (tmp_path / "decision.json").write_text(json.dumps({"publishable": False, "reasons": [
         {"code": "ORACLE_FAILED", "sentence": "broken"}]}))
@@ -109,12 +118,14 @@ def test_cli_check_exit_codes(tmp_path: Path, capsys) -> None:
     assert cli.main(["check", str(tmp_path / "nothing")]) == 2
 
 
+@pytest.mark.sandbox
 def test_over_envelope_usage_is_marked(sealed: Path, tmp_path: Path) -> None:
     rec, _ = attempt(sealed, tmp_path, 'echo \'{"tokens_in": 1, "tokens_out": 500, "cost_usd": 0, "steps": 9}\' '
                                        '> "$SEALBENCH_OUT/usage.json"')
     assert rec["over_envelope"] == ["steps 9 > max_steps 5", "tokens_out 500 > max_output_tokens 100"]
 
 
+@pytest.mark.sandbox
 def test_rewritten_git_history_does_not_change_the_patch(sealed: Path, tmp_path: Path) -> None:
     cmd = (FIX_AGENT.split(";")[0] + "; rm -rf .git; git init -q; git add -A; "
            "git -c user.name=x -c user.email=x@y commit -qm fake")
@@ -123,6 +134,7 @@ def test_rewritten_git_history_does_not_change_the_patch(sealed: Path, tmp_path:
     assert "+    return a + b" in patch and score["status"] == "pass"
 
 
+@pytest.mark.unit
 def test_progress_counts_follow_the_results(tmp_path: Path) -> None:
     import yaml
     from packgen import write_config

@@ -42,6 +42,7 @@ def _run(tmp: Path, command: str, timeout_s: float = 20, **kw) -> processes.Proc
 
 # ------------------------------------------------------------- 1. the cap keeps head and tail
 
+@pytest.mark.sandbox
 def test_capped_stdout_keeps_the_first_bytes_and_the_crash_reason(tmp_path: Path) -> None:
     cmd = "printf 'FIRST LINE\\n'; head -c 3145728 /dev/zero | tr '\\0' x; printf '\\nCRASH REASON\\n'"
     res = _run(tmp_path, cmd, cap_bytes=MIB)
@@ -54,6 +55,7 @@ def test_capped_stdout_keeps_the_first_bytes_and_the_crash_reason(tmp_path: Path
     assert len(kept) < MIB + 200
 
 
+@pytest.mark.sandbox
 def test_capped_stderr_keeps_its_tail_too(tmp_path: Path) -> None:
     cmd = "{ echo START; head -c 2097152 /dev/zero; echo; echo 'Traceback: boom'; } >&2"
     res = _run(tmp_path, cmd, cap_bytes=MIB)
@@ -62,6 +64,7 @@ def test_capped_stderr_keeps_its_tail_too(tmp_path: Path) -> None:
     assert res.stderr_bytes == MIB and res.stderr_truncated_bytes == 6 + 2 * MIB + 1 + 16 - MIB
 
 
+@pytest.mark.unit
 def test_pump_layout_half_and_half_with_one_marker_line(tmp_path: Path) -> None:
     counts: dict = {}
     processes._pump(io.BytesIO(b"0123456789ABCDEFGHIJ"), tmp_path / "f", 10, counts, "out")
@@ -72,6 +75,7 @@ def test_pump_layout_half_and_half_with_one_marker_line(tmp_path: Path) -> None:
     assert counts["out"] == (7, 13)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("size", [0, 5, 10])
 def test_output_within_the_cap_is_kept_whole_without_a_marker(tmp_path: Path, size: int) -> None:
     data = b"abcdefghij"[:size]
@@ -82,6 +86,7 @@ def test_output_within_the_cap_is_kept_whole_without_a_marker(tmp_path: Path, si
 
 # ------------------------------------------- 2. ended by the harness: no exit code, the signal
 
+@pytest.mark.sandbox
 def test_sleep_killed_at_the_clock_has_no_exit_code_and_names_the_signal(tmp_path: Path) -> None:
     res = _run(tmp_path, "sleep 30", timeout_s=1)
     assert res.end_reason == "time_box" and res.timed_out
@@ -90,17 +95,20 @@ def test_sleep_killed_at_the_clock_has_no_exit_code_and_names_the_signal(tmp_pat
     assert res.wall_s < 10
 
 
+@pytest.mark.sandbox
 def test_a_sigterm_ignoring_command_is_ended_by_sigkill(tmp_path: Path) -> None:
     res = _run(tmp_path, "trap '' TERM; sleep 30", timeout_s=1)
     assert res.end_reason == "time_box" and res.returncode is None and res.signal == "SIGKILL"
 
 
+@pytest.mark.sandbox
 def test_exit_0_after_the_clock_is_still_no_exit_code(tmp_path: Path) -> None:
     """A command that answers the harness's SIGTERM with ``exit 0`` did not succeed: the clock ended it."""
     res = _run(tmp_path, "trap 'exit 0' TERM; sleep 30 & wait", timeout_s=1)
     assert res.end_reason == "time_box" and res.returncode is None and res.signal == "SIGTERM"
 
 
+@pytest.mark.sandbox
 @pytest.mark.skipif(not BWRAP, reason="bubblewrap unavailable")
 def test_sandboxed_sleep_killed_at_the_clock_has_no_exit_code(tmp_path: Path) -> None:
     box = sandbox.make_sandbox("bwrap", writable=[tmp_path])
@@ -109,6 +117,7 @@ def test_sandboxed_sleep_killed_at_the_clock_has_no_exit_code(tmp_path: Path) ->
     assert res.signal in ("SIGTERM", "SIGKILL")
 
 
+@pytest.mark.sandbox
 def test_a_stopped_command_has_no_exit_code(tmp_path: Path) -> None:
     stop = threading.Event()
     threading.Timer(0.5, stop.set).start()
@@ -116,6 +125,7 @@ def test_a_stopped_command_has_no_exit_code(tmp_path: Path) -> None:
     assert res.end_reason == "stopped" and res.returncode is None and res.signal in ("SIGTERM", "SIGKILL")
 
 
+@pytest.mark.sandbox
 def test_a_limit_stop_has_no_exit_code(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -126,16 +136,19 @@ def test_a_limit_stop_has_no_exit_code(tmp_path: Path) -> None:
     assert res.returncode is None and res.signal in ("SIGTERM", "SIGKILL")
 
 
+@pytest.mark.sandbox
 def test_an_exit_keeps_its_code_and_no_signal(tmp_path: Path) -> None:
     res = _run(tmp_path, "exit 3")
     assert (res.end_reason, res.returncode, res.signal) == ("exit", 3, None)
 
 
+@pytest.mark.sandbox
 def test_a_command_killed_by_a_signal_of_its_own_names_it(tmp_path: Path) -> None:
     res = _run(tmp_path, "kill -SEGV $$")
     assert res.end_reason == "exit" and res.returncode == -11 and res.signal == "SIGSEGV"
 
 
+@pytest.mark.sandbox
 def test_the_runner_does_not_reap_another_childs_exit_status(tmp_path: Path) -> None:
     """The runner reaps the orphans its command left; a child somebody else started (and will
     wait for) keeps its exit status — stolen, Popen would report 0."""
@@ -145,6 +158,7 @@ def test_the_runner_does_not_reap_another_childs_exit_status(tmp_path: Path) -> 
     assert other.wait() == 7
 
 
+@pytest.mark.unit
 def test_ended_in_error_is_a_crash_not_a_harness_stop() -> None:
     f = processes.ended_in_error
     assert f("exit", 3, None) and f("exit", -11, "SIGSEGV") and f("exit", 137, None)
@@ -174,6 +188,7 @@ def _row(sealed: Path, tmp: Path, command: str, envelope=ENVELOPE) -> tuple[dict
     return rec, score, row
 
 
+@pytest.mark.sandbox
 def test_agent_that_fixes_then_exits_3_passes_and_is_flagged(sealed: Path, tmp_path: Path) -> None:
     rec, score, row = _row(sealed, tmp_path, FIX_AGENT + "; exit 3")
     assert rec["exit_code"] == 3 and rec["end_reason"] == "exit" and rec["signal"] is None
@@ -181,18 +196,21 @@ def test_agent_that_fixes_then_exits_3_passes_and_is_flagged(sealed: Path, tmp_p
     assert row["status"] == "pass" and row["agent_error"] is True and row["exit_code"] == 3
 
 
+@pytest.mark.sandbox
 def test_agent_killed_by_a_signal_is_flagged(sealed: Path, tmp_path: Path) -> None:
     rec, score, row = _row(sealed, tmp_path, FIX_AGENT + "; kill -KILL $$")
     assert rec["end_reason"] == "exit" and rec["exit_code"] not in (0, None)
     assert row["status"] == "pass" and row["agent_error"] is True
 
 
+@pytest.mark.sandbox
 def test_agent_exiting_0_is_not_flagged(sealed: Path, tmp_path: Path) -> None:
     rec, score, row = _row(sealed, tmp_path, FIX_AGENT)
     assert rec["exit_code"] == 0 and rec["signal"] is None
     assert row["status"] == "pass" and row["agent_error"] is False and score["agent_error"] is False
 
 
+@pytest.mark.sandbox
 def test_agent_killed_at_its_clock_is_a_timeout_not_an_agent_error(sealed: Path, tmp_path: Path) -> None:
     rec, score, row = _row(sealed, tmp_path, FIX_AGENT + "; trap 'exit 0' TERM; sleep 60 & wait",
                            envelope=dict(ENVELOPE, max_wall_s=2))
@@ -203,6 +221,7 @@ def test_agent_killed_at_its_clock_is_a_timeout_not_an_agent_error(sealed: Path,
     assert row["exit_code"] is None
 
 
+@pytest.mark.unit
 def test_runs_table_declares_agent_error_and_controls_are_false() -> None:
     from sealbench import tables
 
@@ -215,6 +234,7 @@ def test_runs_table_declares_agent_error_and_controls_are_false() -> None:
     assert row["agent_error"] is False
 
 
+@pytest.mark.sandbox
 def test_hidden_score_names_the_signal_of_a_crashed_failing_agent(sealed: Path, tmp_path: Path) -> None:
     rec, score, row = _row(sealed, tmp_path, STAMP + "; kill -SEGV $$")
     assert score["status"] == "fail" and row["agent_error"] is True

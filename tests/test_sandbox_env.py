@@ -94,6 +94,7 @@ def _attempt(w: dict, command: str, agent_env: dict | None = None, mode: str = "
     return rec, rd
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("mode", ["auto", "off"])
 def test_an_agent_sees_no_variable_of_the_harness(sealed, secrets, mode: str) -> None:
     """Attack: the harness holds API keys and cloud credentials; an agent that prints its
@@ -119,6 +120,7 @@ def test_an_agent_sees_no_variable_of_the_harness(sealed, secrets, mode: str) ->
     assert ("TMPDIR" in seen) is isolated and seen.get("TMPDIR", "/tmp") == "/tmp"
 
 
+@pytest.mark.sandbox
 def test_tested_code_sees_no_variable_of_the_harness(sealed, secrets, tmp_path: Path) -> None:
     """Attack: the agent's code runs in its visible runs and in scoring with the tests; code
     that puts its environment into a test failure (kept in visible_logs/ and the scoring logs,
@@ -143,6 +145,7 @@ def test_tested_code_sees_no_variable_of_the_harness(sealed, secrets, tmp_path: 
         assert names <= TESTED, f"not on the allowlist: {sorted(names - TESTED)}"
 
 
+@pytest.mark.unit
 def test_the_start_check_gets_the_runs_environment(secrets, tmp_path: Path) -> None:
     """The start check (no agent code runs) uses the same allowlist: an agent's command that
     names a harness-only variable cannot start from it there either."""
@@ -153,6 +156,7 @@ def test_the_start_check_gets_the_runs_environment(secrets, tmp_path: Path) -> N
     assert set(env) <= set(contract.ENV) | FIXED | {"MY_VAR"}
 
 
+@pytest.mark.unit
 def test_a_task_environment_puts_its_bin_first_and_nothing_of_the_harness_path(monkeypatch) -> None:
     """A task with a test environment: its commands' PATH is that environment's bin, this
     interpreter's, the system's; the folders on the harness's own PATH are not passed on."""

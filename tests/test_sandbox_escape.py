@@ -39,6 +39,8 @@ from sealbench.core import harness_env  # noqa: E402
 from sealbench.processes import run_process  # noqa: E402
 from sealbench.workspace import make_workspace, workspace_patch  # noqa: E402
 
+pytestmark = pytest.mark.sandbox
+
 PROBLEM = sandbox.bwrap_problem()
 if PROBLEM and not os.environ.get("CI"):
     pytest.skip(f"bubblewrap unavailable: {PROBLEM}", allow_module_level=True)

@@ -55,6 +55,7 @@ def pt(tmp_path: Path) -> tuple[Path, dict]:
 
 # ---------------------------------------------------------------------------- protected_reason
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", [
     "visible_tests/check_visible.py", "hidden_tests/new.py", "conftest.py", "pkg/sub/conftest.py",
     "pytest.ini", "sub/.pytest.ini", "tox.ini", "pytest.toml", "sitecustomize.py", "lib/usercustomize.py",
@@ -64,11 +65,13 @@ def test_protected_by_name(path: str) -> None:
     assert tamper_rules.protected_reason(path, None, "") is not None
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("path", ["calc.py", "tests_helper.py", "visible_tests.py", "docs/conftest.md", "setup.py"])
 def test_not_protected(path: str) -> None:
     assert tamper_rules.protected_reason(path, None, "+x = 1\n") is None
 
 
+@pytest.mark.unit
 def test_setup_cfg_and_pyproject_depend_on_pytest_sections() -> None:
     r = tamper_rules.protected_reason
     assert r("setup.cfg", None, "+[tool:pytest]\n+addopts = -x\n")
@@ -81,6 +84,7 @@ def test_setup_cfg_and_pyproject_depend_on_pytest_sections() -> None:
 
 # ---------------------------------------------------------------------------- tamper, end to end
 
+@pytest.mark.sandbox
 def test_rewriting_a_visible_test_is_tamper(plain, tmp_path: Path) -> None:
     t, meta = plain
     patch = ("diff --git a/visible_tests/check_visible.py b/visible_tests/check_visible.py\n"
@@ -94,6 +98,7 @@ def test_rewriting_a_visible_test_is_tamper(plain, tmp_path: Path) -> None:
     assert res.visible_pass is True and res.hidden_pass is True, "the rest of the patch is still scored"
 
 
+@pytest.mark.sandbox
 def test_root_conftest_forcing_passes_is_tamper(pt, tmp_path: Path) -> None:
     t, meta = pt
     conftest = ("import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
@@ -105,6 +110,7 @@ def test_root_conftest_forcing_passes_is_tamper(pt, tmp_path: Path) -> None:
     assert res.hidden.junit is not None and res.hidden.junit.failures == 3
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("path,text,tamper", [
     ("pytest.ini", "[pytest]\naddopts = -p no:python\n", True),
     ("setup.cfg", "[tool:pytest]\naddopts = --co\n", True),
@@ -123,6 +129,7 @@ def test_config_and_startup_files(plain, tmp_path: Path, path: str, text: str, t
         assert res.status == "pass" and res.tamper_paths == [], res
 
 
+@pytest.mark.sandbox
 def test_pyproject_pytest_table_hidden_from_changed_lines_is_caught(tmp_path: Path) -> None:
     """A change under an existing ``[tool]`` table that adds pytest config without the header
     text: the file as applied is parsed and the change reverted."""
@@ -135,6 +142,7 @@ def test_pyproject_pytest_table_hidden_from_changed_lines_is_caught(tmp_path: Pa
     assert res.hidden.junit is not None and res.hidden.junit.failures == 3, "the change was reverted"
 
 
+@pytest.mark.sandbox
 def test_rename_and_delete_of_protected_paths_count(plain, tmp_path: Path) -> None:
     t, meta = plain
     (t / "repo" / "conftest.py").write_text("# sealed\n")
@@ -152,6 +160,7 @@ def test_rename_and_delete_of_protected_paths_count(plain, tmp_path: Path) -> No
     assert res.status == "tamper" and res.tamper_paths == ["conftest.py"]
 
 
+@pytest.mark.sandbox
 def test_quoted_path_cannot_smuggle_a_conftest(plain, tmp_path: Path) -> None:
     t, meta = plain
     evil = ('diff --git "a/d\\303\\251/conftest.py" "b/d\\303\\251/conftest.py"\nnew file mode 100644\n'
@@ -160,6 +169,7 @@ def test_quoted_path_cannot_smuggle_a_conftest(plain, tmp_path: Path) -> None:
     assert res.status == "tamper" and res.tamper_paths == ["dé/conftest.py"]
 
 
+@pytest.mark.unit
 def test_unsafe_paths_still_refused_as_fail(plain, tmp_path: Path) -> None:
     t, meta = plain
     bad = "diff --git a/.git/config b/.git/config\n--- a/.git/config\n+++ b/.git/config\n@@ -0,0 +1 @@\n+x\n"
@@ -167,6 +177,7 @@ def test_unsafe_paths_still_refused_as_fail(plain, tmp_path: Path) -> None:
     assert res.status == "fail" and "outside the workspace" in res.reason
 
 
+@pytest.mark.sandbox
 def test_infra_fail_beats_tamper(plain, tmp_path: Path) -> None:
     t, meta = plain
     meta = dict(meta, hidden_command="no-such-interpreter hidden_tests/check_hidden.py")
@@ -176,6 +187,7 @@ def test_infra_fail_beats_tamper(plain, tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------- JUnit
 
+@pytest.mark.sandbox
 def test_correct_patch_passes_with_junit_summary(pt, tmp_path: Path) -> None:
     t, meta = pt
     res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 60)
@@ -185,6 +197,7 @@ def test_correct_patch_passes_with_junit_summary(pt, tmp_path: Path) -> None:
     assert (tmp_path / "l" / "hidden.junit.xml").exists()
 
 
+@pytest.mark.sandbox
 def test_plain_commands_cannot_pass(plain, tmp_path: Path) -> None:
     """A non-pytest command has no sealed report: its exit 0 proves nothing (an imported
     module can ``os._exit(0)``), so it can never pass. Old expectation: ``pass`` on exit 0."""
@@ -196,6 +209,7 @@ def test_plain_commands_cannot_pass(plain, tmp_path: Path) -> None:
     assert res.visible.junit is None and res.hidden.junit is None and res.hidden.runner_started is False
 
 
+@pytest.mark.sandbox
 def test_existing_pytest_addopts_are_kept(pt, tmp_path: Path, monkeypatch) -> None:
     t, meta = pt
     monkeypatch.setenv("PYTEST_ADDOPTS", "-k 'test_a or test_two'")
@@ -205,6 +219,7 @@ def test_existing_pytest_addopts_are_kept(pt, tmp_path: Path, monkeypatch) -> No
     assert res.hidden.report["canaries"] == "ok", "canaries are added after -k deselects"
 
 
+@pytest.mark.sandbox
 def test_hidden_suite_with_no_test_is_a_fail(tmp_path: Path) -> None:
     """The runner started, then collected nothing: once pytest runs, what breaks is the
     patch's doing as far as scoring can tell (old expectation: infra_fail). A pack whose suite
@@ -217,6 +232,7 @@ def test_hidden_suite_with_no_test_is_a_fail(tmp_path: Path) -> None:
     assert res.status == "fail" and "no test ran" in res.reason and res.hidden.runner_started, res
 
 
+@pytest.mark.sandbox
 def test_all_tests_collected_but_none_ran_is_not_a_pass(tmp_path: Path) -> None:
     """``--co`` runs nothing: no canary runs, so no sealed pass (old expectation: infra_fail)."""
     t, meta = pytest_task(tmp_path)
@@ -225,6 +241,7 @@ def test_all_tests_collected_but_none_ran_is_not_a_pass(tmp_path: Path) -> None:
     assert res.status in ("fail", "tamper") and res.hidden_pass is not True, res
 
 
+@pytest.mark.sandbox
 def test_runner_that_never_starts_is_infra_fail(tmp_path: Path) -> None:
     t, meta = pytest_task(tmp_path)
     meta = dict(meta, hidden_command=f"{PYTEST} --no-such-option hidden_tests")
@@ -232,6 +249,7 @@ def test_runner_that_never_starts_is_infra_fail(tmp_path: Path) -> None:
     assert res.status == "infra_fail" and res.hidden.runner_started is False, res
 
 
+@pytest.mark.sandbox
 def test_patch_skipping_every_test_at_import_does_not_pass(pt, tmp_path: Path) -> None:
     t, meta = pt
     patch = edit_calc('import pytest\npytest.skip("x", allow_module_level=True)\n' + FIXED)
@@ -240,6 +258,7 @@ def test_patch_skipping_every_test_at_import_does_not_pass(pt, tmp_path: Path) -
     assert res.status == "fail" and "skipped" in res.reason, "patch-made skips must not leave the rates as infra"
 
 
+@pytest.mark.sandbox
 def test_forged_passed_output_changes_nothing(pt, plain, tmp_path: Path) -> None:
     for (t, meta), name in ((pt, "pytest"), (plain, "plain")):
         # printed at interpreter exit, after pytest's own capture and summary
@@ -252,6 +271,7 @@ def test_forged_passed_output_changes_nothing(pt, plain, tmp_path: Path) -> None
         assert "PASSED" in res.hidden.log_tail
 
 
+@pytest.mark.sandbox
 def test_exit_zero_with_failures_in_report_is_fail(pt, tmp_path: Path) -> None:
     """A source module forcing exit 0 at interpreter exit cannot hide the JUnit failures."""
     t, meta = pt
@@ -262,6 +282,7 @@ def test_exit_zero_with_failures_in_report_is_fail(pt, tmp_path: Path) -> None:
     assert res.status == "fail" and "the sealed report shows 1 failure" in res.reason
 
 
+@pytest.mark.unit
 def test_judge_reasons() -> None:
     names = {"pass": "test_p", "fail": "test_f"}
     secret = {"names": names, "message": "M-1", "seed": 1}
@@ -284,6 +305,7 @@ def test_judge_reasons() -> None:
     assert sealed_command.judge("hidden", out, 4)[0] == "infra_fail", "the runner never started"
 
 
+@pytest.mark.unit
 def test_parse_junit_both_roots(tmp_path: Path) -> None:
     a = tmp_path / "a.xml"
     a.write_text('<testsuites><testsuite tests="3" failures="1" errors="0" skipped="1"/>'
@@ -298,6 +320,7 @@ def test_parse_junit_both_roots(tmp_path: Path) -> None:
         sealed_report.parse_junit(c)
 
 
+@pytest.mark.sandbox
 def test_sandbox_is_passed_only_when_given(plain, tmp_path: Path, monkeypatch) -> None:
     t, meta = plain
     seen = []
@@ -319,6 +342,7 @@ def test_sandbox_is_passed_only_when_given(plain, tmp_path: Path, monkeypatch) -
 
 # ---------------------------------------------------------------------------- gold similarity
 
+@pytest.mark.unit
 def test_gold_similarity_identical_and_whitespace() -> None:
     assert similarity.gold_similarity(ORACLE.encode(), ORACLE.encode()) == 1.0
     ws = ORACLE.replace("+    return a + b\n", "+    return  a + b   \n").replace(
@@ -326,6 +350,7 @@ def test_gold_similarity_identical_and_whitespace() -> None:
     assert similarity.gold_similarity(ws.encode(), ORACLE.encode()) >= similarity.GOLD_LIKE_THRESHOLD
 
 
+@pytest.mark.unit
 def test_gold_similarity_unrelated_is_low() -> None:
     other = new_file("docs/notes.md", "# Notes\nSomething else entirely\nand more text\n")
     assert similarity.gold_similarity(other.encode(), ORACLE.encode()) < 0.5
@@ -333,11 +358,13 @@ def test_gold_similarity_unrelated_is_low() -> None:
     assert similarity.gold_similarity(b"not a diff", ORACLE.encode()) == 0.0
 
 
+@pytest.mark.unit
 def test_gold_similarity_ignores_protected_sections() -> None:
     extra = new_file("conftest.py", "x = 1\ny = 2\nz = 3\n")
     assert similarity.gold_similarity((ORACLE + extra).encode(), ORACLE.encode()) == 1.0
 
 
+@pytest.mark.sandbox
 def test_score_patch_sets_gold_fields(plain, tmp_path: Path) -> None:
     t, meta = plain
     res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l1", 30, oracle=ORACLE.encode())

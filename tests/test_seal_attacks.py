@@ -20,6 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import BUGGY, FIXED, ORACLE  # noqa: E402
 from test_forgery import calc_patch, git_patch, not_pass, score, task  # noqa: E402
 
+pytestmark = pytest.mark.sandbox
+
 
 
 # ----------------------------------------------------------------------------- code before pytest

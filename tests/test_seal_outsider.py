@@ -21,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import BUGGY  # noqa: E402
 from test_forgery import calc_patch, git_patch, score, task  # noqa: E402
 
+pytestmark = pytest.mark.sandbox
+
 
 def not_pass_nor_infra(res) -> None:
     assert res.status not in ("pass", "infra_fail"), (res.status, res.reason)

@@ -24,6 +24,8 @@ from packgen import BUGGY, ORACLE  # noqa: E402
 from test_forgery import git_patch, score, task  # noqa: E402
 from sealbench import sandbox as sb  # noqa: E402
 
+pytestmark = pytest.mark.sandbox
+
 
 def not_pass_nor_infra(res) -> None:
     assert res.status not in ("pass", "infra_fail"), (res.status, res.reason)

@@ -16,11 +16,14 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from sealbench.sentences import human_sentences, roles_table  # noqa: E402
+
+pytestmark = pytest.mark.unit
 
 
 def row(task, solver, role, status, epoch=1, ttg=None, steers=0, box=2700.0):

@@ -53,6 +53,7 @@ def agent_record_keys(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     return set(rec)
 
 
+@pytest.mark.sandbox
 def test_full_session_writes_an_agent_shaped_run_record(env: dict, agent_record_keys: set[str]) -> None:
     s = start(env)
     d = s.data
@@ -111,6 +112,7 @@ def test_full_session_writes_an_agent_shaped_run_record(env: dict, agent_record_
     assert score["status"] == "pass" and score["time_to_green_s"] == run["attempts"][1]["end_s"]
 
 
+@pytest.mark.sandbox
 def test_second_session_is_epoch_two_and_steers_default_to_zero(env: dict) -> None:
     for n in (1, 2):
         s = start(env)
@@ -125,6 +127,7 @@ def test_second_session_is_epoch_two_and_steers_default_to_zero(env: dict) -> No
     assert rec["epoch"] == 1 and rec["solver"] == "ben_2" and rec["steer_count"] == 0 and rec["patch_bytes"] == 0
 
 
+@pytest.mark.sandbox
 def test_over_the_time_box_is_a_timeout(env: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = [1000.0]
     monkeypatch.setattr(session, "_now", lambda: clock[0])
@@ -138,6 +141,7 @@ def test_over_the_time_box_is_a_timeout(env: dict, monkeypatch: pytest.MonkeyPat
     assert s.data["time_box_s"] == rec["time_box_s"] == 60.0
 
 
+@pytest.mark.sandbox
 def test_time_box_is_capped_by_the_envelope(env: dict) -> None:
     cfg = write_config(env["tmp"] / "short.yaml", env["pack"],
                        envelope={"max_wall_s": 15, "max_steps": 10, "max_output_tokens": 1000})
@@ -145,6 +149,7 @@ def test_time_box_is_capped_by_the_envelope(env: dict) -> None:
     assert s.data["time_box_s"] == 15.0 and s.data["task_time_box_s"] == 60
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("task,who,role,message", [
     ("nope", "ana", "human", "task 'nope' is not in pack"),
     ("t00", "ana", "agent", "role 'agent' is not supported"),
@@ -158,6 +163,7 @@ def test_start_refusals(env: dict, task: str, who: str, role: str, message: str)
     assert not list(env["scratch"].iterdir())  # nothing built
 
 
+@pytest.mark.sandbox
 def test_one_open_session_per_person_and_task(env: dict) -> None:
     s = start(env)
     with pytest.raises(session.SessionError, match="already has an open session on t00: t00-ana-1"):
@@ -167,6 +173,7 @@ def test_one_open_session_per_person_and_task(env: dict) -> None:
     assert session.status(session_id=s.id, results=env["results"]).session.id == s.id
 
 
+@pytest.mark.unit
 def test_no_session_says_how_to_start(env: dict) -> None:
     for call in (lambda: session.check(results=env["results"]), lambda: session.submit(results=env["results"]),
                  lambda: session.steer("x", results=env["results"]), lambda: session.status(results=env["results"])):
@@ -176,6 +183,7 @@ def test_no_session_says_how_to_start(env: dict) -> None:
         session.status(session_id="../etc", results=env["results"])
 
 
+@pytest.mark.sandbox
 def test_cli_round_trip(env: dict, capsys: pytest.CaptureFixture) -> None:
     res = str(env["results"])
     assert cli.main(["session", "start", "t02", "--role", "human", "--who", "cli", "--config", str(env["config"]),
@@ -200,6 +208,7 @@ def test_cli_round_trip(env: dict, capsys: pytest.CaptureFixture) -> None:
                      str(env["config"]), "--results", res]) == 2
 
 
+@pytest.mark.sandbox
 def test_bundled_suite_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)  # the shipped config names the pack relatively (`suite`)
     monkeypatch.setenv("SEALBENCH_TMPDIR", str(tmp_path))

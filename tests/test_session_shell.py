@@ -28,6 +28,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from sealbench import session  # noqa: E402
 from sealbench.sandbox import bwrap_problem  # noqa: E402
 
+pytestmark = pytest.mark.sandbox
+
 #: Text only the hidden test holds (packgen.HIDDEN).
 SECRET = "add(3, 4) == 7"
 needs_bwrap = pytest.mark.skipif(bool(bwrap_problem()), reason=f"bubblewrap cannot run here: {bwrap_problem()}")

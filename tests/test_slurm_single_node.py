@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "bench" / "slurm_single_node.py"
 
 pytestmark = [
-    pytest.mark.snakemake,
+    pytest.mark.pipeline,
     pytest.mark.skipif(shutil.which("sbatch") is None,
                        reason="SLURM is not installed (no sbatch): apt-get install slurm-wlm munge slurmdbd mariadb-server"),
     pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() != 0,

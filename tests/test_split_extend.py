@@ -30,6 +30,8 @@ from sealbench import cli, core, gate, packs, split  # noqa: E402
 from sealbench.ledger import append_ledger, read_ledger  # noqa: E402
 from test_gate_refusals import _run, _task, _task_of, build_spec, codes, write_experiment  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 SEED, FRAC = 7, 0.5
 
 

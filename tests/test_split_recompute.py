@@ -24,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import make_pack  # noqa: E402
 from sealbench import packs, split  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 STRATA = {f"t{i:02d}": ("xs", "s", "m")[i % 3] for i in range(24)}
 
 

@@ -23,6 +23,7 @@ from sealbench.core import ConfigError, PackError  # noqa: E402
 
 # ---------------------------------------------------------------------------- digests
 
+@pytest.mark.unit
 def test_task_digest_is_content_addressed(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "p")
     t = pack / "tasks" / "t00"
@@ -38,6 +39,7 @@ def test_task_digest_is_content_addressed(tmp_path: Path) -> None:
     assert core.task_digest(t) not in (d0, d1), "a rename changes the digest"
 
 
+@pytest.mark.unit
 def test_hash_cache_catches_content_change_with_old_mtime(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "p")
     t = pack / "tasks" / "t00"
@@ -52,6 +54,7 @@ def test_hash_cache_catches_content_change_with_old_mtime(tmp_path: Path) -> Non
     assert core.task_digest(t, cache2) != d0
 
 
+@pytest.mark.unit
 def test_symlinks_and_fifos_are_refused_naming_the_path(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "p")
     link = pack / "tasks" / "t01" / "repo" / "evil.py"
@@ -64,6 +67,7 @@ def test_symlinks_and_fifos_are_refused_naming_the_path(tmp_path: Path) -> None:
         core.task_digest(pack / "tasks" / "t01")
 
 
+@pytest.mark.unit
 def test_pack_digest_changes_with_one_task_and_denylist(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "p")
     p0 = hash_pack.plan_pack(pack)
@@ -75,6 +79,7 @@ def test_pack_digest_changes_with_one_task_and_denylist(tmp_path: Path) -> None:
     assert hash_pack.plan_pack(pack).pack_digest != p1.pack_digest
 
 
+@pytest.mark.unit
 def test_seal_task_verifies_digest(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "p")
     t = pack / "tasks" / "t00"
@@ -95,6 +100,7 @@ def _cfg(tmp_path: Path, **over) -> dict:
     return yaml.safe_load(write_config(tmp_path / "c.yaml", pack, **over).read_text())
 
 
+@pytest.mark.unit
 def test_config_unknown_key_is_named_with_a_suggestion(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path)
     cfg["epohcs"] = 2
@@ -102,6 +108,7 @@ def test_config_unknown_key_is_named_with_a_suggestion(tmp_path: Path) -> None:
         configuration.validate_config(cfg)
 
 
+@pytest.mark.unit
 def test_config_nested_unknown_and_type_errors(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path)
     cfg["envelope"]["max_step"] = 3
@@ -112,6 +119,7 @@ def test_config_nested_unknown_and_type_errors(tmp_path: Path) -> None:
     assert "unknown key 'envelope.max_step'" in msg and "field 'seed'" in msg
 
 
+@pytest.mark.unit
 def test_config_candidate_must_be_an_agent(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, candidate="ghost")
     with pytest.raises(ConfigError, match="field 'candidate': 'ghost' is neither an agent"):
@@ -120,6 +128,7 @@ def test_config_candidate_must_be_an_agent(tmp_path: Path) -> None:
     assert configuration.validate_config(cfg)["baseline"] == "empty_diff"
 
 
+@pytest.mark.unit
 def test_config_missing_key_and_missing_pack(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path)
     del cfg["mde"]
@@ -131,12 +140,14 @@ def test_config_missing_key_and_missing_pack(tmp_path: Path) -> None:
         configuration.validate_config(cfg)
 
 
+@pytest.mark.unit
 def test_bundled_config_is_valid(monkeypatch) -> None:
     monkeypatch.chdir(ROOT)  # `pack: suite` is relative to the working directory
     cfg = configuration.load_config_file(ROOT / "config" / "config.yaml")
     assert cfg["candidate"] in cfg["agents"] and cfg["baseline"] in cfg["agents"]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("mutate,needle", [
     (lambda m: m.pop("title"), "missing required key 'title'"),
     (lambda m: m.update(extra=1), "unknown key 'extra'"),
@@ -156,6 +167,7 @@ def test_meta_errors_name_file_and_field(tmp_path: Path, mutate, needle) -> None
     assert "t03/meta.json" in str(exc.value) and needle in str(exc.value)
 
 
+@pytest.mark.unit
 def test_non_utf8_prompt_and_missing_parts(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "p")
     (pack / "tasks" / "t02" / "prompt.md").write_bytes(b"caf\xe9\n")
@@ -166,6 +178,7 @@ def test_non_utf8_prompt_and_missing_parts(tmp_path: Path) -> None:
     assert "t05/oracle.patch: missing" in str(exc.value)
 
 
+@pytest.mark.unit
 def test_empty_tasks_folder(tmp_path: Path) -> None:
     (tmp_path / "p" / "tasks").mkdir(parents=True)
     with pytest.raises(PackError, match="holds no tasks"):
@@ -179,15 +192,18 @@ DENY = [leak_check.DenyLine(3, "Modeling's `separability_matrix` does not comput
         leak_check.DenyLine(5, "has_close_elements")]
 
 
+@pytest.mark.unit
 def test_leak_token_overlap_of_four() -> None:
     hits = leak_check.leak_hits("x", "separability matrix compute nested models", "", "", set(), DENY)
     assert [h.rule for h in hits] == ["token_overlap"] and hits[0].lineno == 3
 
 
+@pytest.mark.unit
 def test_leak_three_tokens_is_not_enough() -> None:
     assert leak_check.leak_hits("x", "separability compute nested", "", "", set(), DENY) == []
 
 
+@pytest.mark.unit
 def test_leak_containment_and_identifier() -> None:
     hits = leak_check.leak_hits("x", "t", "", "see https://github.com/astropy/astropy/issues/12906", set(), DENY)
     assert {h.rule for h in hits} == {"token_overlap", "contains_line"} and {h.lineno for h in hits} == {4}
@@ -196,6 +212,7 @@ def test_leak_containment_and_identifier() -> None:
     assert leak_check.leak_hits("has_close_elements", "t", "", "", set(), DENY)[0].rule == "identifier"
 
 
+@pytest.mark.unit
 def test_bundled_suite_has_no_leak_suspects() -> None:
     suite = ROOT / "suite"
     deny = leak_check.read_denylist(suite / "denylist.txt")
@@ -209,6 +226,7 @@ def test_bundled_suite_has_no_leak_suspects() -> None:
 STRATA = {f"t{i:02d}": ("xs", "s", "m")[i % 3] for i in range(24)}
 
 
+@pytest.mark.unit
 def test_split_is_seeded_stratified_and_has_min_holdout() -> None:
     a = split.make_split(STRATA, 1, 0.4)
     assert a == split.make_split(STRATA, 1, 0.4)
@@ -220,11 +238,13 @@ def test_split_is_seeded_stratified_and_has_min_holdout() -> None:
     assert len(b["holdout"]) >= 5
 
 
+@pytest.mark.unit
 def test_split_refuses_fewer_than_twelve() -> None:
     with pytest.raises(split.SplitError, match="11 tasks"):
         split.make_split(dict(list(STRATA.items())[:11]), 1, 0.4)
 
 
+@pytest.mark.unit
 def test_manifest_written_once_and_checked(tmp_path: Path) -> None:
     m, created = split.ensure(tmp_path, STRATA, 5, 0.4)
     assert created
@@ -255,6 +275,7 @@ def _git(ws: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.sandbox
 def test_workspace_has_one_commit_and_visible_tests_only(sealed, tmp_path: Path) -> None:
     t, _ = sealed
     ws = workspace.make_workspace(t, tmp_path / "ws", tmp_path / "shadow")
@@ -266,6 +287,7 @@ def test_workspace_has_one_commit_and_visible_tests_only(sealed, tmp_path: Path)
     assert not (ws.root / ".git" / "logs").exists()
 
 
+@pytest.mark.sandbox
 def test_patch_ignores_artefacts_and_survives_git_rewrite(sealed, tmp_path: Path) -> None:
     import shutil
 
@@ -285,6 +307,7 @@ def test_patch_ignores_artefacts_and_survives_git_rewrite(sealed, tmp_path: Path
     assert ".gitignore" in patch  # the worker's own files are part of its patch
 
 
+@pytest.mark.sandbox
 def test_score_oracle_pass_empty_fail(sealed, tmp_path: Path) -> None:
     t, meta = sealed
     assert scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l1", 30).status == "pass"
@@ -292,6 +315,7 @@ def test_score_oracle_pass_empty_fail(sealed, tmp_path: Path) -> None:
     assert res.status == "fail" and res.hidden_pass is False
 
 
+@pytest.mark.sandbox
 def test_score_drops_test_changes(sealed, tmp_path: Path) -> None:
     t, meta = sealed
     evil = ("diff --git a/hidden_tests/check_hidden.py b/hidden_tests/check_hidden.py\n"
@@ -306,6 +330,7 @@ def test_score_drops_test_changes(sealed, tmp_path: Path) -> None:
     assert res.hidden_pass is False, "the dropped test edits must not make the buggy code pass"
 
 
+@pytest.mark.sandbox
 def test_missing_interpreter_is_infra_fail(sealed, tmp_path: Path) -> None:
     t, meta = sealed
     meta = dict(meta, hidden_command="no-such-interpreter hidden_tests/check_hidden.py")
@@ -313,6 +338,7 @@ def test_missing_interpreter_is_infra_fail(sealed, tmp_path: Path) -> None:
     assert res.status == "infra_fail" and "command not found" in res.reason
 
 
+@pytest.mark.unit
 def test_patch_with_parent_paths_is_refused(sealed, tmp_path: Path) -> None:
     t, meta = sealed
     bad = "diff --git a/../x b/../x\n--- a/../x\n+++ b/../x\n@@ -0,0 +1 @@\n+hi\n"
@@ -320,6 +346,7 @@ def test_patch_with_parent_paths_is_refused(sealed, tmp_path: Path) -> None:
     assert res.status == "fail" and "outside the workspace" in res.reason
 
 
+@pytest.mark.sandbox
 def test_time_box_kills_the_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "alive"
     cmd = f"(sleep 3; touch {marker}) & sleep 30"
@@ -331,6 +358,7 @@ def test_time_box_kills_the_process_group(tmp_path: Path) -> None:
     assert not marker.exists(), "a child of the worker survived the time box"
 
 
+@pytest.mark.unit
 def test_missing_test_runner_is_infra_not_fail() -> None:
     assert sealed_command.classify_exit("python -m pytest -q t", 1, "/usr/bin/python: No module named pytest") is not None
     assert sealed_command.classify_exit("python -m pytest -q t", 1, "1 failed, 2 passed") is None

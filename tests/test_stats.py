@@ -28,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from sealbench import bootstrap, decision_rule, epoch_stats, power, rate_intervals  # noqa: E402
 from sealbench import paired as S  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 SHARED_REF = Path(__file__).resolve().parents[2] / "shared" / "reference" / "stats_vectors.json"
 COPY_REF = Path(__file__).resolve().parent / "data" / "stats_reference.json"
 TOL = 1e-6

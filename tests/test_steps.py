@@ -18,6 +18,8 @@ from packgen import make_pack  # noqa: E402
 from sealbench import hash_pack, leak_check, paths, split, steps, task_batch  # noqa: E402
 from sealbench.core import HashCache, SealbenchError, denylist_digest, task_digest  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 D = "ab" * 32
 
 

@@ -9,6 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,6 +60,7 @@ ROW = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.sandbox
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ROW, max_size=120), st.sampled_from(["wilson", "clopper_pearson"]))
 def test_build_strata_counts_exactly_what_the_loop_counted(rows: list[dict], method: str) -> None:
@@ -70,6 +72,7 @@ def test_build_strata_counts_exactly_what_the_loop_counted(rows: list[dict], met
     assert build_strata(pd.DataFrame(cols), order, method) == want
 
 
+@pytest.mark.unit
 def test_epoch_shares_are_summed_in_task_order() -> None:
     """Shares like 0.2 and 0.6 round: the sum is taken in the order the tasks appear."""
     rows = []
@@ -93,6 +96,7 @@ def loop_task_means(rows: list[dict], task_col: str, value_col: str) -> dict:
     return {task: sums[task] / counts[task] for task in sums}
 
 
+@pytest.mark.unit
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(["t1", "t2", "t3", "t4"]),
                           st.one_of(st.floats(-5, 5, allow_nan=False), st.sampled_from([0.0, 1.0, 0.2, float("nan")]))),

@@ -6,11 +6,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from sealbench.stratify import per_task_files  # noqa: E402
 
 
+@pytest.mark.unit
 def test_per_task_files_are_the_rule_paths_in_task_agent_epoch_order() -> None:
     exp = {"task_digests": {"t2": "b" * 64, "t1": "a" * 64}, "denylist_digest": "d" * 64,
            "agent_fingerprints": {"zed": "f" * 16, "amy": "e" * 16}, "config_full": {"epochs": 2}}
@@ -24,6 +27,7 @@ def test_per_task_files_are_the_rule_paths_in_task_agent_epoch_order() -> None:
     assert len(files["scores"]) == 2 * 2 * 2
 
 
+@pytest.mark.sandbox
 def test_ten_thousand_tasks_need_no_paths_on_the_command_line() -> None:
     exp = {"task_digests": {f"t{i:05d}": f"{i:064x}" for i in range(10_000)}, "denylist_digest": "d" * 64,
            "agent_fingerprints": {f"a{k}": f"{k:016x}" for k in range(4)}, "config_full": {"epochs": 5}}

@@ -54,6 +54,7 @@ def seal(t: Path, tmp_path: Path) -> Path:
     return out
 
 
+@pytest.mark.sandbox
 def test_the_stub_edits_the_source_file_and_fails_not_tamper(tmp_path: Path) -> None:
     sealed = seal(task_with_conftest(tmp_path), tmp_path)
     rec = run_dummy.run_controls(sealed, tmp_path / "controls", oracle_runs=1, timeout_s=60)
@@ -65,6 +66,7 @@ def test_the_stub_edits_the_source_file_and_fails_not_tamper(tmp_path: Path) -> 
     assert "b/src/calc.py" in patch and "conftest" not in patch
 
 
+@pytest.mark.unit
 def test_no_source_file_is_a_clear_error_naming_the_task(tmp_path: Path) -> None:
     sealed = seal(task_with_conftest(tmp_path, source=False), tmp_path)
     meta = json.loads((sealed / "meta.json").read_text())

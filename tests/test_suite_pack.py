@@ -39,6 +39,7 @@ def load_meta(task_dir):
     return json.loads((task_dir / "meta.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.unit
 def test_pack_has_eight_tasks_per_stratum():
     counts = {}
     for task_dir in TASK_DIRS:
@@ -47,10 +48,12 @@ def test_pack_has_eight_tasks_per_stratum():
     assert counts == {"xs": 8, "s": 8, "m": 8}
 
 
+@pytest.mark.unit
 def test_pack_level_checks():
     assert verify_suite.check_pack(SUITE) == []
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("task_dir", TASK_DIRS, ids=TASK_IDS)
 def test_meta_json(task_dir):
     meta = load_meta(task_dir)
@@ -72,6 +75,7 @@ def test_meta_json(task_dir):
     assert all(isinstance(t, str) for t in meta.get("tags", []))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("task_dir", TASK_DIRS, ids=TASK_IDS)
 def test_static_checks(task_dir):
     denylist = verify_suite.load_denylist(SUITE / "denylist.txt")
@@ -91,6 +95,7 @@ def dynamic_results():
         return dict(pool.map(run, TASK_DIRS))
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_fail_before_pass_after(task_id, dynamic_results):
     problems, _slowest = dynamic_results[task_id]
@@ -98,6 +103,7 @@ def test_fail_before_pass_after(task_id, dynamic_results):
     assert problems == []
 
 
+@pytest.mark.unit
 def test_pack_matches_generator(tmp_path):
     # failing_tests is taken from the shipped meta.json instead of being
     # re-measured: test_fail_before_pass_after already checks it against a

@@ -20,6 +20,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from sealbench import tables  # noqa: E402
 
+pytestmark = pytest.mark.unit
+
 #: the pandas dtype each declared (type, nullable) must read back as
 WANT = {("int64", False): "int64", ("int64", True): "Int64", ("bool", False): "bool", ("bool", True): "boolean",
         ("float64", False): "float64", ("float64", True): "float64", ("string", False): "object",

@@ -17,6 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import FIX_AGENT, make_pack, write_config, write_task  # noqa: E402
+from pipeline_runs import FinishedRun, smk, smk_cmd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -33,6 +34,7 @@ def _seal_step(pack: Path, tid: str, out: Path, digest: str | None = None) -> di
             "code": "c1", "toolchain": None, "done_dir": str(base / ".done")}
 
 
+@pytest.mark.unit
 def test_step_runs_once_then_is_reused_and_reruns_when_its_key_changes(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "pack")
     step = _seal_step(pack, "t00", tmp_path / "res")
@@ -46,6 +48,7 @@ def test_step_runs_once_then_is_reused_and_reruns_when_its_key_changes(tmp_path:
     assert task_batch.run_step(dict(step, code="c2")) == "ran"
 
 
+@pytest.mark.unit
 def test_failed_step_leaves_no_output_and_no_marker(tmp_path: Path) -> None:
     pack = make_pack(tmp_path / "pack")
     step = _seal_step(pack, "t00", tmp_path / "res", digest="0" * 64)  # the pack "changed since planning"
@@ -55,6 +58,7 @@ def test_failed_step_leaves_no_output_and_no_marker(tmp_path: Path) -> None:
     assert "hash_pack" in Path(step["log"]).read_text()
 
 
+@pytest.mark.unit
 def test_batch_stops_before_work_when_a_member_fails_to_seal(tmp_path: Path, capsys) -> None:
     pack = make_pack(tmp_path / "pack")
     out = tmp_path / "res"
@@ -94,6 +98,7 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.sandbox
 def test_workers_run_the_same_steps_and_write_the_same_files(tmp_path: Path, capsys) -> None:
     pack = make_pack(tmp_path / "pack")
     tids = sorted(p.name for p in (pack / "tasks").iterdir())[:5]
@@ -131,6 +136,7 @@ def test_workers_run_the_same_steps_and_write_the_same_files(tmp_path: Path, cap
     assert (again["ran"], again["reused"]) == (0, 2 * len(tids))
 
 
+@pytest.mark.unit
 def test_workers_stop_before_work_when_a_member_fails_to_seal(tmp_path: Path, capsys) -> None:
     pack = make_pack(tmp_path / "pack")
     tids = sorted(p.name for p in (pack / "tasks").iterdir())[:4]
@@ -145,6 +151,7 @@ def test_workers_stop_before_work_when_a_member_fails_to_seal(tmp_path: Path, ca
     assert f"FAILED steps: {tids[2]} hash_pack" in err and "changed" in err
 
 
+@pytest.mark.unit
 def test_batch_threads_share_the_cores_between_batches() -> None:
     from sealbench.steps import batch_threads
 
@@ -156,6 +163,7 @@ def test_batch_threads_share_the_cores_between_batches() -> None:
     assert batch_threads(20, 3, 2) == 1
 
 
+@pytest.mark.unit
 def test_unknown_stage_module_is_refused(tmp_path: Path) -> None:
     step = {"module": "os", "argv": [], "outputs": [], "log": str(tmp_path / "l"), "code": "", "toolchain": None,
             "done_dir": str(tmp_path)}
@@ -165,27 +173,22 @@ def test_unknown_stage_module_is_refused(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------ snakemake
 
-def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
-           "--configfile", str(workdir / "cfg.yaml"), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
-
-
 def _done(wd: Path) -> dict[str, dict]:
     return {p.parent.name: json.loads(p.read_text()) for p in (wd / "results" / "batches").glob("*/done.json")}
 
 
-@pytest.mark.snakemake
-def test_batched_run_decides_like_per_task_jobs_and_reruns_only_changed_steps(tmp_path: Path) -> None:
-    runs = {}
-    for bs in (1, 5):
-        wd = tmp_path / f"bs{bs}"
-        make_pack(wd / "pack")
-        write_config(wd / "cfg.yaml", wd / "pack", batch_size=bs)
-        # batches of 5: three batches sharing 6 cores, so each runs 2 members at a time
-        res = smk(wd, "--cores", "6" if bs == 5 else "2", "gate")
-        assert res.returncode == 0, res.stderr[-4000:]
-        runs[bs] = wd
+@pytest.mark.pipeline
+def test_batched_run_decides_like_per_task_jobs_and_reruns_only_changed_steps(tmp_path: Path,
+                                                                              default_run: FinishedRun) -> None:
+    # per-task jobs: the session's default run (batch_size 1, the default; an execution-only key)
+    runs = {1: default_run.wd}
+    wd = tmp_path / "bs5"
+    make_pack(wd / "pack")
+    write_config(wd / "cfg.yaml", wd / "pack", batch_size=5)
+    # batches of 5: three batches sharing 6 cores, so each runs 2 members at a time
+    res = smk(wd, "--cores", "6", "gate")
+    assert res.returncode == 0, res.stderr[-4000:]
+    runs[5] = wd
     one, five = runs[1] / "results" / "latest", runs[5] / "results" / "latest"
     assert (one / "decision.json").read_bytes() == (five / "decision.json").read_bytes()
     assert (one / "card.json").read_bytes() == (five / "card.json").read_bytes()
@@ -216,7 +219,7 @@ def test_batched_run_decides_like_per_task_jobs_and_reruns_only_changed_steps(tm
     assert "Nothing to be done" in smk(wd, "-n", "gate").stdout
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_batched_leak_suspect_stops_the_run_before_any_control(tmp_path: Path) -> None:
     wd = tmp_path / "w"
     make_pack(wd / "pack")
@@ -235,7 +238,7 @@ def test_batched_leak_suspect_stops_the_run_before_any_control(tmp_path: Path) -
         assert not list((wd / "results" / "tasks" / tid).glob("*/runs/*/*/*/run.json"))
 
 
-@pytest.mark.snakemake
+@pytest.mark.pipeline
 def test_batch_killed_midway_resumes_without_redoing_finished_steps(tmp_path: Path) -> None:
     import os
     import signal
@@ -246,8 +249,7 @@ def test_batch_killed_midway_resumes_without_redoing_finished_steps(tmp_path: Pa
     write_config(wd / "cfg.yaml", wd / "pack", batch_size=6,
                  agents={"fixer": {"command": "sleep 0.3; " + FIX_AGENT},
                          "idle": {"command": "sleep 0.3; " + FIX_AGENT.split(";", 1)[1]}})
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(wd),
-           "--configfile", str(wd / "cfg.yaml"), "--cores", "2", "--rerun-incomplete", "gate"]
+    cmd = smk_cmd(wd, "--cores", "2", "--rerun-incomplete", "gate")
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=wd)
     markers = wd / "results" / "tasks"
     deadline = time.monotonic() + 120

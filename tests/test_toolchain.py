@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -29,6 +31,7 @@ def on_path(monkeypatch, site: Path) -> None:
     importlib.invalidate_caches()
 
 
+@pytest.mark.unit
 def test_command_modules() -> None:
     assert tcm.command_modules("python -m pytest -q hidden_tests") == {"pytest"}
     assert tcm.command_modules("PYTHONPATH=src python3.11 -m unittest discover") == {"unittest"}
@@ -36,6 +39,7 @@ def test_command_modules() -> None:
     assert tcm.command_modules("make test") == set()
 
 
+@pytest.mark.unit
 def test_task_imports_read_code_and_commands(tmp_path: Path) -> None:
     t = tmp_path / "t"
     (t / "repo").mkdir(parents=True)
@@ -46,6 +50,7 @@ def test_task_imports_read_code_and_commands(tmp_path: Path) -> None:
     assert tcm.task_imports(t) == ["lib", "numpy", "os", "pytest", "yaml"]
 
 
+@pytest.mark.sandbox
 def test_attack_an_unrelated_distribution_leaves_the_digest_and_an_imported_one_moves_it(tmp_path: Path,
                                                                                             monkeypatch) -> None:
     base = tcm.toolchain(["lib"])
@@ -60,12 +65,14 @@ def test_attack_an_unrelated_distribution_leaves_the_digest_and_an_imported_one_
     assert tcm.toolchain_digest(moved) != tcm.toolchain_digest(base)
 
 
+@pytest.mark.unit
 def test_stage_imports_are_derived_and_cover_pytest() -> None:
     names = tcm.stage_imports()
     assert {"pandas", "pytest", "yaml"} <= names and "sealbench" not in names and "os" not in names
     assert any(p.lower().startswith("pytest==") for p in tcm.toolchain()["packages"])
 
 
+@pytest.mark.unit
 def test_sealbench_itself_and_the_workflow_engine_are_not_the_toolchain() -> None:
     """An agent importing sealbench (the built-in ones do) must not pull in sealbench's own
     requirements: snakemake and its plugins run the workflow, they score nothing."""
@@ -75,6 +82,7 @@ def test_sealbench_itself_and_the_workflow_engine_are_not_the_toolchain() -> Non
     assert not any(n.startswith("snakemake") for n in tcm.stage_imports())  # no stage imports the engine
 
 
+@pytest.mark.unit
 def test_a_pth_file_is_part_of_the_toolchain(tmp_path: Path, monkeypatch) -> None:
     base = tcm.toolchain_digest(tcm.toolchain())
     on_path(monkeypatch, tmp_path)
@@ -84,6 +92,7 @@ def test_a_pth_file_is_part_of_the_toolchain(tmp_path: Path, monkeypatch) -> Non
     assert tcm.toolchain_digest(tc) != base
 
 
+@pytest.mark.unit
 def test_the_cache_reuses_the_packages_until_what_is_installed_changes(tmp_path: Path, monkeypatch) -> None:
     cache = tcm.ToolchainCache(tmp_path / "c.json")
     first = tcm.toolchain(["lib"], cache=cache)

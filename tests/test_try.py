@@ -33,6 +33,7 @@ def sides(project: Path) -> dict:
     return split.check(Path(cfg["pack"]), strata_of, cfg["seed"], cfg["holdout_frac"])
 
 
+@pytest.mark.sandbox
 def test_a_try_on_a_tune_task_runs_scores_and_prints(project: Path, capsys) -> None:
     task = sorted(sides(project)["tune"])[0]
     rc = cli.main(["try", "fixer", task, "--config", str(project / "cfg.yaml")])
@@ -50,6 +51,7 @@ def test_a_try_on_a_tune_task_runs_scores_and_prints(project: Path, capsys) -> N
     assert rc == 0 and out.count("→ FAIL") == 2 and "patch: empty" in out and "0/2 attempt(s) passed" in out
 
 
+@pytest.mark.unit
 def test_attack_a_holdout_try_is_refused_without_saying_so(project: Path, capsys) -> None:
     task = sorted(sides(project)["holdout"])[0]
     rc = cli.main(["try", "fixer", task, "--config", str(project / "cfg.yaml")])
@@ -58,6 +60,7 @@ def test_attack_a_holdout_try_is_refused_without_saying_so(project: Path, capsys
     assert not (project / "results" / "tries").exists() and not (project / "pack" / "ledger.jsonl").exists()
 
 
+@pytest.mark.sandbox
 def test_attack_a_holdout_try_is_remembered_as_a_look(project: Path, capsys) -> None:
     """Peek at a holdout task with one version, then score another version there: HOLDOUT_TUNED."""
     task = sorted(sides(project)["holdout"])[0]
@@ -70,6 +73,7 @@ def test_attack_a_holdout_try_is_remembered_as_a_look(project: Path, capsys) -> 
     assert [r["code"] for r in ledger.ledger_reasons(prior, later)] == ["HOLDOUT_TUNED"]
 
 
+@pytest.mark.unit
 def test_unknown_agent_or_task_is_named_before_anything_runs(project: Path, capsys) -> None:
     assert cli.main(["try", "fixr", "t00", "--config", str(project / "cfg.yaml")]) == 2
     assert "no agent 'fixr'" in capsys.readouterr().err

@@ -32,6 +32,7 @@ NEEDS_BWRAP = pytest.mark.skipif(bool(sandbox.bwrap_problem()) and not os.enviro
 # unit
 
 
+@pytest.mark.unit
 def test_read_untrusted_refuses_links_special_files_and_big_files(tmp_path: Path) -> None:
     secret = tmp_path / "host-secret"
     secret.write_text('{"tokens_in": 1}')
@@ -49,6 +50,7 @@ def test_read_untrusted_refuses_links_special_files_and_big_files(tmp_path: Path
         read_untrusted(tmp_path / "absent")
 
 
+@pytest.mark.unit
 def test_copy_untrusted_tree_keeps_regular_files_only(tmp_path: Path) -> None:
     src = tmp_path / "src"
     (src / "sub").mkdir(parents=True)
@@ -64,6 +66,7 @@ def test_copy_untrusted_tree_keeps_regular_files_only(tmp_path: Path) -> None:
     assert any(s.startswith("dirlink:") for s in skipped) and any(s.startswith("huge:") for s in skipped)
 
 
+@pytest.mark.unit
 def test_meter_reads_json_chunked_and_event_stream_replies() -> None:
     total, lock = bridge.MeteredUsage(), threading.Lock()
     meter = bridge.ResponseMeter(total, lock)
@@ -80,6 +83,7 @@ def test_meter_reads_json_chunked_and_event_stream_replies() -> None:
     assert (total.tokens_in, total.tokens_out, total.responses, total.with_usage) == (17, 5, 3, 2)
 
 
+@pytest.mark.unit
 def test_a_reply_cut_short_counts_as_a_reply_without_usage() -> None:
     """A client that hangs up inside a streamed reply (before the last chunk, which carries the
     usage) leaves a reply the meter counts without usage; a reply read to its end does not."""
@@ -118,6 +122,7 @@ def _attempt(w: dict, command: str, **opts) -> tuple[dict, Path]:
     return run_agent.run_agent(w["sealed"], rd, "planter", "0" * 16, command, {}, 1, ENVELOPE, options), rd
 
 
+@pytest.mark.sandbox
 def test_planted_symlinks_in_the_output_folder_are_not_followed(sealed, tmp_path: Path) -> None:
     host = tmp_path / "host-only.json"
     host.write_text(json.dumps({"tokens_in": 4242, "tokens_out": 1, "steps": 1}))
@@ -136,6 +141,7 @@ def test_planted_symlinks_in_the_output_folder_are_not_followed(sealed, tmp_path
     assert not any(p.is_symlink() for p in (rd / "out").rglob("*"))
 
 
+@pytest.mark.sandbox
 def test_a_huge_report_is_not_read(sealed) -> None:
     cmd = 'head -c 3000000 /dev/zero | tr "\\0" " " > "$SEALBENCH_OUT/usage.json"; echo "{}" >> "$SEALBENCH_OUT/usage.json"'
     rec, rd = _attempt(sealed, cmd)
@@ -212,6 +218,7 @@ def _through_the_bridge(sealed: dict, paths: tuple[str, ...]) -> dict:
     return rec
 
 
+@pytest.mark.sandbox
 @NEEDS_BWRAP
 def test_tokens_are_metered_from_the_server_not_taken_from_the_agent(sealed) -> None:
     # the agent claims 10 output tokens; the server's replies say 800 + 700
@@ -224,6 +231,7 @@ def test_tokens_are_metered_from_the_server_not_taken_from_the_agent(sealed) -> 
     assert rec["over_envelope"] == ["tokens_out 1500 > max_output_tokens 1000"]
 
 
+@pytest.mark.sandbox
 @NEEDS_BWRAP
 def test_one_reply_without_usage_does_not_hand_the_count_back_to_the_agent(sealed) -> None:
     """Attack (issue 25 point 6): the agent spends 1500 metered output tokens, adds one reply
@@ -238,6 +246,7 @@ def test_one_reply_without_usage_does_not_hand_the_count_back_to_the_agent(seale
     assert rec["over_envelope"] == ["tokens_out 1500 > max_output_tokens 1000"]
 
 
+@pytest.mark.sandbox
 @NEEDS_BWRAP
 def test_incomplete_metered_tokens_under_the_cap_are_flagged_not_within(sealed) -> None:
     """800 metered output tokens and one reply without usage: under the cap as far as the
@@ -250,6 +259,7 @@ def test_incomplete_metered_tokens_under_the_cap_are_flagged_not_within(sealed) 
     assert "1 of 2 server replies carried no usage" in why and "max_output_tokens 1000" in why, why
 
 
+@pytest.mark.sandbox
 @NEEDS_BWRAP
 def test_hanging_up_before_the_usage_chunk_does_not_hide_the_reply(sealed) -> None:
     """Attack: the agent reads a streamed reply's text and hangs up before its last chunk (the
@@ -279,6 +289,7 @@ def test_hanging_up_before_the_usage_chunk_does_not_hide_the_reply(sealed) -> No
     assert rec["over_envelope"] == [] and "lower bound" in rec["envelope_unconfirmed"][0]
 
 
+@pytest.mark.sandbox
 def test_without_a_bridge_the_tokens_are_the_agents(sealed) -> None:
     rec, _ = _attempt(sealed, 'echo \'{"tokens_in": 3, "tokens_out": 4}\' > "$SEALBENCH_OUT/usage.json"')
     assert rec["tokens_source"] == "agent" and rec["usage_metered"] is None

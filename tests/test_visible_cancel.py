@@ -24,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from packgen import FIX_AGENT, STAMP, make_pack  # noqa: E402
 from sealbench import core, hash_pack, hidden_score, run_agent  # noqa: E402
 
+pytestmark = pytest.mark.sandbox
+
 ENVELOPE = {"max_wall_s": 40, "max_steps": 5, "max_output_tokens": 100}
 #: a visible test that hangs (in a child process carrying the token) while ``hang`` exists
 HANGING = ("import os, subprocess, sys\nsys.path.insert(0, '.')\nfrom calc import add\n\n\n"
