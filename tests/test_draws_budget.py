@@ -487,6 +487,7 @@ def _gate_in(results: Path, pack: Path, name: str, spec: dict, monkeypatch) -> d
     return json.loads((exp / "decision.json").read_text())
 
 
+@pytest.mark.sandbox
 def test_a_second_pack_in_the_same_results_folder_keeps_its_own_history(tmp_path: Path, monkeypatch) -> None:
     """After the bundled suite, a user's own pack scored into the same results/ was refused
     DENOMINATOR_MOVED naming the suite's tasks: the results copy of the ledger (and of the draw

@@ -48,6 +48,7 @@ def _exp(root: Path, tc_cache: ToolchainCache, pack: Path | None = None, **over)
     return experiment.experiment_record(cfg, planned, identities, tc_cache, sessions)
 
 
+@pytest.mark.unit
 def test_experiment_id_is_stable_and_ignores_what_only_schedules(tmp_path: Path, tc_cache: ToolchainCache) -> None:
     base = _exp(tmp_path, tc_cache)
     assert len(base["exp_id"]) == 16 and all(c in "0123456789abcdef" for c in base["exp_id"])
@@ -66,6 +67,7 @@ def test_experiment_id_is_stable_and_ignores_what_only_schedules(tmp_path: Path,
     assert set(with_spare["config_full"]["agents"]) == {"fixer", "idle"}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("change", ["seed", "epochs", "agent command", "task file", "extra agent"])
 def test_experiment_id_changes_with_what_is_measured(tmp_path: Path, tc_cache: ToolchainCache, change: str) -> None:
     base = _exp(tmp_path, tc_cache)
@@ -88,6 +90,7 @@ def test_experiment_id_changes_with_what_is_measured(tmp_path: Path, tc_cache: T
                {t: d for t, d in base["task_digests"].items() if t != "t01"}
 
 
+@pytest.mark.unit
 def test_config_for_id_drops_execution_keys_and_unscheduled_agents() -> None:
     cfg = {"pack": "p", "batch_size": 4, "seed": 1, "candidate": "a", "baseline": "empty_diff", "extra_agents": [],
            "agents": {"a": {"command": "x"}, "b": {"command": "y"}}}
@@ -96,6 +99,7 @@ def test_config_for_id_drops_execution_keys_and_unscheduled_agents() -> None:
     assert cfg["agents"] == {"a": {"command": "x"}, "b": {"command": "y"}}, "the config itself is unchanged"
 
 
+@pytest.mark.unit
 def test_human_sessions_only_complete_ones_in_task_order(tmp_path: Path) -> None:
     results = str(tmp_path / "results")
     digests = {"t2": "b" * 64, "t1": "a" * 64}
@@ -109,6 +113,7 @@ def test_human_sessions_only_complete_ones_in_task_order(tmp_path: Path) -> None
                                                                           ("t2", "b" * 64, "ann", "1")]
 
 
+@pytest.mark.unit
 def test_written_files_refuse_a_key_that_is_not_the_plans(tmp_path: Path) -> None:
     digests = {"t2": "b" * 64, "t1": "a" * 64}
     key = experiment.task_list_key(digests)
@@ -140,6 +145,7 @@ def _batches(root: Path, size: int) -> tuple[dict, dict]:
                                                               for t in digests}), digests
 
 
+@pytest.mark.unit
 def test_batches_are_deterministic_and_cover_every_task_once(tmp_path: Path) -> None:
     first, digests = _batches(tmp_path, 5)
     again, _ = _batches(tmp_path, 5)
@@ -153,6 +159,7 @@ def test_batches_are_deterministic_and_cover_every_task_once(tmp_path: Path) -> 
     assert [k for k in changed if k not in first] == [list(changed)[-1]], "only the changed task's batch is new"
 
 
+@pytest.mark.unit
 def test_batch_threads_and_spec_file(tmp_path: Path) -> None:
     assert experiment.batch_threads(14, 1, 4) == 4
     assert experiment.batch_threads(14, 2, 4) == 2
@@ -167,6 +174,7 @@ def test_batch_threads_and_spec_file(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------- the run lock
 
+@pytest.mark.sandbox
 def test_run_lock_checked_taken_and_refused_naming_the_holder(tmp_path: Path) -> None:
     lock = tmp_path / "results" / ".sealbench" / "run.lock"
     assert run_guard.run_lock(lock, take=False) == run_guard.RunLock(None, ""), "no lock file: no pipeline ran here"
@@ -198,6 +206,7 @@ def _dead_run(lock: Path) -> str:
     return lock.read_text()
 
 
+@pytest.mark.sandbox
 def test_stale_snakemake_lock_removed_only_when_its_run_is_dead(tmp_path: Path) -> None:
     lock = tmp_path / "results" / ".sealbench" / "run.lock"
     sm_locks = tmp_path / ".snakemake" / "locks"
@@ -239,6 +248,7 @@ def test_stale_snakemake_lock_removed_only_when_its_run_is_dead(tmp_path: Path) 
 
 # ---------------------------------------------------------------------------- the disk probe
 
+@pytest.mark.unit
 def test_writability_probe_names_the_folder(tmp_path: Path) -> None:
     results = tmp_path / "results"
     run_guard.check_results_writable(results, results / ".sealbench", 0)
@@ -255,6 +265,7 @@ def test_writability_probe_names_the_folder(tmp_path: Path) -> None:
     assert f"a run needs at least {10**12} MB" in str(err.value)
 
 
+@pytest.mark.unit
 def test_min_free_mb_from_the_environment() -> None:
     var = "SEALBENCH_MIN_FREE_MB"
     assert run_guard.min_free_mb({}, var) == 64
@@ -265,6 +276,7 @@ def test_min_free_mb_from_the_environment() -> None:
 
 # ---------------------------------------------------------------------------- results/latest and execute
 
+@pytest.mark.unit
 def test_latest_pointed_only_at_a_decided_experiment(tmp_path: Path) -> None:
     results = tmp_path / "results"
     exp = Path(paths.experiment_dir("a" * 16, str(results)))
@@ -282,6 +294,7 @@ def _workflow(dryrun: bool = False, no_hooks: bool = False) -> SimpleNamespace:
     return SimpleNamespace(dryrun=dryrun, execution_settings=SimpleNamespace(no_hooks=no_hooks))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("case, expected", [
     ("run", ["before", "execute", "after"]),
     ("dry plugin", ["execute"]),
@@ -308,6 +321,7 @@ def test_wrapped_execute_locks_before_and_points_latest_after_a_real_run(case: s
     assert calls == expected
 
 
+@pytest.mark.unit
 def test_wrapped_execute_turns_a_ctrl_c_between_jobs_into_one_exit() -> None:
     def execute(*args: object) -> None:
         raise KeyboardInterrupt
@@ -320,6 +334,7 @@ def test_wrapped_execute_turns_a_ctrl_c_between_jobs_into_one_exit() -> None:
 
 # ---------------------------------------------------------------------------- the job shell prefix
 
+@pytest.mark.sandbox
 def test_shell_prefix_exports_quoted_and_binds_jobs_to_the_run() -> None:
     prefix = shell_prefix("/x y/scripts", {"SEALBENCH_PACK": "/p q", "SEALBENCH_PY": "python"}, 4242, show_log=True)
     text = prefix.replace("{{", "{").replace("}}", "}")  # as Snakemake formats it
@@ -337,6 +352,7 @@ def test_shell_prefix_exports_quoted_and_binds_jobs_to_the_run() -> None:
 
 # ---------------------------------------------------------------------------- per-task steps
 
+@pytest.mark.unit
 def test_step_for_each_per_task_rule_and_a_stale_fingerprint(tmp_path: Path) -> None:
     c = steps.StepConfig.from_config(load_config_file(write_config(tmp_path / "cfg.yaml", make_pack(tmp_path / "p"))),
                                      toolchain_digest="t" * 16, denylist_digest="d" * 64, corpus_sha="none")
@@ -355,6 +371,7 @@ def test_step_for_each_per_task_rule_and_a_stale_fingerprint(tmp_path: Path) -> 
         experiment.step_for("gate", c, w, agents, None)
 
 
+@pytest.mark.unit
 def test_sandbox_refusal_only_when_required() -> None:
     from sealbench.sandbox import bwrap_problem
 

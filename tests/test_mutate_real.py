@@ -41,6 +41,7 @@ filterwarnings = [
 '''
 
 
+@pytest.mark.unit
 def test_a_typed_pyproject_pytest_config_is_read(tmp_path: Path) -> None:
     """toolz 1.2.0: ``xfail_strict = true`` crashed with a TypeError; every TOML type is read."""
     root = _write(tmp_path / "p", {"pyproject.toml": TYPED_PYPROJECT})
@@ -54,6 +55,7 @@ def test_a_typed_pyproject_pytest_config_is_read(tmp_path: Path) -> None:
     assert "pytest-cov" in req.lines            # the --cov inside the addopts list is seen
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name, text", [
     ("pytest.ini", "[pytest]\nxfail_strict = true\naddopts = --cov=typed\n"),
     ("setup.cfg", "[metadata]\nname = typed\n\n[tool:pytest]\nxfail_strict = true\naddopts = --cov=typed\n"),
@@ -65,6 +67,7 @@ def test_ini_style_pytest_configs_are_read(tmp_path: Path, name: str, text: str)
     assert "pytest-cov" in detect_requirements(root, "").lines
 
 
+@pytest.mark.unit
 def test_native_pytest_table_and_odd_values_are_read(tmp_path: Path) -> None:
     """pytest 9's ``[tool.pytest]`` (typed values) beside ini_options; a nested table or a
     non-table ``tool.pytest`` is no crash."""
@@ -76,6 +79,7 @@ def test_native_pytest_table_and_odd_values_are_read(tmp_path: Path) -> None:
     assert pytest_config_text(root) == ""
 
 
+@pytest.mark.unit
 def test_build_system_requirements_are_left_out(tmp_path: Path) -> None:
     """more_itertools 11.2.1: requirements/development.txt pulls packaging.txt (flit_core,
     setuptools) into its environment; build-system requirements never run a test."""
@@ -123,6 +127,7 @@ def test_yaml():
 '''
 
 
+@pytest.mark.sandbox
 def test_extras_the_tests_import_are_installed(tmp_path: Path) -> None:
     """tabulate: its tests import wcwidth (an extra), numpy (tox's -extra env); with only
     pytest installed 39 of 319 tests were skipped. Declared anywhere + imported = installed;
@@ -231,6 +236,7 @@ def _cli(args: list[str], capsys) -> tuple[int, str, str]:
     return rc, out, err
 
 
+@pytest.mark.sandbox
 def test_a_run_says_its_progress_on_stderr(offline, tmp_path: Path, capsys, monkeypatch) -> None:
     """more_itertools ran 25 minutes silent: progress lines (tried, kept, refused by reason,
     times) go to stderr, time-spaced, and a last line with the totals."""
@@ -258,6 +264,7 @@ def test_a_run_says_its_progress_on_stderr(offline, tmp_path: Path, capsys, monk
     assert not list(tmp_path.glob(".pack.unfinished-*"))
 
 
+@pytest.mark.sandbox
 def test_prompts_quote_no_temp_path_and_the_summary_names_skipped_tests(offline, tmp_path: Path, capsys) -> None:
     """A prompt quoted the builder's temp path inside a failure message: repo-relative now.
     tabulate's skipped tests were never mentioned: the summary names them."""
@@ -282,6 +289,7 @@ def test_prompts_quote_no_temp_path_and_the_summary_names_skipped_tests(offline,
     assert f"{calc_tests}::test_needs_a_missing_module (could not import 'no_such_module_here'" in out, out
 
 
+@pytest.mark.sandbox
 def test_ctrl_c_ends_in_one_sentence_and_blocks_no_rerun(offline, tmp_path: Path, capsys, monkeypatch) -> None:
     """Ctrl-C printed a traceback and left a half-written --out that a rerun refused."""
     from sealbench import pack_mutate
@@ -307,6 +315,7 @@ def test_ctrl_c_ends_in_one_sentence_and_blocks_no_rerun(offline, tmp_path: Path
     assert rc == 0 and len(list((tmp_path / "pack" / "tasks").iterdir())) == 2, (out, err)
 
 
+@pytest.mark.sandbox
 def test_a_killed_runs_leftover_is_cleared_and_a_foreign_folder_kept(offline, tmp_path: Path) -> None:
     """A run killed outright (no Ctrl-C handling) leaves its hidden unfinished sibling: the next
     run clears it (its pid is gone); a folder of that shape without the marker is never touched;
@@ -326,6 +335,7 @@ def test_a_killed_runs_leftover_is_cleared_and_a_foreign_folder_kept(offline, tm
     assert not (tmp_path / "pack" / ".sealbench-unfinished").exists()
 
 
+@pytest.mark.unit
 def test_tests_nested_in_subpackages_are_tests_and_ids_name_their_package(tmp_path: Path) -> None:
     """toolz 1.2.0: toolz/sandbox/tests/test_core.py was taken for code under test (mutated),
     and the task ids took the first package (tlz, an alias) for toolz's modules."""
@@ -390,6 +400,7 @@ class CalcTest(CalcChecks, unittest.TestCase):
 '''
 
 
+@pytest.mark.sandbox
 def test_junit_names_the_module_that_collected_an_inherited_test(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -410,6 +421,7 @@ def test_junit_names_the_module_that_collected_an_inherited_test(tmp_path: Path)
     assert any(r.file == "tests/__init__.py" for r in read_junit(junit)), "the report changed shape"
 
 
+@pytest.mark.sandbox
 def test_a_suite_with_tests_in_its_tests_package_builds(offline, tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     src = _write(tmp_path / "calc-0.1", {"pyproject.toml": '[project]\nname = "calc"\nversion = "0.1"\n',
@@ -426,6 +438,7 @@ def test_a_suite_with_tests_in_its_tests_package_builds(offline, tmp_path: Path,
             assert not (t / tree / "tests" / "__init__.py").exists(), t
 
 
+@pytest.mark.sandbox
 def test_a_task_that_breaks_the_contract_is_refused_and_the_search_goes_on(offline, tmp_path: Path, capsys,
                                                                           monkeypatch) -> None:
     """One mutant's invalid task stopped the whole cachetools build (exit 2, nothing kept); it is

@@ -41,6 +41,7 @@ def _assigned_names(tree: ast.Module) -> set[str]:
 
 # ------------------------------------------------------------------------------ 1. run statuses
 
+@pytest.mark.unit
 def test_run_statuses_are_defined_in_contract_only_and_the_status_column_lists_them() -> None:
     defining = [m for m, tree in _modules().items() if "STATUSES" in _assigned_names(tree)]
     assert defining == ["contract"]
@@ -50,6 +51,7 @@ def test_run_statuses_are_defined_in_contract_only_and_the_status_column_lists_t
     assert status == ["`pass` `fail` `timeout` `tamper` `infra_fail` `excluded`"]   # the text it always had
 
 
+@pytest.mark.unit
 def test_pipeline_doc_names_one_home_for_the_run_statuses() -> None:
     rows = [line for line in (ROOT / "docs" / "pipeline.md").read_text().splitlines() if line.startswith("| `")]
     claim = [r.split("|")[1].strip() for r in rows if "the run statuses (" in r or "and of the run statuses" in r]
@@ -69,6 +71,7 @@ def _sandbox_arguments() -> list[tuple[str, ast.Call]]:
     return out
 
 
+@pytest.mark.unit
 def test_every_sandbox_option_takes_its_choices_from_sandbox_modes() -> None:
     found = _sandbox_arguments()
     assert sorted(m for m, _ in found) == sorted(["environments", "hidden_score", "pack_mutate", "pack_swebench",
@@ -79,12 +82,14 @@ def test_every_sandbox_option_takes_its_choices_from_sandbox_modes() -> None:
         assert getattr(importlib.import_module(f"sealbench.{mod}"), choices[0].id) is sandbox.MODES, mod
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("stage", ["run_dummy", "run_agent", "hidden_score"])
 def test_stage_parsers_accept_exactly_the_sandbox_modes(stage: str) -> None:
     action = {a.dest: a for a in importlib.import_module(f"sealbench.{stage}").parser()._actions}["sandbox"]
     assert tuple(action.choices) == sandbox.MODES
 
 
+@pytest.mark.unit
 def test_config_schema_sandbox_enum_is_sandbox_modes() -> None:
     schema = core.load_schema("config.schema.yaml")
     assert tuple(schema["properties"]["sandbox"]["enum"]) == sandbox.MODES
@@ -92,6 +97,7 @@ def test_config_schema_sandbox_enum_is_sandbox_modes() -> None:
 
 # ------------------------------------------------------------------------------ 3. cluster groups
 
+@pytest.mark.pipeline
 def test_every_rule_of_the_workflow_is_grouped_or_named_ungrouped() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "scripts")}
     snakemake = Path(sys.executable).with_name("snakemake")
@@ -104,6 +110,7 @@ def test_every_rule_of_the_workflow_is_grouped_or_named_ungrouped() -> None:
     assert rules == set(cluster_groups.GROUPS) | set(cluster_groups.UNGROUPED)
 
 
+@pytest.mark.unit
 def test_every_executor_profile_holds_the_one_groups_definition() -> None:
     for prof in cluster_groups.PROFILES:
         cfg = yaml.safe_load((ROOT / prof / "config.yaml").read_text())
@@ -114,6 +121,7 @@ def test_every_executor_profile_holds_the_one_groups_definition() -> None:
         cluster_groups.rewritten(text + "\n" + cluster_groups.block())   # two blocks: refused, not guessed
 
 
+@pytest.mark.unit
 def test_a_stale_profile_block_is_rewritten_from_the_definition() -> None:
     text = (ROOT / "profiles/slurm/config.yaml").read_text()
     stale = text.replace("  decide: aggregate\n", "")
@@ -123,6 +131,7 @@ def test_a_stale_profile_block_is_rewritten_from_the_definition() -> None:
 
 # ------------------------------------------------------------------------------ 4. test folders
 
+@pytest.mark.unit
 def test_test_dirs_are_defined_in_task_layout_and_imported_from_there() -> None:
     trees = _modules()
     assert [m for m, t in trees.items() if "TEST_DIRS" in _assigned_names(t)] == ["task_layout"]
@@ -160,6 +169,7 @@ def _all_steps(c: steps.StepConfig, env: str | None, record: bool) -> list[steps
             steps.hidden_score_session(c, "t1", "d" * 64, "ann", 1, env)]
 
 
+@pytest.mark.unit
 def test_every_step_argv_parses_with_its_stages_own_parser_and_uses_every_flag() -> None:
     assert set(CLI_ONLY) == set(steps.STAGES)
     passed: dict[str, set[str]] = {s: set() for s in steps.STAGES}
@@ -181,6 +191,7 @@ def test_every_step_argv_parses_with_its_stages_own_parser_and_uses_every_flag()
         assert defined - passed[stage] == CLI_ONLY[stage], stage
 
 
+@pytest.mark.unit
 def test_a_flag_the_parser_lacks_is_refused() -> None:
     with pytest.raises(SystemExit):
         importlib.import_module("sealbench.run_dummy").parser().parse_args(["--sealed", "s", "--out-dir", "o",
@@ -223,6 +234,7 @@ def _cycles(g: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+@pytest.mark.unit
 def test_the_package_has_no_import_cycle() -> None:
     g = {m: deps for m, (_n, deps) in import_graph.graph(PKG).items()}
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]   # the check finds one

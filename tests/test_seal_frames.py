@@ -142,6 +142,7 @@ def honest_task(tmp_path: Path, lib: str, check: str) -> tuple[Path, dict]:
     return t, meta
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("what", sorted(HONEST))
 def test_honest_code_that_walks_frames_keeps_its_verdict(tmp_path: Path, what: str) -> None:
     lib, check = HONEST[what]
@@ -174,6 +175,7 @@ def add(a, b):
 '''
 
 
+@pytest.mark.sandbox
 def test_the_own_frame_reaches_every_outer_frame(tmp_path: Path) -> None:
     """The experiment behind the narrower rule: from ``add``, ``f_back`` reaches the sealed test's
     frame, the seal's witness (with the test function it calls), pytest's (the session) — and the
@@ -307,6 +309,7 @@ if _found is not None:
 }
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("what", sorted(ATTACKS))
 def test_attacks_through_frames_do_not_pass(tmp_path: Path, what: str) -> None:
     t, meta = task(tmp_path)
@@ -345,6 +348,7 @@ _found = _box or None
 ''' + _FORGE[1]
 
 
+@pytest.mark.sandbox
 @pytest.mark.xfail(strict=True, reason="remains possible: workspace code that runs on the audit hook's own frames "
                    "(a signal handler) reaches its key through f_back (docs/sealed-runs.md)")
 def test_a_signal_handler_on_the_hook_s_frames_forges_the_stream(tmp_path: Path) -> None:

@@ -285,6 +285,7 @@ def honest_verdicts(t: Path, meta: dict, tmp: Path, gold: bytes = ORACLE.encode(
 
 # ----------------------------------------------------------------------------- honest suites
 
+@pytest.mark.sandbox
 def test_a_failing_subtest_after_a_passing_one_is_a_failure(tmp_path: Path) -> None:
     """The empty diff's reported case: ``fail`` (it was ``tamper``, "raised … but was reported
     passed", the failing subTest's exception set against the passing one's report)."""
@@ -295,6 +296,7 @@ def test_a_failing_subtest_after_a_passing_one_is_a_failure(tmp_path: Path) -> N
     assert bad.hidden.junit.tests == 1 and bad.hidden.junit.failures == 1, bad.hidden.junit
 
 
+@pytest.mark.sandbox
 def test_b_a_skipped_subtest_does_not_skip_its_test(tmp_path: Path) -> None:
     """A test that skips one subTest and passes the others passed (it was counted skipped: the
     gold patch's run was "every one of the collected tests was skipped")."""
@@ -304,6 +306,7 @@ def test_b_a_skipped_subtest_does_not_skip_its_test(tmp_path: Path) -> None:
     assert good.hidden.junit.skipped == 0, good.hidden.junit
 
 
+@pytest.mark.sandbox
 def test_c_the_shapes_of_real_unittest_suites(tmp_path: Path) -> None:
     """setUpClass/tearDownClass, a Django-like base class, addCleanup, assertRaises (both forms),
     subTests that expect errors, a skip inside a subTest, nested subTests, expectedFailure, an
@@ -329,6 +332,7 @@ def windowed_task(tmp_path: Path) -> tuple[Path, dict, bytes]:
     return t, meta, gold
 
 
+@pytest.mark.sandbox
 def test_d_more_itertools_windowed_tests(tmp_path: Path) -> None:
     """more_itertools 11.2.1 ``WindowedTests`` (copied, with its ``windowed``): the gold patch
     ``pass``; the empty diff (no check of ``n``, a wrong padding for long steps) ``fail`` (it was
@@ -411,6 +415,7 @@ class TeardownChecks(unittest.TestCase):
 '''
 
 
+@pytest.mark.sandbox
 @pytest.mark.parametrize("attack", ["swallow-subtest", "assert-raises", "run"])
 def test_e_patching_unittest_does_not_pass(tmp_path: Path, attack: str) -> None:
     """A patch that leaves the bug and replaces ``TestCase.subTest`` (to swallow the failures),
@@ -424,6 +429,7 @@ def test_e_patching_unittest_does_not_pass(tmp_path: Path, attack: str) -> None:
     assert res.status == "tamper" and f"{name} was replaced" in (res.reason or ""), res.reason
 
 
+@pytest.mark.sandbox
 def test_f_failed_subtest_reports_turned_passed(tmp_path: Path) -> None:
     """The failing subTests of the loop turned into passed reports: ``tamper`` (each subTest's
     exception is set against its own report)."""
@@ -434,6 +440,7 @@ def test_f_failed_subtest_reports_turned_passed(tmp_path: Path) -> None:
     assert "AssertionError: -1 != 3" in res.reason, res.reason
 
 
+@pytest.mark.sandbox
 def test_g_failures_caught_by_testcase_run_turned_passed(tmp_path: Path) -> None:
     """A tearDown failure and an unexpected success (the test method returned both times) turned
     into passed reports: ``tamper``. The honest suite: gold ``pass``, empty diff ``fail``."""
@@ -497,6 +504,7 @@ def judged(subs: list[list[dict]], call: str = "passed"):
     return judge_stream(recs, NAMES, MSG, rc)
 
 
+@pytest.mark.unit
 def test_h_each_subtest_is_judged_by_its_own_report() -> None:
     ok = judged([sub("passed"), sub("passed")])
     assert ok.kind == "pass" and ok.passed == 1, ok

@@ -169,6 +169,7 @@ def _documented_names() -> list[str]:
     raise AssertionError("no VERDICT_RULES in sealed_report.py")
 
 
+@pytest.mark.unit
 def test_table_names_unique_and_in_documented_order() -> None:
     names = [name for name, _ in sealed_report.VERDICT_RULES]
     assert len(names) == len(set(names)), names
@@ -176,6 +177,7 @@ def test_table_names_unique_and_in_documented_order() -> None:
     assert all(callable(rule) for _, rule in sealed_report.VERDICT_RULES)
 
 
+@pytest.mark.unit
 def test_every_rule_has_a_case() -> None:
     assert {rule for _, rule, *_ in CASES} - {""} == set(ORDER)
 
@@ -185,6 +187,7 @@ def _first_rule(recs: list[dict], rc: int | None, expected: int, expected_ids: l
     return next((name for name, rule in sealed_report.VERDICT_RULES if rule(facts) is not None), "")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_each_rule_decides_its_stream(case) -> None:
     _, rule, recs, rc, expected, expected_ids, kind, reason = case
@@ -193,6 +196,7 @@ def test_each_rule_decides_its_stream(case) -> None:
     assert _first_rule(recs, rc, expected, expected_ids) == rule
 
 
+@pytest.mark.unit
 def test_honest_pass_and_fail() -> None:
     ok = judge_stream(honest(), NAMES, MSG, 0, 1, [REAL])
     assert (ok.started, ok.finished, ok.kind, ok.problem, ok.passed, ok.canaries) == (True, True, "pass", None, 1, "ok")
@@ -202,6 +206,7 @@ def test_honest_pass_and_fail() -> None:
     assert bad.summary == sealed_report.JUnitSummary(tests=1, failures=1, errors=0, skipped=0)
 
 
+@pytest.mark.unit
 def test_verdict_fields_by_stage() -> None:
     """Before the counts are read a verdict has none; the collection rules give the counts but
     no passes and no canaries; from the canaries on a verdict has all three."""
