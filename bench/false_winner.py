@@ -42,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench import decision_rule, paired, power, rate_intervals  # noqa: E402
+from sealbench.stats import decision_rule, paired, power, rate_intervals  # noqa: E402
 
 STRATA = ("xs", "s", "m")
 BASE_P = (0.8, 0.5, 0.2)

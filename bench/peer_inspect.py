@@ -148,7 +148,7 @@ def scoring_seconds(wd: Path) -> float:
 
 def ideal_one(sample: dict, scratch: str) -> bool | None:
     """What one inspect sample does, in a plain worker: copy, git apply, visible, hidden."""
-    from sealbench.core import harness_env
+    from sealbench.core.core import harness_env
 
     sealed = Path(sample["sealed"])
     env = harness_env({"GIT_CEILING_DIRECTORIES": scratch})
@@ -181,7 +181,7 @@ def ideal_pool(samples: list[dict], workers: int = 2) -> tuple[float, list]:
 # ------------------------------------------------------------------------------ inspect-ai
 
 def inspect_env() -> dict:
-    from sealbench.core import harness_env
+    from sealbench.core.core import harness_env
 
     # the same environment the pipeline gives task commands (this interpreter first on PATH, no
     # plugin autoload)

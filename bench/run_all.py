@@ -54,7 +54,7 @@ def tmpdir(prefix: str) -> Path:
 
 
 def smk(workdir: Path, *args: str, snakefile: Path = ROOT / "Snakefile", configfile: bool = True):
-    """Run snakemake like tests/test_pipeline.py does; returns (seconds, CompletedProcess)."""
+    """Run snakemake like tests/pipeline/test_pipeline.py does; returns (seconds, CompletedProcess)."""
     cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir)]
     if configfile:
         cmd += ["--configfile", str(workdir / "cfg.yaml")]
@@ -131,7 +131,7 @@ IDEAL_SANDBOX = {"on": False}
 def _run(cmd: str, cwd: Path, env: dict, writable: tuple[Path, ...] = ()) -> int:
     argv = ["bash", "-c", cmd]
     if IDEAL_SANDBOX["on"]:  # the same bwrap recipe the pipeline uses, one launch per command
-        from sealbench.sandbox import make_sandbox
+        from sealbench.isolation.sandbox import make_sandbox
 
         argv = make_sandbox("bwrap", writable=[cwd, *writable]).wrap(argv, cwd)
     return subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -152,7 +152,7 @@ def _sandboxed_worker(on: bool) -> None:
 
 def ideal_controls(task: str, oracle_runs: int, scratch: str) -> list[str]:
     """The controls' commands on fresh copies: empty diff, stub, gold patch x oracle_runs."""
-    from sealbench.core import harness_env, read_json
+    from sealbench.core.core import harness_env, read_json
 
     task, scratch = Path(task), Path(scratch)
     meta = read_json(task / "meta.json")
@@ -177,7 +177,7 @@ def ideal_controls(task: str, oracle_runs: int, scratch: str) -> list[str]:
 
 def ideal_agent(task: str, command: str, scratch: str) -> str:
     """One agent command on a fresh copy, then its scoring commands (hidden tests copied in)."""
-    from sealbench.core import harness_env, read_json
+    from sealbench.core.core import harness_env, read_json
 
     task, scratch = Path(task), Path(scratch)
     meta = read_json(task / "meta.json")
@@ -360,7 +360,7 @@ def bench_incremental(state: dict, n: int = 200) -> dict:
 # ------------------------------------------------------------------------------ 4. hashing
 
 def bench_hashing(state: dict, tasks: int = 200, mb_per_task: int = 5, reps: int = 3) -> dict:
-    from sealbench.core import HashCache, task_digest
+    from sealbench.core.core import HashCache, task_digest
 
     lb = loadavg()
     tmp = tmpdir("hash")
@@ -402,10 +402,11 @@ def bench_setup(state: dict, repo_mb: int = 50, reps: int = 10) -> dict:
     an overlay workspace (the default where bwrap can mount one) and, beside it, the copy
     fallback. The base layer (``.git`` of the snapshot), built once per sealed task, is timed
     apart: it is not paid per attempt."""
-    from sealbench import core, hash_pack
-    from sealbench.layers import COPY, OVERLAY, overlay_problem, remove_tree
-    from sealbench.sandbox import bwrap_problem, make_sandbox
-    from sealbench.workspace import make_workspace
+    from sealbench.core import core
+    from sealbench.stages import hash_pack
+    from sealbench.isolation.layers import COPY, OVERLAY, overlay_problem, remove_tree
+    from sealbench.isolation.sandbox import bwrap_problem, make_sandbox
+    from sealbench.pack.workspace import make_workspace
 
     lb = loadavg()
     tmp = tmpdir("setup")
@@ -464,7 +465,7 @@ def bench_setup(state: dict, repo_mb: int = 50, reps: int = 10) -> dict:
 # ------------------------------------------------------------------------------ 6. stratify + gate
 
 def synthetic_spec(n_tasks: int, n_agents: int = 4, epochs: int = 5, seed: int = 1) -> dict:
-    """An experiment as plain data, built like tests/test_gate_refusals.build_spec (bigger).
+    """An experiment as plain data, built like tests/gate/test_gate_refusals.build_spec (bigger).
 
     ``tasks`` are row dicts (10,000 of them at most); ``runs`` is a DataFrame with the runs
     table's dtypes, built column by column (the same rows, in the same order, as one dict per
@@ -472,7 +473,7 @@ def synthetic_spec(n_tasks: int, n_agents: int = 4, epochs: int = 5, seed: int =
     import numpy as np
     import pandas as pd
 
-    from sealbench import configuration, tables
+    from sealbench.core import configuration, tables
 
     strata = ["xs", "s", "m"]
     agents = [f"agent{i}" for i in range(1, n_agents + 1)]
@@ -532,12 +533,16 @@ def synthetic_spec(n_tasks: int, n_agents: int = 4, epochs: int = 5, seed: int =
 
 def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: int = 5) -> dict:
     """stratify.build_strata + writing the tables + gate.decide on a synthetic experiment,
-    written the way tests/test_gate_refusals.write_experiment does (the runs as columns: a
+    written the way tests/gate/test_gate_refusals.write_experiment does (the runs as columns: a
     DataFrame, as stratify's inputs could stay). Also the peak resident memory of that timed
     part (Linux VmHWM, reset just before it; elsewhere the process's ru_maxrss)."""
-    from sealbench import core, gate, identity, paired, split, tables
-    from sealbench.stratify import build_strata
-    from sealbench.toolchain import toolchain_digest
+    from sealbench.core import core, tables
+    from sealbench.gate import gate
+    from sealbench.provenance import identity
+    from sealbench.stats import paired
+    from sealbench.stages import split
+    from sealbench.stages.stratify import build_strata
+    from sealbench.isolation.toolchain import toolchain_digest
 
     lb = loadavg()
     t0 = time.perf_counter()

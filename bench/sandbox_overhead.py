@@ -27,10 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench.core import harness_env  # noqa: E402
-from sealbench.bwrap import bwrap_executable  # noqa: E402
-from sealbench.sandbox import bwrap_problem, default_hidden, make_sandbox  # noqa: E402
-from sealbench.processes import run_process  # noqa: E402
+from sealbench.core.core import harness_env  # noqa: E402
+from sealbench.isolation.bwrap import bwrap_executable  # noqa: E402
+from sealbench.isolation.sandbox import bwrap_problem, default_hidden, make_sandbox  # noqa: E402
+from sealbench.core.processes import run_process  # noqa: E402
 
 SUITE = "def test_a():\n    assert 1 + 1 == 2\n\ndef test_b():\n    assert 'x'.upper() == 'X'\n"
 
@@ -77,7 +77,7 @@ def measure(command: str, ws: Path, n: int) -> dict[str, list[float]]:
 def measure_canaries(ws: Path, n: int) -> dict[str, float]:
     """The same pytest suite in the same sandbox, run plainly and as scoring runs it
     (``sealed_command._run_check``: the sealed-report plugin, its secret and stream, two canaries)."""
-    from sealbench.sealed_command import _run_check
+    from sealbench.scoring.sealed_command import _run_check
 
     cmd = "python -m pytest -q -p no:cacheprovider tests"
     box = make_sandbox("bwrap", writable=[ws, ws.parent / "reports"])

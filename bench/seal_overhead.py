@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench.core import harness_env  # noqa: E402
-from sealbench.processes import run_process  # noqa: E402
-from sealbench.sealed_command import _run_check  # noqa: E402
+from sealbench.core.core import harness_env  # noqa: E402
+from sealbench.core.processes import run_process  # noqa: E402
+from sealbench.scoring.sealed_command import _run_check  # noqa: E402
 
 COMMAND = "python -m pytest -q -p no:cacheprovider tests"
 ONE_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"

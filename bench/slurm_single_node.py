@@ -40,7 +40,7 @@ Run as root on a Debian/Ubuntu machine (a container is fine). What it does, in o
 
 Exit code 0 when both runs succeeded and the decisions are the same; 1 when they differ or a run
 failed; 2 when the cluster could not be set up (the message says what is missing).
-Not a test and not run by CI (tests/test_slurm_single_node.py runs it only where ``sbatch``
+Not a test and not run by CI (tests/pipeline/test_slurm_single_node.py runs it only where ``sbatch``
 exists and the environment variable SEALBENCH_SLURM_BENCH=1 is set).
 """
 

@@ -6,7 +6,7 @@
 Snakemake reads `groups:` from the profile (a profile cannot include a shared file), and a
 `group:` directive in a rule would also group the jobs of a dry run (`snakemake -n` prints group
 jobs then), so the definition lives here and the profiles hold generated copies.
-tests/test_one_definition.py checks the copies and that every rule of the workflow is either
+tests/repo/test_one_definition.py checks the copies and that every rule of the workflow is either
 grouped or named in UNGROUPED with the reason.
 """
 

@@ -2,10 +2,10 @@
 
     python tools/import_graph.py [SCRIPTS_DIR]
 
-One line per module of ``scripts/sealbench`` (agents/ and testing/ included): its line count and
+One line per module of ``scripts/sealbench`` (named ``layer.module``) (agents/ and testing/ included): its line count and
 the sealbench modules it imports (statically, anywhere in the file). Stage modules (the rules'
 modules) must not import each other; modules over 400 lines are marked. Exit code 1 when a stage
-imports a stage. Read by tests/test_layout.py.
+imports a stage. Read by tests/repo/test_layout.py.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import ast
 import sys
 from pathlib import Path
 
-#: The stage modules: one per rule file (workflow/rules/*.smk), run as `python -m sealbench.<stage>`.
-STAGES = ("hash_pack", "leak_check", "split", "run_dummy", "run_agent", "hidden_score", "stratify", "gate",
-          "task_batch")
+#: The stage modules: one per rule file (workflow/rules/*.smk), run as `python -m sealbench.<layer>.<stage>`.
+STAGES = ("stages.hash_pack", "stages.leak_check", "stages.split", "stages.run_dummy", "stages.run_agent", "stages.hidden_score", "stages.stratify", "gate.gate",
+          "stages.task_batch")
 LIMIT = 400
 
 

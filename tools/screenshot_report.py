@@ -4,7 +4,7 @@
     python tools/screenshot_report.py EXP_DIR [--out report.png] [--width 1000] [--height 2400]
 
 EXP_DIR is an experiment folder holding report.html (write it with
-``python -m sealbench.report_html EXP_DIR``) or the path of an HTML file. The PNG goes to
+``python -m sealbench.report.report_html EXP_DIR``) or the path of an HTML file. The PNG goes to
 EXP_DIR/report.png unless --out is given. Needs ``chromium`` (Debian: ``apt-get install
 chromium``) or ``chromium-browser`` / ``google-chrome`` on PATH, or $CHROMIUM; exits 2 with a
 message when none is found, 1 when Chromium fails or writes no PNG. Chromium runs with a
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     html = args.target / "report.html" if args.target.is_dir() else args.target
     if not html.is_file():
-        print(f"screenshot_report: {html} not found (write it with: python -m sealbench.report_html EXP_DIR)",
+        print(f"screenshot_report: {html} not found (write it with: python -m sealbench.report.report_html EXP_DIR)",
               file=sys.stderr)
         return 1
     out = args.out or html.with_suffix(".png")

@@ -33,7 +33,7 @@ from typing import TextIO
 
 from snakemake_interface_logger_plugins.common import LogEvent
 
-#: The record attribute that carries the plan (sealbench.run_console.log_plan; the same name there).
+#: The record attribute that carries the plan (sealbench.core.run_console.log_plan; the same name there).
 PLAN_ATTR = "sealbench_plan"
 #: The rule whose output is one agent's hidden-test score on one task.
 SCORE_RULE = "hidden_score"
@@ -46,7 +46,7 @@ CHATTER = re.compile(
     r"Workflow has started|Job stats:|Waiting for more resources|Terminating processes on user request)")
 #: Snakemake's line when a Ctrl-C stops the run.
 INTERRUPTED = re.compile(r"^Terminating processes on user request")
-#: How the log of a job stopped as a whole (Ctrl-C, its run ended) ends: sealbench.job_launch.STOPPED.
+#: How the log of a job stopped as a whole (Ctrl-C, its run ended) ends: sealbench.isolation.job_launch.STOPPED.
 STOPPED = "sealbench: job stopped: "
 #: The widest line printed (a longer one is cut; the full log file has it whole), the width of
 #: a log excerpt's lines and how many lines of a failed job's log are shown.
@@ -316,7 +316,7 @@ class CompactConsole:
 
 
 def stopped(logs: list[str]) -> bool:
-    """Whether a job's log says it was stopped as a whole (its last line; sealbench.job_launch)."""
+    """Whether a job's log says it was stopped as a whole (its last line; sealbench.isolation.job_launch)."""
     for path in logs[:1]:
         try:
             with open(path, "rb") as fh:

@@ -1,8 +1,8 @@
 # Shared set-up: the config validated (workflow/schemas/config.schema.yaml), the pack planned and
 # the experiment named, and the input functions the rules call. No logic lives here: it calls
-# sealbench.experiment (the plan, the experiment, the batches, each per-task step),
-# sealbench.run_guard (the run lock, the disk probe, results/latest around the jobs) and
-# sealbench.job_launch (every job's shell). The rules are in one file per stage.
+# sealbench.app.experiment (the plan, the experiment, the batches, each per-task step),
+# sealbench.app.run_guard (the run lock, the disk probe, results/latest around the jobs) and
+# sealbench.isolation.job_launch (every job's shell). The rules are in one file per stage.
 
 import functools
 import os
@@ -15,14 +15,17 @@ SCRIPTS = str(Path(workflow.basedir) / "scripts")
 if SCRIPTS not in sys.path:
     sys.path.insert(0, SCRIPTS)
 
-from sealbench.core import HashCache, SealbenchError  # noqa: E402
-from sealbench.code_digests import code_digest  # noqa: E402
-from sealbench.configuration import validate_config  # noqa: E402
-from sealbench.environments import load_env  # noqa: E402
-from sealbench.identity import AGENT_CACHE_NAME  # noqa: E402
-from sealbench import experiment as _experiment, job_launch, paths, run_console, run_guard, steps  # noqa: E402
-from sealbench import split as _split  # noqa: E402
-from sealbench.toolchain import ToolchainCache  # noqa: E402
+from sealbench.core.core import HashCache, SealbenchError  # noqa: E402
+from sealbench.core.code_digests import code_digest  # noqa: E402
+from sealbench.core.configuration import validate_config  # noqa: E402
+from sealbench.isolation.environments import load_env  # noqa: E402
+from sealbench.provenance.identity import AGENT_CACHE_NAME  # noqa: E402
+from sealbench.app import experiment as _experiment, run_guard  # noqa: E402
+from sealbench.isolation import job_launch  # noqa: E402
+from sealbench.core import paths, run_console  # noqa: E402
+from sealbench.stages import steps  # noqa: E402
+from sealbench.stages import split as _split  # noqa: E402
+from sealbench.isolation.toolchain import ToolchainCache  # noqa: E402
 
 RESULTS = paths.RESULTS
 STATE = Path(paths.state_dir())
@@ -118,7 +121,7 @@ def task_env(task):
 
 @functools.cache
 def step_config():
-    from sealbench.leak_corpus import corpus_info
+    from sealbench.leak.leak_corpus import corpus_info
 
     harness = _experiment.harness_toolchain_digest(AGENT_IDENTITY, _TOOLCHAIN_CACHE) if env_specs() else ""
     return steps.StepConfig.from_config(

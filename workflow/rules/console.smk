@@ -1,8 +1,8 @@
 # The console at the end of a run: the decision in short on success, one sentence on failure
-# (sealbench.run_console). The plan record is logged at the end of onstart (common.smk). What
+# (sealbench.core.run_console). The plan record is logged at the end of onstart (common.smk). What
 # the console shows in between is the `sealbench` logger plugin's (profiles/default/config.yaml).
 
-from sealbench import run_console  # noqa: E402
+from sealbench.core import run_console  # noqa: E402
 
 
 onsuccess:

@@ -31,12 +31,12 @@ rule decide:
         mem_mb=4000,
         runtime=30,
     params:
-        code=code_digest("gate"),
+        code=code_digest("gate.gate"),
         exp_dir=lambda w, output: str(Path(output.decision).parent),
         latest=paths.latest(),
     shell:
         # the pack's ledger is found through $SEALBENCH_PACK: where the pack is is not a parameter
-        "sealbench_job {log:q} sealbench.gate --experiment-dir {params.exp_dir:q} --split {input.split:q}"
+        "sealbench_job {log:q} sealbench.gate.gate --experiment-dir {params.exp_dir:q} --split {input.split:q}"
         ' --pack-hash {input.pack_hash:q} --latest {params.latest:q} --ledger "$SEALBENCH_PACK/ledger.jsonl"'
 
 

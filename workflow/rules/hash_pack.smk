@@ -19,7 +19,7 @@ rule hash_pack:
         argv=step_argv("hash_pack"),
         code=step_code("hash_pack"),
     shell:
-        "sealbench_job {log:q} sealbench.hash_pack {params.argv}"
+        "sealbench_job {log:q} sealbench.stages.hash_pack {params.argv}"
 
 
 rule pack_digests:
@@ -41,9 +41,9 @@ rule pack_digests:
         runtime=10,
     params:
         denylist=lambda w: plan()[0].denylist_digest,
-        code=code_digest("hash_pack"),
+        code=code_digest("stages.hash_pack"),
     shell:
-        "sealbench_job {log:q} sealbench.hash_pack aggregate --denylist-digest {params.denylist}"
+        "sealbench_job {log:q} sealbench.stages.hash_pack aggregate --denylist-digest {params.denylist}"
         " --out-txt {output.txt:q} --out-tsv {output.tsv:q} --task-list {input.tasks:q}"
 
 

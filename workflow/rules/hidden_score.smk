@@ -25,7 +25,7 @@ rule hidden_score:
         code=step_code("hidden_score"),
         toolchain=step_toolchain("hidden_score"),
     shell:
-        "sealbench_job {log:q} sealbench.hidden_score {params.argv}"
+        "sealbench_job {log:q} sealbench.stages.hidden_score {params.argv}"
 
 
 rule hidden_score_session:
@@ -46,4 +46,4 @@ rule hidden_score_session:
         code=step_code("hidden_score_session"),
         toolchain=step_toolchain("hidden_score_session"),
     shell:
-        "sealbench_job {log:q} sealbench.hidden_score {params.argv}"
+        "sealbench_job {log:q} sealbench.stages.hidden_score {params.argv}"

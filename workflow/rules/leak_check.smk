@@ -22,7 +22,7 @@ rule leak_check:
         argv=step_argv("leak_check"),
         code=step_code("leak_check"),
     shell:
-        "sealbench_job {log:q} sealbench.leak_check {params.argv}"
+        "sealbench_job {log:q} sealbench.stages.leak_check {params.argv}"
 
 
 rule leak_verdict:
@@ -41,8 +41,8 @@ rule leak_verdict:
         mem_mb=500,
         runtime=10,
     params:
-        code=code_digest("leak_check"),
+        code=code_digest("stages.leak_check"),
         ddigest=lambda w: plan()[0].denylist_digest,
     shell:
-        "sealbench_job {log:q} sealbench.leak_check verdict --out {output:q} --task-list {input.tasks:q}"
+        "sealbench_job {log:q} sealbench.stages.leak_check verdict --out {output:q} --task-list {input.tasks:q}"
         " --denylist-digest {params.ddigest}"

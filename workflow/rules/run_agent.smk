@@ -27,4 +27,4 @@ rule run_agent:
         code=step_code("run_agent"),
         toolchain=step_toolchain("run_agent"),
     shell:
-        "sealbench_job {log:q} sealbench.run_agent {params.argv}"
+        "sealbench_job {log:q} sealbench.stages.run_agent {params.argv}"

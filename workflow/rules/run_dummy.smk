@@ -25,4 +25,4 @@ rule run_dummy:
         code=step_code("run_dummy"),
         toolchain=step_toolchain("run_dummy"),
     shell:
-        "sealbench_job {log:q} sealbench.run_dummy {params.argv}"
+        "sealbench_job {log:q} sealbench.stages.run_dummy {params.argv}"

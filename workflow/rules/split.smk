@@ -19,7 +19,7 @@ rule split:
         seed=CFG["seed"],
         frac=CFG["holdout_frac"],
         strata=" ".join(CFG["strata"]),
-        code=code_digest("split"),
+        code=code_digest("stages.split"),
     shell:
-        "sealbench_job {log:q} sealbench.split --seed {params.seed} --holdout-frac {params.frac}"
+        "sealbench_job {log:q} sealbench.stages.split --seed {params.seed} --holdout-frac {params.frac}"
         " --strata {params.strata} --out {output:q}"

@@ -24,10 +24,10 @@ rule stratify:
         mem_mb=4000,
         runtime=30,
     params:
-        code=code_digest("stratify"),
+        code=code_digest("stages.stratify"),
         out_dir=lambda w, output: str(Path(output.tasks).parent),
         # per-task files are found from experiment.json (a command line cannot hold them all)
         per_task="" if BATCHED else f"--results {paths.RESULTS}",
     shell:
-        "sealbench_job {log:q} sealbench.stratify --experiment {input.experiment:q} --split {input.split:q}"
+        "sealbench_job {log:q} sealbench.stages.stratify --experiment {input.experiment:q} --split {input.split:q}"
         " --out-dir {params.out_dir:q} {params.per_task} --scores {input.sessions:q} --batches {input.batches:q}"

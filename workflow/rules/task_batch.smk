@@ -1,6 +1,6 @@
 # task_batch: with `batch_size: K` (K > 1) the per-task stages of K tasks run as one job —
-# the same steps (sealbench.steps: arguments, outputs, logs) as the per-task rules, without a
-# process start and Snakemake's bookkeeping per step. See scripts/sealbench/task_batch.py.
+# the same steps (sealbench.stages.steps: arguments, outputs, logs) as the per-task rules, without a
+# process start and Snakemake's bookkeeping per step. See scripts/sealbench/stages/task_batch.py.
 
 
 rule batch_spec:
@@ -32,6 +32,6 @@ rule task_batch:
         mem_mb=2000,
         runtime=batch_runtime_min,
     params:
-        code=code_digest("task_batch"),
+        code=code_digest("stages.task_batch"),
     shell:
-        "sealbench_job {log:q} sealbench.task_batch --spec {input.spec:q} --out {output:q} --workers {threads}"
+        "sealbench_job {log:q} sealbench.stages.task_batch --spec {input.spec:q} --out {output:q} --workers {threads}"

@@ -59,8 +59,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .. import contract
-from ..core import write_json
+from ..core import contract
+from ..core.core import write_json
 
 SNAPSHOT_EVERY_S = 1.0
 

@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from sealbench import contract
+from sealbench.core import contract
 
 DEFAULT_MAX_CANDIDATES = 60
 LITE_MAX_CANDIDATES = 12

@@ -1,0 +1,16 @@
+"""agent: Running one agent: its command and what the sandbox mounts, probing and stopping it, the
+loopback bridge that meters its requests, and human sessions with their sealed shell.
+
+Modules:
+
+- ``agent_command``: how an agent's command runs in the sandbox: the paths it names mounted read-
+  only, relative words made absolute
+- ``agent_health``: the early stop: an agent version whose first runs all failed at start runs no
+  further
+- ``agent_probe``: before any job: can each agent's first command start here (127/126), and what a
+  command may not name
+- ``bridge``: the one loopback endpoint a sandboxed agent may reach; meters tokens
+- ``session``: human sessions ([humans.md](humans.md))
+- ``session_shell``: a human session's sealed shell: the agents' sandbox around the workspace, the
+  session commands through a control socket ([humans.md](humans.md#the-sealed-shell))
+"""

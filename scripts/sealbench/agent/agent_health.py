@@ -1,0 +1,137 @@
+"""Early stop: an agent version whose first runs all failed the same way at start runs no further.
+
+Each run_agent job notes how its run ended in ``results/.sealbench/agent-health/<agent>-<fp>.json``
+(under a file lock: jobs run in parallel). When the first :data:`START_FAILURE_RUNS` finished
+runs all ended with the same start failure (exit 126/127, or a non-zero exit within
+:data:`START_WINDOW_S` with no patch, usage, visible run or server reply), later runs of that
+version do not start the agent: they are recorded as a harness error with one sentence saying
+why, while other agents go on.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.contract import STAMP_KEYS, USAGE_KEYS
+from ..core.core import read_json, write_json
+
+
+# ---------------------------------------------------------------------------------------------
+# Early stop: an agent whose first runs all failed the same way at start runs no further
+
+#: How many first finished runs of one agent version decide whether it starts at all.
+START_FAILURE_RUNS = 3
+#: A non-zero exit this soon, with no patch, no usage and no visible run, is a failure at start.
+START_WINDOW_S = 5.0
+#: Where the per-agent records live, under results/.sealbench/.
+HEALTH_DIR = Path(".sealbench") / "agent-health"
+_BASH_PREFIX = re.compile(r"^(?:\S*/)?(?:ba)?sh: (?:line \d+: )?")
+
+
+def health_file(run_dir: Path, agent: str, fingerprint: str) -> Path | None:
+    """The agent version's record, for a run folder in the pipeline's layout
+    (``results/tasks/<id>/<digest>/runs/<agent>/<fp>/<epoch>``); None for any other folder."""
+    parents = Path(run_dir).parents
+    if len(parents) < 7 or parents[5].name != "tasks" or parents[2].name != "runs" \
+            or parents[1].name != agent or parents[0].name != fingerprint:
+        return None
+    return parents[6] / HEALTH_DIR / f"{agent}-{fingerprint}.json"
+
+
+def read_health(path: Path | None) -> dict:
+    if path is None or not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _how_it_ended(run_dir: Path) -> str:
+    """The last line the agent printed (stderr first), in words that are the same on every task."""
+    for name in ("agent.stderr", "agent.stdout"):
+        try:
+            text = (run_dir / name).read_text(errors="replace")
+        except OSError:
+            continue
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        if lines:
+            line = _BASH_PREFIX.sub("", lines[-1])
+            line = re.sub(r"/\S*/sealbench-run-[^/\s'\"]+/ws/?", "", line)  # this run's workspace
+            for pat, fmt in ((r"^(.+): command not found$", "command not found: {}"),
+                             (r"^(.+): No such file or directory$", "no such file: {}"),
+                             (r"^(.+): Permission denied$", "permission denied: {}")):
+                m = re.match(pat, line)
+                if m:
+                    line = fmt.format(m.group(1))
+                    break
+            return line[:300]
+    return "no output"
+
+
+def start_failure(record: Mapping[str, Any], run_dir: Path) -> str | None:
+    """How a finished run failed at start, in words (None: it did not): exit 126/127, or a
+    non-zero exit within START_WINDOW_S s — with no patch, no usage, no visible run, no clock or
+    limit hit and no reply from its server."""
+    code = record.get("exit_code")
+    if code in (0, None) or record.get("timed_out") or record.get("limit_hit") or record.get("patch_bytes"):
+        return None
+    if record.get("attempts") or any(v is not None for v in (record.get("usage") or {}).values()):
+        return None
+    if (record.get("usage_metered") or {}).get("responses"):
+        return None
+    if code not in (126, 127) and (record.get("wall_s") or 0) > START_WINDOW_S:
+        return None
+    return _how_it_ended(run_dir)
+
+
+def _quoted(text: str) -> str:
+    return f'"{text}"' if "'" in text else f"'{text}'"
+
+
+def note_health(path: Path, record: Mapping[str, Any], failure: str | None) -> dict:
+    """Add a finished run to its agent version's record (only its first START_FAILURE_RUNS count)
+    under a lock, since runs finish in parallel; decide the stop once they are in."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = read_health(path) or {"agent": record["solver"], "fingerprint": record["fingerprint"],
+                                      "command": record.get("command"), "first_runs": [], "stopped": None}
+        runs = state["first_runs"]
+        if len(runs) < START_FAILURE_RUNS:
+            runs.append({"task_id": record.get("task_id"), "epoch": record.get("epoch"),
+                         "exit_code": record.get("exit_code"), "wall_s": record.get("wall_s"),
+                         "start_failure": failure})
+            ways = {(r["exit_code"], r["start_failure"]) for r in runs}
+            if len(runs) == START_FAILURE_RUNS and len(ways) == 1 and failure is not None:
+                state["stopped"] = (f"stopped: the first {START_FAILURE_RUNS} runs of {state['agent']} all ended "
+                                    f"{_quoted(failure)} (exit {record.get('exit_code')}); fix the command and rerun")
+            write_json(path, state)
+        return state
+
+
+def stopped_record(sealed: Path, run_dir: Path, agent: str, fingerprint: str, epoch: int, command: str,
+                    sentence: str, health: Path) -> dict:
+    """run.json (and an empty patch) of a run not started because the agent's first runs all
+    failed at start: ``harness_error``, so hidden_score records ``infra_fail`` with the sentence."""
+    try:
+        task_id = read_json(sealed / "meta.json")["id"]
+    except Exception:  # noqa: BLE001 - the record must be written whatever broke
+        task_id = sealed.parent.parent.name
+    (run_dir / "patch.diff").write_bytes(b"")
+    record = {
+        "task_id": task_id, "solver": agent, "fingerprint": fingerprint, "epoch": epoch, "role": "agent",
+        "command": command, "time_box_s": None, "wall_s": 0.0, "exit_code": None, "end_reason": "harness_error",
+        "timed_out": False, "patch_bytes": 0, "usage": {k: None for k in USAGE_KEYS},
+        "stamp": {k: None for k in STAMP_KEYS}, "steer_count": None, "tokens_source": None, "attempts": [],
+        "isolation": None, "over_envelope": [], "error": sentence,
+        "stopped": {"health": str(health), "first_runs": read_health(health).get("first_runs", [])},
+    }
+    write_json(run_dir / "run.json", record)
+    return record
+
+

@@ -1,0 +1,149 @@
+"""The code digests of the stages: which sealbench source files a stage runs, derived from its
+imports, and their digest.
+
+:func:`code_closure` follows a module's sealbench imports statically (ast: at any depth, so lazy
+imports count) and transitively, plus what is loaded by name at run time
+(:data:`RUNTIME_LOADS`); :func:`code_digest` digests those files. A rule's ``code`` param is the
+digest of its stage, so a code change reruns exactly the jobs of the stages that run the changed
+code. The identity of built-in agents (:mod:`sealbench.provenance.identity`) follows the same imports.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+
+_IMPORTS: dict[str, tuple[tuple, list]] = {}
+
+
+def _imports_of(path: str) -> list[tuple[int, str, list[str]]]:
+    """(level, module, names) of every import statement in a module, at any depth (lazy imports
+    in functions count); memoised per process by the file's stat signature."""
+    import ast
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    sig = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    hit = _IMPORTS.get(path)
+    if hit and hit[0] == sig:
+        return hit[1]
+    try:
+        tree = ast.parse(Path(path).read_bytes(), path)
+    except (SyntaxError, ValueError, OSError):
+        return []
+    out: list[tuple[int, str, list[str]]] = []
+    todo: list[Any] = list(tree.body)
+    while todo:  # statements only: an import is a statement, so expressions need no visit
+        node = todo.pop()
+        if isinstance(node, ast.Import):
+            out += [(0, a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            out.append((node.level, node.module or "", [a.name for a in node.names]))
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                todo.extend(getattr(node, field, ()) or ())
+    _IMPORTS[path] = (sig, out)
+    return out
+
+
+def _sealbench_closure(files: list[str], pkg_dir: Path) -> list[str]:
+    """``files`` plus every module of the ``sealbench`` package at ``pkg_dir`` they import,
+    transitively, read statically (ast): ``from .x import``, ``from sealbench.x import``,
+    ``import sealbench.x`` (anywhere in the module, so lazy imports count)."""
+    pkg_dir = pkg_dir.resolve()
+    while pkg_dir.name != "sealbench" and pkg_dir.parent != pkg_dir:
+        pkg_dir = pkg_dir.parent
+
+    def module_of(path: Path) -> tuple[str, bool]:
+        rel = path.resolve().relative_to(pkg_dir.parent).with_suffix("")
+        parts = list(rel.parts)
+        is_pkg = parts[-1] == "__init__"
+        return ".".join(parts[:-1] if is_pkg else parts), is_pkg
+
+    def files_of(dotted: str) -> list[Path]:
+        parts = dotted.split(".")[1:]
+        out = [pkg_dir / "__init__.py"]
+        d = pkg_dir
+        for i, part in enumerate(parts):
+            if (d / part / "__init__.py").is_file():
+                d = d / part
+                out.append(d / "__init__.py")
+            elif i == len(parts) - 1 and (d / f"{part}.py").is_file():
+                out.append(d / f"{part}.py")
+            else:
+                return []
+        return out
+
+    result = {str(Path(f).resolve()): None for f in files}
+    todo = [Path(f).resolve() for f in files if f.endswith(".py")]
+    done: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in done or not path.is_relative_to(pkg_dir):
+            continue
+        done.add(path)
+        mod, is_pkg = module_of(path)
+        package = mod if is_pkg else mod.rpartition(".")[0]
+        names: list[str] = []
+        for level, module, imported in _imports_of(str(path)):
+            if level:
+                up = package.split(".")
+                up = up[: len(up) - (level - 1)] if level > 1 else up
+                target = ".".join(up + ([module] if module else []))
+            else:
+                target = module
+            names += [target] + [f"{target}.{a}" for a in imported if a != "*"]
+        for name in names:
+            if name == "sealbench" or name.startswith("sealbench."):
+                for f in files_of(name):
+                    if str(f) not in result:
+                        result[str(f)] = None
+                        todo.append(f)
+    return list(result)
+
+
+#: Modules loaded by name at run time, not imported: every scoring command's interpreter runs
+#: the seal's bootstrap (``seal_site/sitecustomize.py``) and pytest loads the seal plugin with
+#: ``-p sealbench.scoring.pytest_seal``.
+RUNTIME_LOADS: dict[str, tuple[str, ...]] = {"scoring.sealed_command": ("scoring/pytest_seal", "scoring/seal_site/sitecustomize")}
+
+
+@functools.cache
+def code_closure(*modules: str) -> tuple[str, ...]:
+    """The sealbench source files the given modules run: the modules, every sealbench module
+    they import (statically, transitively, lazy imports included) and what those load by name
+    (``RUNTIME_LOADS``), as paths relative to the package folder. Derived, not listed by hand."""
+    here = Path(__file__).resolve().parents[1]
+    files = [str(here / (m.replace(".", "/") + ".py")) for m in modules]
+    closure: list[str] = []
+    while True:
+        closure = _sealbench_closure(files, here)
+        names = {Path(f).resolve().relative_to(here).with_suffix("").as_posix().replace("/", ".") for f in closure}
+        extra = [str(here / (x + ".py")) for n in names for x in RUNTIME_LOADS.get(n, ())
+                 if x.replace("/", ".") not in names and (here / (x + ".py")).is_file()]
+        if not extra:
+            break
+        files += extra
+    return tuple(sorted(Path(f).resolve().relative_to(here).as_posix() for f in closure if Path(f).is_file()))
+
+
+@functools.cache
+def code_digest(*modules: str) -> str:
+    """Digest of the sealbench source the given stage modules run (:func:`code_closure`).
+
+    Used as a Snakemake ``params`` value so that a code change reruns exactly the jobs of the
+    stages whose code changed — a comment in ``scoring.py`` reruns the jobs that score, not
+    ``hash_pack`` or ``split``. Read once per process (a workflow's code does not change under it).
+    """
+    here = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for rel in code_closure(*modules):
+        h.update(rel.encode() + b"\0")
+        h.update((here / rel).read_bytes())
+    return h.hexdigest()[:16]

@@ -1,0 +1,360 @@
+"""The draw record: every agent run on the record before it starts, and its outcome when scored.
+
+A *slot* is one agent version on one task at one epoch: ``task/task_digest/agent/fingerprint/epoch``
+(the run folder's own address, :func:`paths.run_dir`). Each time run_agent is about to start the
+agent on a slot it appends a ``draw`` line with a fresh draw id (written into ``run.json`` as
+``draw``); when the agent has ended it appends ``ran``; hidden_score appends ``outcome`` with the
+status it scored. The record is append-only and hash-chained (each line carries the digest of the
+line before it), and it is kept twice, written together: ``PACK/draws.jsonl`` (it travels with the
+pack) and ``results/holdouts/<key>/draws.jsonl`` (it stays with the results; one per holdout,
+:func:`slices.results_records`). Deleting one copy loses nothing:
+the gate reads both (:func:`read_draws`) and says which copy lacked what.
+
+Why: deleting the folders of failed runs and running the same command again draws those slots
+anew. Without a record that is best-of-k, undisclosed. With it, the gate sees the slot drawn
+twice (:func:`redraws`) and scores the *first* draw's recorded outcome; a first draw that ran to
+its end but whose outcome is not on the record is refused (``REDRAWN``), naming the slots; a
+first draw the harness never saw end (a Ctrl-C, a killed job) is disclosed and counted in the
+headline sentence.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from ..core.core import sha256_text
+
+#: The record's file name, in the pack and in the results folder.
+DRAWS = "draws.jsonl"
+
+#: Line kinds, in the order a slot's draw goes through them.
+DRAW, RAN, OUTCOME = "draw", "ran", "outcome"
+
+
+def slot_key(task: str, task_digest: str, agent: str, fingerprint: str, epoch: int | str) -> str:
+    """One slot's name in the record (the run folder's address below ``tasks/``)."""
+    return f"{task}/{task_digest}/{agent}/{fingerprint}/{int(epoch)}"
+
+
+def record_paths() -> list[Path]:
+    """The two copies a job writes: ``$SEALBENCH_PACK/draws.jsonl`` and the holdout's own in
+    ``$SEALBENCH_RESULTS/holdouts/<key>/draws.jsonl`` (the key from the pack's split manifest:
+    packs scored into one results folder keep apart); empty outside the workflow."""
+    from ..core.paths import PACK_ENV, RESULTS_ENV
+    from .slices import MANIFEST, results_records
+
+    pack, results = os.environ.get(PACK_ENV), os.environ.get(RESULTS_ENV)
+    out = [Path(pack) / DRAWS] if pack else []
+    if results:
+        manifest = None
+        if pack:
+            try:
+                manifest = json.loads((Path(pack) / MANIFEST).read_text("utf-8"))
+            except (OSError, ValueError):
+                manifest = None        # not split yet: the results folder's own copy
+        out.append(results_records(Path(results), manifest if isinstance(manifest, dict) else None) / DRAWS)
+    return out
+
+
+def line_hash(line: str) -> str:
+    return sha256_text(line.strip())
+
+
+def _last_line(fd: int) -> str | None:
+    """The last non-empty line of an open file (read backwards from its end)."""
+    size = os.lseek(fd, 0, os.SEEK_END)
+    if size == 0:
+        return None
+    chunk, pos, tail = 1 << 14, size, b""
+    while pos > 0:
+        step = min(chunk, pos)
+        pos -= step
+        tail = os.pread(fd, step, pos) + tail
+        lines = [x for x in tail.split(b"\n") if x.strip()]
+        if len(lines) > 1 or (pos == 0 and lines):
+            return lines[-1].decode("utf-8", "replace")
+    return None
+
+
+def append(paths: Iterable[Path], entry: Mapping) -> None:
+    """Append ``entry`` to every copy, each under an exclusive lock and chained to that copy's
+    own last line (``prev``); fsynced before returning, so a draw is on the record before the
+    agent starts."""
+    for path in paths:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            last = _last_line(fd)
+            line = json.dumps({**entry, "prev": line_hash(last) if last else None}, sort_keys=True)
+            os.write(fd, (line + "\n").encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def start_draw(slot: str, paths: Iterable[Path] | None = None) -> str | None:
+    """Put a new draw of ``slot`` on the record; returns its id (None outside the workflow)."""
+    paths = list(record_paths() if paths is None else paths)
+    if not paths:
+        return None
+    draw = uuid.uuid4().hex
+    append(paths, {"kind": DRAW, "slot": slot, "draw": draw, "time_ns": time.time_ns()})
+    return draw
+
+
+def note_ran(slot: str, draw: str | None, end_reason: str | None, paths: Iterable[Path] | None = None) -> None:
+    """The agent of ``draw`` ended (green, exited, timed out…): the draw is no longer interrupted."""
+    paths = list(record_paths() if paths is None else paths)
+    if draw and paths:
+        append(paths, {"kind": RAN, "slot": slot, "draw": draw, "end_reason": end_reason, "time_ns": time.time_ns()})
+
+
+def note_outcome(slot: str, draw: str | None, status: str, hidden_pass: bool | None,
+                 paths: Iterable[Path] | None = None) -> None:
+    """hidden_score's verdict on ``draw``."""
+    paths = list(record_paths() if paths is None else paths)
+    if draw and paths:
+        append(paths, {"kind": OUTCOME, "slot": slot, "draw": draw, "status": status, "hidden_pass": hidden_pass,
+                       "time_ns": time.time_ns()})
+
+
+# ------------------------------------------------------------------------------ reading it
+
+
+def read_copy(path: Path) -> list[dict]:
+    """The lines of one copy, verified; raises ValueError naming the line when a line is not
+    JSON or the chain is broken (a line edited, removed or inserted)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    out, prev = [], None
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}:{i}: not a JSON line ({exc.msg}); was the draw record truncated or edited?") \
+                from exc
+        if not isinstance(entry, dict) or entry.get("kind") not in (DRAW, RAN, OUTCOME) or not entry.get("draw"):
+            raise ValueError(f"{path}:{i}: not a draw record line (kind, slot, draw)")
+        if entry.get("prev") != prev:
+            raise ValueError(f"{path}:{i}: the hash chain is broken (this line does not follow the one before it): "
+                             "a line was edited, removed or inserted")
+        prev = line_hash(line)
+        out.append(entry)
+    return out
+
+
+@dataclass
+class Record:
+    """Both copies of the draw record, merged: per slot its draws in the order they were made."""
+
+    slots: dict[str, list[str]] = field(default_factory=dict)      #: slot -> draw ids, first first
+    ran: dict[str, str | None] = field(default_factory=dict)        #: draw -> end reason
+    outcome: dict[str, dict] = field(default_factory=dict)          #: draw -> its last outcome line
+    seen: dict[str, set[str]] = field(default_factory=dict)         #: copy path -> the draw ids it holds
+    heads: dict[str, str | None] = field(default_factory=dict)      #: copy path -> digest of its last line
+    problems: list[str] = field(default_factory=list)              #: damaged copies, named
+
+
+def read_draws(copies: Iterable[Path]) -> Record:
+    """Read and merge the copies (a damaged copy is named in ``problems`` and left out)."""
+    rec = Record()
+    seen = rec.seen
+    starts: dict[str, tuple[int, str]] = {}
+    for path in copies:
+        key = str(path)
+        try:
+            lines = read_copy(path)
+        except ValueError as exc:
+            rec.problems.append(str(exc))
+            continue
+        text = [ln for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()] \
+            if Path(path).exists() else []
+        rec.heads[key] = line_hash(text[-1]) if text else None
+        seen[key] = set()
+        for e in lines:
+            d = e["draw"]
+            seen[key].add(d)
+            if e["kind"] == DRAW:
+                if d not in starts or e.get("time_ns", 0) < starts[d][0]:
+                    starts[d] = (int(e.get("time_ns") or 0), e["slot"])
+            elif e["kind"] == RAN:
+                rec.ran[d] = e.get("end_reason")
+            elif e["kind"] == OUTCOME:
+                rec.outcome[d] = e
+    for d, (t, slot) in sorted(starts.items(), key=lambda kv: (kv[1][0], kv[0])):
+        rec.slots.setdefault(slot, []).append(d)
+    return rec
+
+
+@dataclass
+class Redraw:
+    """One slot of the scored rows that was drawn more than once."""
+
+    slot: str
+    draws: int                 #: how many draws the record holds for the slot
+    first: str                 #: the first draw's id
+    first_outcome: dict | None  #: its recorded outcome (None: never scored)
+    first_ran: bool            #: the harness saw its agent end
+
+
+def redraws(rec: Record, scored: Mapping[str, str | None]) -> tuple[list[Redraw], list[str]]:
+    """For the scored rows (slot -> the row's draw id), the slots drawn more than once, and the
+    rows whose draw the record does not hold (made while the record was kept elsewhere, or after
+    it was deleted)."""
+    out, unknown = [], []
+    for slot, draw in sorted(scored.items()):
+        ids = rec.slots.get(slot) or []
+        if draw is not None and draw not in ids:
+            unknown.append(slot)
+            continue
+        if len(ids) > 1:
+            first = ids[0]
+            out.append(Redraw(slot, len(ids), first, rec.outcome.get(first), first in rec.ran))
+    return out, unknown
+
+
+# ------------------------------------------------------------------------------ the gate's step
+
+
+#: Beside decision.json: the heads of the draw record's copies the decision read ({path: digest}).
+DRAWS_CITATION = "draws_head.json"
+
+
+@dataclass
+class DrawCheck:
+    """What the draw record says about the scored rows (:func:`draw_check`)."""
+
+    runs: object = None                                  #: the runs, first draws' outcomes substituted
+    reasons: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    redrawn: list = field(default_factory=list)           #: ["solver:task#epoch (k draws, what was scored)"]
+    heads: dict = field(default_factory=dict)             #: copy path -> digest of its last line
+    draws: int = 0                                        #: draws on the record for the scored rows' slots
+    first_scored: int = 0                                 #: redrawn slots scored by their first draw
+    interrupted: int = 0                                  #: redrawn slots whose first draw never ended
+    by_solver: dict = field(default_factory=dict)         #: solver -> redrawn slots
+
+
+def _cited_lost(experiments: Path, rec_lines: Mapping[str, set[str]], pack_digest: str) -> list[str]:
+    """Earlier decisions on this pack digest that cited a line a copy no longer holds."""
+    from .ledger import citations
+
+    lost = []
+    for folder, cited in citations(experiments, DRAWS_CITATION):
+        if cited.get("pack_digest") != pack_digest:
+            continue
+        for path, head in (cited.get("heads") or {}).items():
+            if head and path in rec_lines and head not in rec_lines[path]:
+                lost.append(f"{folder.name} ({path})")
+    return lost
+
+
+def _line_digests(path: Path) -> set[str]:
+    if not Path(path).exists():
+        return set()
+    return {line_hash(ln) for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()}
+
+
+def draw_check(runs, split: str | None, copies: list[Path], experiments: Path | None, pack_digest: str) -> DrawCheck:
+    """Check the scored split's agent rows against the draw record.
+
+    A row whose slot was drawn before its own draw is replaced by the first draw's recorded
+    outcome (``redraw`` says so); a first draw that ran to its end with no recorded outcome is
+    ``REDRAWN`` (refused, slots named); a first draw never seen ending (interrupted) is counted.
+    A damaged copy, a scored draw neither copy holds, or a cited line gone is
+    ``DRAW_RECORD_UNREADABLE``. A copy lacking lines the other holds is noted. ``split`` None:
+    every split (stratify substitutes in the tables; the gate then finds the rows already
+    substituted, ``redraw`` set, and only counts them)."""
+    from ..core.refusals import note_for, refusal
+
+    out = DrawCheck(runs=runs)
+    if not copies:
+        return out
+    rec = read_draws(copies)
+    out.heads = {str(os.path.realpath(k)): v for k, v in rec.heads.items()}
+    if rec.problems:
+        out.reasons.append(refusal("DRAW_RECORD_UNREADABLE", "The draw record is damaged: " + "; ".join(rec.problems)
+                                   + ". Restore it from the other copy or from version control; never edit it.",
+                                   rec.problems))
+    if experiments is not None:
+        lines = {str(os.path.realpath(p)): _line_digests(p) for p in copies}
+        lost = _cited_lost(experiments, lines, pack_digest)
+        if lost:
+            out.reasons.append(refusal("DRAW_RECORD_UNREADABLE", "Earlier decisions on this pack cited draw record "
+                                       f"lines that are gone ({', '.join(lost[:5])}): the record was truncated, "
+                                       "replaced or deleted since. Restore it; never edit it.", lost))
+    rows = runs[((runs.split == split) if split is not None else True) & (runs.role == "agent")]
+    slot_of = {i: slot_key(r.task_id, r.task_digest, r.solver, r.fingerprint, r.epoch) for i, r in rows.iterrows()}
+    import pandas as pd
+
+    drawn = {slot_of[i]: (None if pd.isna(r.draw_id) else str(r.draw_id)) for i, r in rows.iterrows()}
+    out.draws = sum(len(rec.slots.get(sl) or []) for sl in drawn)
+    redrawn, unknown = redraws(rec, drawn)
+    if unknown:
+        out.reasons.append(refusal("DRAW_RECORD_UNREADABLE", f"{len(unknown)} scored run(s) were drawn without "
+                                   f"their draw being on the record that is here ({', '.join(unknown[:5])}"
+                                   f"{', …' if len(unknown) > 5 else ''}): the record was replaced or deleted "
+                                   f"(both copies: {', '.join(str(c) for c in copies)}). Restore it; never edit it.",
+                                   unknown))
+    mine = {d for sl in drawn for d in rec.slots.get(sl) or []}
+    lacks = [f"{c} lacks {len(mine - ids)} of the {len(mine)} draws of these runs"
+             for c, ids in sorted(rec.seen.items()) if mine - ids]
+    if lacks and len(rec.seen) > 1:
+        out.notes.append(note_for("RECORD_COPY_DIFFERS", "The draw record's copies differ: " + "; ".join(lacks)
+                                  + ". Both were read: a draw in either counts."))
+    runs = runs.copy() if redrawn else runs
+    index_of = {slot_of[i]: i for i in slot_of}
+    refused = []
+    for r in redrawn:
+        i = index_of[r.slot]
+        if drawn[r.slot] == r.first:
+            continue
+        who = f"{runs.at[i, 'solver']}:{runs.at[i, 'task_id']}#{runs.at[i, 'epoch']}"
+        out.by_solver[runs.at[i, "solver"]] = out.by_solver.get(runs.at[i, "solver"], 0) + 1
+        done = runs.at[i, "redraw"]
+        if isinstance(done, str) and done:  # substituted in the tables already (stratify)
+            out.redrawn.append(f"{who} ({done})")
+            if done.startswith("first of"):
+                out.first_scored += 1
+            else:
+                out.interrupted += 1
+            continue
+        if r.first_outcome is not None:
+            first = r.first_outcome
+            runs.at[i, "reason"] = (f"drawn {r.draws} times: the first draw is scored ({first['status']}); this "
+                                    f"draw scored {runs.at[i, 'status']}")
+            runs.at[i, "status"] = first["status"]
+            runs.at[i, "hidden_pass"] = first.get("hidden_pass")
+            runs.at[i, "redraw"] = f"first of {r.draws} draws scored ({first['status']})"
+            out.redrawn.append(f"{who} ({r.draws} draws; the first, {first['status']}, is scored)")
+            out.first_scored += 1
+        elif r.first_ran:
+            refused.append(f"{who} ({r.draws} draws)")
+        else:
+            runs.at[i, "redraw"] = f"drawn {r.draws} times; the first draw was interrupted before its agent ended"
+            out.redrawn.append(f"{who} ({r.draws} draws; the first was interrupted before its agent ended)")
+            out.interrupted += 1
+    out.runs = runs
+    if refused:
+        out.reasons.append(refusal("REDRAWN", f"{len(refused)} slot(s) were drawn again after their first draw ran "
+                                   f"to its end, and the first draw's outcome is not on the record "
+                                   f"({', '.join(refused[:5])}{', …' if len(refused) > 5 else ''}): the first draw "
+                                   "cannot be scored and a later one would be best-of-k. Score this agent version "
+                                   "on a fresh pack, or restore the first draws' score records.", refused))
+    if out.redrawn:
+        out.notes.append(note_for("REDRAWN_SLOTS", f"{len(out.redrawn)} slot(s) of the {split or 'any'} split were drawn more "
+                                  f"than once ({'; '.join(out.redrawn[:5])}{'; …' if len(out.redrawn) > 5 else ''})."))
+    return out
+

@@ -1,0 +1,124 @@
+"""card.json: the fields that make a score citeable (dataset, oracle, metric family, envelope),
+the isolation and contamination posture, and the claim with the solvers it is about.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..isolation import limits as _limits
+from ..provenance.ledger import preregistration
+from ..provenance.slices import current_slice, records
+
+def contamination_posture(tasks) -> str:
+    """What actually ran on every task: ``ngram_scan`` (public 13-gram check), ``filename_scan``
+    (denylist only) or ``unchecked``."""
+    per_task = [set(str(cs).split(";")) for cs in tasks.leak_checks] if len(tasks) else []
+    if per_task and all("ngram13:humaneval" in c for c in per_task):
+        return "ngram_scan"
+    if per_task and all("denylist" in c for c in per_task):
+        return "filename_scan"
+    return "unchecked"
+
+
+def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
+    """The four fields that make a score citeable (seed "four fields") plus contamination posture."""
+    card = _card(exp, manifest, tasks, runs)
+    if exp.get("environments"):
+        # the task test environments the scores depend on (PACK/environment/, PACK/environments/<name>/):
+        # name, digest (python + lock), installer, python, how it was built (sandbox: bwrap, or none:
+        # unsandboxed), the whole lock and the tasks using each
+        card["environments"] = [{k: e.get(k) for k in ("name", "digest", "spec_digest", "installer", "python",
+                                                        "sandbox", "requirements", "tasks", "lock")}
+                                for e in exp["environments"]]
+    return card
+
+
+def _card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
+    cfg = exp["config_full"]
+    deny_lines = exp["denylist_lines"]
+    return {
+        "name": f"sealbench-{exp['exp_id']}",
+        "dataset": {
+            "pack_digest": exp["pack_digest"], "denylist_digest": exp["denylist_digest"],
+            "split_manifest_digest": exp["split_manifest_digest"], "n_tasks": int(len(tasks)),
+            "strata": {s: int((tasks.stratum == s).sum()) for s in cfg["strata"]},
+            "split": {"seed": manifest["seed"], "holdout_frac": manifest["holdout_frac"],
+                      "tune": len(manifest["tune"]), "holdout": len(manifest["holdout"]),
+                      # the slice of a grown pack (split --extend): numbers compare only within one slice
+                      "slice": current_slice(manifest),
+                      "slices": [{k: r[k] for k in ("slice", "added", "date", "pack_digest")}
+                                 for r in records(manifest)]},
+            "score_split": cfg["score_split"],
+        },
+        "oracle": {
+            "scoring": "patch applied to a pristine repo/ without its changes to protected paths (the test files, "
+                       "the support files the tests import, pytest configuration, conftest.py, interpreter start-up "
+                       "hooks, .pth files; a patch touching one is scored tamper); the test files restored from the "
+                       "sealed pack, read-only; each command run under pytest's sealed report (canaries, a report "
+                       "stream the tested code cannot rewrite; a forged or cut-short report is tamper); pass = "
+                       "visible_command and hidden_command both exit 0 with no failed or errored test, no collection "
+                       "error, at least one real test run and not every test skipped, and at least as many hidden "
+                       "tests passed as the task's failing_tests and as the gold patch ran",
+            "commands": exp["oracle_commands"],
+            "gold_patch_runs": cfg["oracle_runs"],
+            "oracle_sanity": float(tasks.oracle_ok.mean()) if len(tasks) else None,
+        },
+        "metric_family": ["hidden pass rate per stratum (n, Wilson 95%)", "timeout rate", "infra_fail rate",
+                          "exclusion rate", "pass rate with exclusions and infra_fail counted as failures "
+                          "(EXCLUSIONS_DECIDE when it decides)", "paired delta vs baseline (stratified t 95%)", "McNemar exact p",
+                          "time to green", "steps, tokens, cost (as reported)"],
+        "envelope": {**cfg["envelope"], "health": cfg["health"]},
+        "isolation": {
+            "mode": cfg.get("sandbox", "auto"),
+            "levels": sorted({str(x) for x in runs.loc[runs.role == "agent", "isolation"].dropna().unique()}),
+            # copy-on-write overlays over the sealed task, or copies (where overlays cannot be mounted)
+            "workspaces": {role: sorted({str(x) for x in runs.loc[runs.role == role, "workspace"].dropna().unique()})
+                           for role in ("agent", "control") if "workspace" in runs},
+            "sandbox": "bubblewrap: allowlisted read-only system and interpreter, workspace and SEALBENCH_OUT "
+                       "writable, private /tmp, unprivileged uid without capabilities or user namespaces, PID "
+                       "namespace, no network; pack, results/, home, project and scratch folders not mounted",
+            # resource limits of every sandboxed command; mechanisms as found where the gate runs
+            "limits": {**_limits.Limits.of(cfg.get("limits")).to_dict(), "mechanisms": _limits.limit_mechanisms()},
+        },
+        # what the scores depend on besides the code: the interpreter and the covered packages
+        # (sealbench.isolation.toolchain: what the stages, agents and tasks import, what those require)
+        "toolchain": {"digest": exp["toolchain_digest"],
+                      **{k: exp["toolchain"].get(k) for k in ("python", "implementation", "packages",
+                                                               "startup_files", "covers")}},
+        "contamination": {
+            "posture": contamination_posture(tasks),
+            "checks": sorted({c for cs in tasks.leak_checks for c in str(cs).split(";") if c}),
+            "denylist_lines": deny_lines, "suspects": int(tasks.leak_suspect.sum()),
+            "training_guarantee": "none",
+        },
+    }
+
+
+def _solver_card(exp: Mapping, name: str) -> dict:
+    """Who a solver is, in the card: its fingerprint, command and what the fingerprint covered."""
+    cfg = exp["config_full"]
+    spec = cfg["agents"].get(name)
+    if spec is None:
+        return {"name": name, "kind": "control"}
+    ident = (exp.get("agent_identity") or {}).get(name) or {}
+    files = ident.get("files") or {}
+    return {"name": name, "kind": "agent", "fingerprint": exp["agent_fingerprints"].get(name),
+            "command": spec["command"], "env": spec.get("env", {}), "endpoint": spec.get("endpoint"),
+            "lineage": ident.get("lineage") or spec.get("lineage") or name,
+            "covered_files": {k: files[k] for k in sorted(files)}}
+
+
+def card_claim(exp: Mapping, decision: Mapping) -> dict:
+    """What makes card.json self-contained: the claim, and the solvers it is about."""
+    cfg = exp["config_full"]
+    return {
+        "candidate": _solver_card(exp, cfg["candidate"]),
+        "baseline": _solver_card(exp, cfg["baseline"]),
+        "headline": {"publishable": decision["publishable"], "value": decision["headline"],
+                     "metric": decision["headline_metric"], "n": decision["n"], "passes": decision["passes"],
+                     "per_stratum": decision["per_stratum"], "comparison": decision["comparison_summary"],
+                     "experiment": decision["experiment"],
+                     "refusals": [r["code"] for r in decision["reasons"]]},
+        "preregistration": preregistration(cfg, exp),
+    }

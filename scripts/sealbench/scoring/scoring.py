@@ -1,0 +1,280 @@
+"""Scoring: a patch on a pristine snapshot with the sealed tests (docs/contract.md §1).
+
+:func:`score_patch` builds a scoring workspace (pristine ``repo/`` + patch, then the sealed
+``visible_tests/`` and ``hidden_tests/``), runs both commands under the sealed report, and
+classifies the outcome (:class:`ScoreResult`). The verdict comes from the sealed report stream
+and the exit code, never from the command's printed output.
+
+Its parts, one concern each:
+
+- ``patches.py``: a unified diff read section by section (``split_patch``);
+- ``tamper_rules.py``: protected paths and refused content (``protected_reason``,
+  ``path_rule``, ``section_rule``);
+- ``patch_apply.py``: a patch applied except what the tamper rules refuse
+  (``apply_patch_details``);
+- ``similarity.py``: how close a patch is to the gold patch (``gold_similarity``);
+- ``sealed_command.py``: one command run under the sealed report, and its verdict (``judge``);
+- ``sealed_report.py``: the report stream, its canaries, JUnit reports (``judge_stream``),
+  where the packages under test were imported from (``import_outside``);
+- ``task_layout.py``: where the task's tests go, its own protected paths, its import paths
+  and packages.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..isolation.layers import COPY, OVERLAY, remove_tree, sparse_copy, workspace_kind
+from .patch_apply import apply_patch_details, patch_paths
+from ..pack.patches import unsafe_path
+from .scoring_layers import as_layer, scoring_overlay
+from .sealed_command import CommandOutcome, _run_check, judge
+from .similarity import GOLD_LIKE_THRESHOLD, gold_similarity
+from ..pack.task_layout import TEST_DIRS, import_paths, packages, protected_paths, test_paths, test_trees, tests_layout
+from ..core.untrusted import UntrustedTree
+from ..pack.workspace import copy_tree, scratch_dir
+from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER
+
+
+@dataclass
+class ScoreResult:
+    """The verdict of scoring one patch on one task."""
+
+    status: str                      # pass | fail | tamper | infra_fail
+    visible_pass: bool | None
+    hidden_pass: bool | None
+    reason: str | None               # why not pass, in words
+    patch_applied: bool
+    #: protected paths the patch touched (never applied); non-empty means status ``tamper``
+    #: unless the harness broke (``infra_fail``) or the patch was refused (``fail``)
+    tamper_paths: list[str] = field(default_factory=list)
+    visible: CommandOutcome | None = None
+    hidden: CommandOutcome | None = None
+    gold_similarity: float | None = None     # None: no gold patch given
+    gold_like: bool | None = None
+    #: where a package under test was imported from outside the scoring workspace ("pkg from
+    #: path"); None: every one came from inside (or none was imported)
+    import_outside: str | None = None
+    #: the scoring workspace: ``overlay`` (layers over the sealed copy) or ``copy``
+    workspace: str | None = None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for key in ("visible", "hidden"):
+            if isinstance(d.get(key), dict):
+                d[key].pop("stream", None)
+                d[key].pop("secret", None)
+        return d
+
+    @property
+    def runner_started(self) -> bool | None:
+        """Both commands' runners started (None: a command did not run)."""
+        outs = [o for o in (self.visible, self.hidden) if o is not None]
+        if len(outs) < 2:
+            return None
+        return all(o.runner_started for o in outs)
+
+
+def _clear(path: Path) -> None:
+    """Remove what is at ``path`` (a folder the patch or the tested code may have filled:
+    :func:`~sealbench.core.untrusted.remove_tree`); what stays is the patch's ``UntrustedTree``."""
+    left = remove_tree(path)
+    if left:
+        raise UntrustedTree("; ".join(left))
+
+
+def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout_s: float, *,
+                oracle: bytes | None = None, sandbox: object | None = None,
+                expected_hidden: int | None = None,
+                commands: tuple[str, ...] = ("visible", "hidden"), task_check: bool = False,
+                task_env: Mapping[str, str] | None = None,
+                expected_ids: Mapping[str, Sequence[str]] | None = None) -> ScoreResult:
+    """Score ``patch`` on a sealed task (docs/contract.md §1 scoring workspace): over an overlay
+    of the sealed copy where the sandbox can mount one (:mod:`sealbench.scoring.scoring_layers`), else
+    on a copy; ``ScoreResult.workspace`` says which.
+
+    The patch's protected sections (:func:`protected_reason`) are not applied; the rest is,
+    then the sealed test folders are copied in and both commands run with a JUnit report
+    requested through ``PYTEST_ADDOPTS``. Per command (:func:`judge`): a command that cannot
+    run (missing interpreter, pytest usage error, no tests collected or run) is
+    ``infra_fail``; otherwise it passes when it exits 0 and, if a JUnit report was written,
+    the report shows tests ran with no failure or error, and for the hidden command at least
+    ``meta["failing_tests"]`` tests ran. A command that exceeds ``timeout_s`` fails (the patch
+    hangs). Status precedence: patch refused (unsafe path, malformed, does not apply) →
+    ``fail``, except that a patch which also touched protected paths is ``tamper``; harness
+    ``infra_fail``; ``tamper`` whenever protected paths were touched; then pass/fail.
+    ``oracle`` (the gold patch) fills ``gold_similarity``/``gold_like``. ``sandbox`` (a
+    :class:`~sealbench.isolation.sandbox.Sandbox`) isolates both commands: only the scoring workspace and
+    the report folder are writable. ``expected_hidden`` (hidden tests the gold patch ran)
+    raises the number of hidden tests that must run, so a patch cannot skip its way to a pass;
+    ``expected_ids`` (``{"visible": ids, "hidden": ids}``, what the gold patch's runs collected,
+    from the controls) must be exactly the tests each command collects, or the run is ``tamper``.
+    ``commands`` limits the run to some of ``visible``/``hidden`` (the other is None and does
+    not count; a visible-only run is how an agent's session asks "am I green?"). ``task_env``
+    (:meth:`sealbench.isolation.environments.BuiltEnv.command_env`) runs both in the task's environment.
+
+    The task's layout (``task_layout``): its test trees go where ``tests_layout`` says, its
+    support files and tests at repository paths are protected (the sealed copy always wins),
+    its ``import_paths`` go first on ``PYTHONPATH``, and the sealed report records where each
+    of its ``packages`` was imported from. A package imported from outside the scoring
+    workspace is ``tamper`` (the patch redirected what is tested), or with ``task_check`` (the
+    controls, or a task whose controls already did so) ``infra_fail`` naming the package and
+    path: the task's environment or ``import_paths`` is wrong.
+
+    Both commands run under the sealed report (``pytest_seal``: canaries plus a report stream
+    the tested code cannot rewrite); see :func:`judge` and :func:`judge_stream`. A forged or
+    cut-short report is ``tamper`` whatever else happened; a runner that never started is
+    ``infra_fail``; a patch that adds symlinks, binaries (unless ``meta["allow_binary"]``),
+    compiled extensions, bytecode or shadowing top-level modules is ``tamper``
+    (:func:`section_rule`, :func:`path_rule`).
+    """
+    kind = (workspace_kind(getattr(sandbox, "level", "none")) if hasattr(sandbox, "with_overlay") else COPY)
+    res = _score(sealed_task, meta, patch, logdir, timeout_s, oracle=oracle, sandbox=sandbox,
+                 expected_hidden=expected_hidden, commands=commands, task_check=task_check, task_env=task_env,
+                 overlay=kind == OVERLAY, expected_ids=expected_ids or {})
+    res.workspace = kind
+    return res
+
+
+def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout_s: float, *,
+           oracle: bytes | None, sandbox: object | None, expected_hidden: int | None,
+           commands: tuple[str, ...], task_check: bool, task_env: Mapping[str, str] | None,
+           overlay: bool, expected_ids: Mapping[str, Sequence[str]]) -> ScoreResult:
+    sealed_task, logdir = Path(sealed_task).resolve(), Path(logdir).absolute()
+    sim = gold_similarity(patch, oracle) if oracle is not None else None
+    gold = {"gold_similarity": sim, "gold_like": None if sim is None else sim >= GOLD_LIKE_THRESHOLD}
+    scratch = scratch_dir("score")
+    repo = sealed_task / "repo"
+    app = None
+    try:
+        own = protected_paths(sealed_task, meta)
+        base = scratch / ("patched" if overlay else "base")
+        base.mkdir()
+        if overlay:   # only the files the patch touches, applied; the rest stays the sealed repo/
+            rels = patch_paths(base, patch)
+            sparse_copy((repo,), [p for p in rels or () if not unsafe_path(p)], base)
+            app = apply_patch_details(base, patch, bool(meta.get("allow_binary")), own, pristine=repo)
+        else:
+            copy_tree(repo, base)
+            app = apply_patch_details(base, patch, bool(meta.get("allow_binary")), own)
+        tamper = sorted(app.protected)
+        tamper_text = "; ".join(f"{p} ({w})" for p, w in sorted(app.protected.items()))
+        if not app.applied:
+            if tamper and "outside the workspace" not in app.message:
+                return ScoreResult(TAMPER, None, None, f"the patch touched protected paths: {tamper_text}; "
+                                   f"the rest was not scored: {app.message}", False, tamper, **gold)
+            return ScoreResult(FAIL, None, None, app.message, False, tamper, **gold)
+        for d in TEST_DIRS:
+            if (base / d).exists() or (base / d).is_symlink():
+                _clear(base / d)
+        for rel in meta.get("support_files") or ():   # the sealed copy, whatever happened
+            if overlay:
+                (base / rel).unlink(missing_ok=True)
+            else:
+                shutil.copyfile(repo / rel, base / rel)
+        if overlay:
+            as_layer(base, repo, rels or (), hide=TEST_DIRS)
+        imports = {"import_paths": tuple(import_paths(repo, meta)),
+                   "packages": tuple(packages(repo, meta))}
+        # each command's own report folder: what one run leaves there never reaches the next
+        reports = {"visible": scratch / "reports-visible", "hidden": scratch / "reports-hidden"}
+        for folder in reports.values():
+            folder.mkdir()
+        ws = scratch / "ws"
+        runs = iter(range(1, 3))
+
+        def fresh(test_dirs: tuple[str, ...], junit_dir: Path) -> object | None:
+            # Each command gets a fresh view of the patched snapshot with only the test folders
+            # it needs (the visible command never sees hidden_tests/), read-only inside the
+            # sandbox: nothing the tested code does in one run reaches the tests of the next, or
+            # the test modules collected after the one that imported it.
+            if overlay:
+                n = next(runs)
+                _clear(ws)
+                ws.mkdir()
+                ov, frozen_from = scoring_overlay(sealed_task, meta, test_dirs, own, (repo, base), ws,
+                                                  scratch / f"upper{n}", scratch / f"work{n}")
+                return sandbox.with_writable(junit_dir).with_overlay(ov, frozen_from)
+            _clear(ws)
+            copy_tree(base, ws)
+            for src, dst in test_trees(meta, test_dirs):
+                copy_tree(sealed_task / src, ws / dst)
+            if sandbox is None or not hasattr(sandbox, "with_writable"):
+                return sandbox
+            box = sandbox.with_writable(ws, junit_dir)
+            frozen = [ws / dst for _src, dst in test_trees(meta, test_dirs) if dst != "."]
+            frozen += [ws / p for p in sorted(own) if (ws / p).exists()]   # support files, tests at repo paths
+            return box.with_frozen(*frozen) if hasattr(box, "with_frozen") else box
+
+        def names(test_dirs: tuple[str, ...]) -> list[Path] | None:
+            return [sealed_task / d for d in test_dirs if tests_layout(meta) == "folders"] if overlay else None
+
+        conftests = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("conftest.py"))
+
+        def sealed(test_dirs: tuple[str, ...]) -> list[str]:
+            # the files whose code a test may run as: the sealed tests, the support files and the
+            # snapshot's conftest.py files (a patch can never add or change one)
+            return sorted({*test_paths(sealed_task, meta, test_dirs), *(meta.get("support_files") or ()), *conftests})
+
+        visible = hidden = None
+        if "visible" in commands:
+            box = fresh(("visible_tests",), reports["visible"])
+            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, reports["visible"],
+                                 task_env=task_env, test_folders=names(("visible_tests",)),
+                                 sealed_files=sealed(("visible_tests",)), expected_ids=expected_ids.get("visible"),
+                                 **imports)
+        if "hidden" in commands:
+            box = fresh(TEST_DIRS, reports["hidden"])
+            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, reports["hidden"],
+                                task_env=task_env, test_folders=names(TEST_DIRS), sealed_files=sealed(TEST_DIRS),
+                                expected_ids=expected_ids.get("hidden"), **imports)
+    except UntrustedTree as exc:
+        if app is None:   # the sealed snapshot itself: not the patch's doing
+            raise
+        # the tree the patch made, or what the tested code left in it, cannot be copied or
+        # removed (nested past untrusted.MAX_DEPTH …): the patch's fail, never the harness's
+        touched = sorted(app.protected)
+        return ScoreResult(TAMPER if touched else FAIL, None, None,
+                           f"the scoring workspace could not be prepared: {exc}"
+                           + (f"; the patch touched protected paths: {', '.join(touched)}" if touched else ""),
+                           True, touched, **gold)
+    finally:
+        remove_tree(scratch)
+    v_status, v_why = judge("visible", visible) if visible is not None else (PASS, None)
+    h_status, h_why = (judge("hidden", hidden, max(int(meta.get("failing_tests") or 0), int(expected_hidden or 0)))
+                       if hidden is not None else (PASS, None))
+    vis_ok, hid_ok = v_status == PASS, h_status == PASS
+    forged = [why for st, why in ((v_status, v_why), (h_status, h_why)) if st == TAMPER]
+    if forged:
+        # a forged or cut-short sealed report: tamper, whatever else happened
+        extra = f"; the patch also touched protected paths, not applied: {tamper_text}" if tamper else ""
+        return ScoreResult(TAMPER, vis_ok, hid_ok, "; ".join(forged) + extra, True, tamper, visible, hidden, **gold)
+    outside = next((o.report["import_outside"] for o in (visible, hidden)
+                    if o is not None and o.report.get("import_outside")), None)
+    if outside:
+        pkg, where = outside["package"], outside["path"]
+        if task_check:
+            why = (f"the tests import {pkg} from {where}, outside the workspace: the environment has the package "
+                   "installed, or import_paths is wrong; fix the task's environment or its meta.json "
+                   "import_paths/packages")
+            return ScoreResult(INFRA_FAIL, None, None, why, True, tamper, visible, hidden, **gold,
+                               import_outside=f"{pkg} from {where}")
+        why = (f"the tests imported {pkg} from {where}, outside the workspace, while the task's controls import "
+               "it from inside: the patch redirected what is tested")
+        return ScoreResult(TAMPER, vis_ok, hid_ok, why, True, tamper, visible, hidden, **gold,
+                           import_outside=f"{pkg} from {where}")
+    for st, why in ((v_status, v_why), (h_status, h_why)):
+        if st == INFRA_FAIL:
+            return ScoreResult(INFRA_FAIL, None, None, why, True, tamper, visible, hidden, **gold)
+    rest = "; ".join(w for w in (v_why, h_why) if w)
+    if tamper:
+        verdict = PASS if vis_ok and hid_ok else f"fail ({rest})"
+        return ScoreResult(TAMPER, vis_ok, hid_ok,
+                           f"the patch touched protected paths, not applied: {tamper_text}; the rest scored {verdict}",
+                           True, tamper, visible, hidden, **gold)
+    if vis_ok and hid_ok:
+        return ScoreResult(PASS, True, True, None, True, tamper, visible, hidden, **gold)
+    return ScoreResult(FAIL, vis_ok, hid_ok, rest, True, tamper, visible, hidden, **gold)

@@ -1,0 +1,200 @@
+"""hidden_score: score one agent attempt on a pristine snapshot with the sealed tests.
+
+Reads:  a sealed task; run.json and patch.diff of one attempt
+Writes: results/tasks/<id>/<digest>/scores/<agent>/<fingerprint>/<epoch>.json
+
+The patch is applied to a fresh copy of ``repo/``; its changes to protected paths (test
+folders, pytest configuration, ``conftest.py``, start-up hooks, ``.pth`` files) are dropped
+and listed as ``tamper_paths``, and both test folders are copied in from the sealed pack;
+then the visible and hidden commands run (see ``scoring.score_patch``). Status:
+- ``timeout``: the worker was killed at its clock (``run.json`` ``timed_out``): whatever it
+  wrote or exited with, its patch is still scored and shown, never a pass;
+- ``infra_fail``: only the harness's own failure: it could not run the attempt
+  (``end_reason`` ``harness_error``), or the scoring commands could not run *and* the task's
+  controls (``controls.json``: ``control_infra_fail``) could not be scored either;
+- ``tamper``: the patch touched protected paths (the rest is still scored and shown);
+- ``pass``: visible and hidden commands exit 0 and their JUnit reports (when pytest wrote
+  one) agree; otherwise ``fail``.
+The agent's own exit status is recorded (``agent_exit_code``, and ``agent_signal`` when a
+signal ended it), never the verdict: an agent that exits 127 is scored on its patch like any
+other. ``agent_error`` says the agent crashed — it ended on its own with a non-zero exit or a
+signal, not at its clock, a stop or a limit (``processes.ended_in_error``) — whatever its
+status: a crashed agent whose half-edit passes is a ``pass`` with ``agent_error`` true. A
+scoring ``infra_fail`` (no tests collected, usage error, exit 126/127...) while the task's
+controls ran fine is the patch's doing (it broke the test run): ``fail`` with the reason. So is a
+patch whose tests cannot be collected for a missing module, unless every control hit that too
+(``controls.json`` ``missing_modules``, :mod:`sealbench.scoring.collection`): then ``infra_fail``.
+With ``--env DIR`` the commands run in the task's test environment (:mod:`sealbench.isolation.environments`).
+Neither may leave the rate's denominator, or abstaining on a failure would pay.
+``gold_like``/``gold_similarity`` compare the patch with the sealed ``oracle.patch``.
+``time_to_green_s`` is the end of the first sealed-green visible attempt, if the final state is green.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from ..provenance import draws
+from ..scoring.collection import missing_modules
+from ..core.core import read_json, write_json
+from ..isolation.environments import BuiltEnv, load_env
+from ..isolation.sandbox import MODES as SANDBOX_MODES, SandboxUnavailable, make_sandbox, resolve_level
+from ..core.processes import ended_in_error
+from ..scoring.scoring import score_patch
+from ..scoring.sealed_command import SHELL_INFRA_CODES
+from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER, TIMEOUT
+
+
+def time_to_green(attempts: list[dict], final_visible_green: bool | None) -> float | None:
+    """End of the first visible attempt that was green *sealed* (``sealed_green``: the
+    workspace as it stood then passed the visible tests restored from the pack, under the
+    tamper rules — see ``visible.sealed_green``), if the final state is green. An attempt
+    green only in the worker's own workspace never counts."""
+    if not final_visible_green:
+        return None
+    for a in attempts:
+        if a.get("exit") == 0 and a.get("sealed_green") is True and isinstance(a.get("end_s"), (int, float)):
+            return float(a["end_s"])
+    return None
+
+
+def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_mode: str = "auto",
+              controls: Path | None = None, limits: dict | None = None, env: BuiltEnv | None = None) -> dict:
+    """Score one attempt and write its record (see module docstring). ``controls`` (the task's
+    controls.json) gives how many hidden tests the gold patch ran: the patch must run as many.
+    ``env``: the task's test environment (its commands run in it; none: sealbench's interpreter)."""
+    sealed, run_dir = Path(sealed).resolve(), Path(run_dir)
+    meta = read_json(sealed / "meta.json")
+    run = read_json(run_dir / "run.json")
+    if run.get("end_reason") == "harness_error":
+        if run.get("stopped"):  # an agent version stopped after its first runs all failed at start
+            return _infra_record(out, meta["id"], run, str(run.get("error")))
+        return _infra_record(out, meta["id"], run, f"the harness could not run the attempt: {run.get('error')}")
+    ctl = read_json(controls) if controls else None
+    expected = ctl.get("oracle_hidden_ran") if ctl else None
+    level = resolve_level(sandbox_mode)
+    box = make_sandbox(level, hide=[sealed.parent.parent.parent], limits=limits)
+    if env is not None:
+        box = box.with_readable(env.path)
+    patch = (run_dir / "patch.diff").read_bytes()
+    oracle_file = sealed / "oracle.patch"
+    oracle = oracle_file.read_bytes() if oracle_file.exists() else None
+    res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle,
+                      sandbox=box, expected_hidden=expected,
+                      expected_ids=(ctl.get("oracle_ids") or None) if ctl else None,
+                      task_check=bool(ctl and ctl.get("import_outside")),
+                      task_env=env.command_env() if env else None)
+    status, reason = res.status, res.reason
+    ctl = read_json(controls) if controls else None
+    if status == INFRA_FAIL:
+        status, reason = _scoring_infra(res.reason, ctl)
+    elif status == FAIL and ctl and ctl.get("missing_modules") and missing_modules(res):
+        # the task's tests cannot be collected at all (collection.py): not this patch's doing
+        names = ", ".join(repr(m) for m in missing_modules(res))
+        status, reason = _scoring_infra(f"{res.reason} (No module named {names}: a test dependency the task's "
+                                        "environment lacks, see its controls)", ctl)
+    code, signal_name = run.get("exit_code"), run.get("signal")
+    crashed = ended_in_error(run.get("end_reason"), code, signal_name)
+    if run.get("timed_out"):
+        status, reason = TIMEOUT, f"the worker was stopped at its {run['time_box_s']:.0f}s clock" + (
+            f"; its patch scored {status}" + (f" ({reason})" if reason else ""))
+    elif run.get("limit_hit") and status not in (INFRA_FAIL, TAMPER):
+        status, reason = FAIL, f"the agent run {run['limit_hit']}" + (
+            f"; its patch scored {res.status}" + (f" ({res.reason})" if res.reason else ""))
+    elif crashed and status != PASS:
+        words = SHELL_INFRA_CODES.get(code)
+        how = f"was killed by {signal_name}" if signal_name else f"ended with exit {code}"
+        reason = (reason + "; " if reason else "") + f"the agent's command {how}" \
+            + (f" ({words})" if words else "") + ": recorded, scored as usual (an agent's exit is never infra)"
+    if run.get("patch_error") and status != PASS:
+        reason = (reason + "; " if reason else "") + "the agent left its workspace in a state that cannot be " \
+            f"taken as a patch, so it was scored as an empty patch ({str(run['patch_error'])[-300:]})"
+    record = {
+        "task_id": meta["id"], "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
+        "status": status, "reason": reason, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
+        "agent_exit_code": code, "agent_signal": signal_name, "agent_error": crashed,
+        "time_to_green_s": time_to_green(run.get("attempts", []), res.visible_pass),
+        "tamper_paths": res.tamper_paths, "patch_applied": res.patch_applied,
+        "gold_like": res.gold_like, "gold_similarity": res.gold_similarity, "scoring_isolation": level,
+        "scoring_workspace": res.workspace, "score": res.to_dict(), "run": run,
+    }
+    if env is not None:
+        record["environment"] = {k: v for k, v in env.card().items() if k != "lock"}
+    write_json(out, record)
+    return record
+
+
+def _scoring_infra(why: str | None, controls: dict | None) -> tuple[str, str]:
+    """Status and reason of an agent patch whose scoring hit ``infra_fail``: the harness's
+    failure only when the task's controls hit it too; otherwise the patch broke the test run."""
+    if controls is not None and controls.get("control_infra_fail"):
+        hit = sorted({f"{r['solver']}#{r['epoch']}" for r in controls.get("results") or []
+                      if r.get("status") == INFRA_FAIL}) or ["every control (the harness could not run them)"]
+        return INFRA_FAIL, (f"{why}; the task's controls could not be scored either ({', '.join(hit)}): "
+                              "the harness or the task is broken, not the patch")
+    ctl = "the task's controls ran without an infra failure" if controls is not None else \
+        "no controls record says the harness was at fault"
+    return FAIL, f"the patch broke the test run: {why}; {ctl}, so the patch did it"
+
+
+def _infra_record(out: Path, task_id: str, run: dict, reason: str) -> dict:
+    record = {
+        "task_id": task_id, "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
+        "status": INFRA_FAIL, "reason": reason, "visible_pass": None, "hidden_pass": None,
+        "agent_exit_code": run.get("exit_code"), "agent_signal": run.get("signal"),
+        "agent_error": ended_in_error(run.get("end_reason"), run.get("exit_code"), run.get("signal")),
+        "time_to_green_s": None, "tamper_paths": [], "patch_applied": False, "gold_like": None,
+        "gold_similarity": None, "scoring_isolation": None, "scoring_workspace": None, "score": None, "run": run,
+    }
+    write_json(out, record)
+    return record
+
+
+def parser() -> argparse.ArgumentParser:
+    """This stage's command line; :mod:`sealbench.stages.steps` writes the argv the workflow passes."""
+    ap = argparse.ArgumentParser(prog="sealbench.stages.hidden_score", description=__doc__.splitlines()[0])
+    ap.add_argument("--sealed", type=Path, required=True)
+    ap.add_argument("--run-dir", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
+    ap.add_argument("--controls", type=Path, help="the task's controls.json (gold-patch test count)")
+    ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
+    ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        rec = score_run(args.sealed, args.run_dir, args.out, args.timeout, args.sandbox, args.controls,
+                        json.loads(args.limits) if args.limits else None,
+                        load_env(args.env) if args.env else None)
+    except SandboxUnavailable as exc:
+        print(f"hidden_score: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the harness broke scoring this attempt: record it; the others go on
+        run = read_json(args.run_dir / "run.json")
+        rec = _infra_record(args.out, run.get("task_id", "?"), run,
+                            f"the harness could not score the attempt: {type(exc).__name__}: {exc}")
+        print(f"hidden_score: HARNESS ERROR: {rec['reason']}\n{traceback.format_exc()}", file=sys.stderr)
+    # the outcome of this draw goes on the record beside its start (draws.py), as stratify will
+    # count it (a run killed at its clock is a timeout whatever its patch scored)
+    run = rec.get("run") or {}
+    sealed_at = Path(args.sealed).absolute()
+    draws.note_outcome(draws.slot_key(sealed_at.parent.parent.name, sealed_at.parent.name, rec["solver"],
+                                      rec["fingerprint"], rec["epoch"]),
+                       run.get("draw"),
+                       TIMEOUT if run.get("timed_out") is True and rec["status"] not in (TIMEOUT, INFRA_FAIL)
+                       else rec["status"], rec.get("hidden_pass"))
+    print(f"hidden_score {rec['task_id']} {rec['solver']}#{rec['epoch']}: {rec['status']}"
+          + (f" ({rec['reason']})" if rec["reason"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,237 @@
+"""run_dummy: the control solvers that prove the grader works, on one task.
+
+Reads:  a sealed task (results/tasks/<id>/<digest>/sealed/)
+Writes: results/tasks/<id>/<digest>/controls/controls.json and the control patches
+
+Controls:
+- ``empty_diff``: no change. It must fail; a task it passes is a ``weak_test`` (its tests do
+  not test the bug).
+- ``stub``: touches a source file without changing behaviour (appends a comment). It must fail.
+  The file is a source file of the task's language the tamper rules accept (never a test, a
+  test-config file or ``conftest.py``: :func:`stub_target`), so the stub scores a source edit.
+- ``oracle``: the gold patch, scored ``oracle_runs`` times. It must pass every time; results
+  that differ between runs mark the task ``flaky``.
+If any of this does not hold, the grader is broken and the gate publishes nothing. A control
+whose tests imported the package under test from outside the workspace is ``infra_fail`` and
+``import_outside`` names it (the task is refused: ``TASK_IMPORTS_OUTSIDE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..scoring.collection import mark_controls, missing_modules
+from ..core.core import SealbenchError, control_fingerprint, read_json, write_json
+from ..isolation.environments import BuiltEnv, load_env
+from ..isolation.sandbox import MODES as SANDBOX_MODES, SandboxUnavailable, make_sandbox, resolve_level
+from ..scoring.scoring import score_patch
+from ..scoring.tamper_rules import path_rule, protected_reason
+from ..pack.task_layout import protected_paths
+from ..isolation.gitdiff import Change, git_mode, tree_patch
+from ..pack.workspace import check_snapshot
+from ..core.contract import INFRA_FAIL, PASS
+
+#: Comment syntax per language for the stub edit (a trailing comment changes no behaviour).
+COMMENT = {"python": "#", "ruby": "#", "shell": "#", "bash": "#", "r": "#", "perl": "#",
+           "javascript": "//", "typescript": "//", "go": "//", "rust": "//", "java": "//",
+           "c": "//", "cpp": "//", "c++": "//", "csharp": "//", "kotlin": "//", "swift": "//"}
+SOURCE_SUFFIX = {"python": (".py",), "javascript": (".js", ".mjs", ".cjs"), "typescript": (".ts",), "go": (".go",),
+                 "rust": (".rs",), "java": (".java",), "ruby": (".rb",), "c": (".c", ".h"),
+                 "cpp": (".cpp", ".cc", ".cxx", ".hpp", ".h"), "c++": (".cpp", ".cc", ".cxx", ".hpp", ".h"),
+                 "shell": (".sh",), "bash": (".sh",), "r": (".r",), "perl": (".pl", ".pm"), "csharp": (".cs",),
+                 "kotlin": (".kt",), "swift": (".swift",)}
+#: Folders of tests and fixtures (any depth) and files that are tests, test helpers or build
+#: scripts rather than the code under test: the stub never edits them.
+TEST_FOLDERS = {"test", "tests", "testing", "__tests__", "spec", "specs", "fixtures"}
+NOT_SOURCE = re.compile(r"^(test_.*|.*_test|.*_tests|.*\.test|.*\.spec|setup|noxfile|fabfile|conftest)\.[^.]+$",
+                        re.IGNORECASE)
+
+
+def stub_target(repo: Path, language: str, task_paths: Mapping[str, str] | None = None) -> Path | None:
+    """The file the stub edits: the first (by path) source file of ``language`` in ``repo``
+    that the tamper rules accept unchanged (:func:`tamper_rules.protected_reason`,
+    :func:`tamper_rules.path_rule`) — with the task's own protected paths ``task_paths`` (its
+    support files, its tests at repository paths: ``task_layout.protected_paths``) — and that
+    is not a test, a test helper, a build script or under a test folder. For a language without known suffixes, any such file. None: no
+    such file."""
+    suffixes = SOURCE_SUFFIX.get(language)
+    for p in sorted(q for q in repo.rglob("*") if q.is_file() and not q.is_symlink()):
+        rel = p.relative_to(repo).as_posix()
+        parts = rel.split("/")
+        if suffixes is not None and p.suffix.lower() not in suffixes:
+            continue
+        if any(d.lower() in TEST_FOLDERS or d.startswith(".") for d in parts[:-1]) or parts[-1].startswith("."):
+            continue
+        if NOT_SOURCE.match(parts[-1]):
+            continue
+        original = p.read_bytes() if parts[-1].lower() in ("setup.cfg", "pyproject.toml") else None
+        if protected_reason(rel, original, None, task_paths) or path_rule(rel, repo):
+            continue
+        return p  # the first by path, as before: the same file wherever that one was allowed
+    return None
+
+
+def stub_patch(sealed: Path, meta: dict) -> tuple[bytes, str]:
+    """Append a comment line to the file :func:`stub_target` picks; return (patch, path).
+    A repo with no such file is an error naming the task (the stub would test no source edit).
+    The patch is written straight from the two versions of that file (no workspace)."""
+    lang = meta["language"].lower()
+    source = stub_target(Path(sealed) / "repo", lang, protected_paths(Path(sealed), meta))
+    if source is None:
+        kind = f"{lang} source file" if lang in SOURCE_SUFFIX else "source file"
+        raise SealbenchError(f"task {meta['id']}: the stub control found no {kind} in repo/ that is not a test, "
+                             "a test-config file or otherwise protected by the tamper rules (conftest.py, pytest "
+                             "configuration, tests/, visible_tests/, hidden_tests/ …): it cannot test a source edit")
+    rel = source.relative_to(Path(sealed) / "repo")
+    marker = COMMENT.get(lang)
+    data = source.read_bytes()
+    sep = b"" if data.endswith(b"\n") or not data else b"\n"
+    addition = (f"{marker} sealbench stub: no behaviour change\n" if marker else "\n").encode()
+    mode = git_mode(source.stat().st_mode | 0o600)
+    return tree_patch([Change(rel.as_posix(), data, data + sep + addition, mode, mode)]), rel.as_posix()
+
+
+def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: float = 300,
+                 sandbox_mode: str = "auto", limits: dict | None = None, env: BuiltEnv | None = None) -> dict:
+    """Run every control on one sealed task and write ``controls.json`` (see module docstring).
+    ``env``: the task's test environment (its commands run in it; none: sealbench's interpreter)."""
+    sealed, out_dir = Path(sealed).resolve(), Path(out_dir).absolute()
+    check_snapshot(sealed)   # a repo/ with history: the task is broken (controls infra_fail)
+    level = resolve_level(sandbox_mode)
+    box = make_sandbox(level, hide=[sealed.parent.parent.parent], limits=limits)
+    if env is not None:
+        box = box.with_readable(env.path)
+    meta = read_json(sealed / "meta.json")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stub, stub_path = stub_patch(sealed, meta)
+    patches = {"empty_diff": b"", "stub": stub, "oracle": (sealed / "oracle.patch").read_bytes()}
+    for name, data in patches.items():
+        (out_dir / f"{name}.patch").write_bytes(data)
+    plan = [("empty_diff", 1), ("stub", 1)] + [("oracle", i) for i in range(1, oracle_runs + 1)]
+    results = []
+    for solver, epoch in plan:
+        res = score_patch(sealed, meta, patches[solver], out_dir / "logs" / f"{solver}-{epoch}", timeout_s,
+                          sandbox=box, task_check=True, task_env=env.command_env() if env else None)
+        results.append({
+            "solver": solver, "epoch": epoch, "fingerprint": control_fingerprint(solver),
+            "status": res.status, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
+            "reason": res.reason, "patch_bytes": len(patches[solver]),
+            "visible_wall_s": res.visible.wall_s if res.visible else None,
+            "hidden_wall_s": res.hidden.wall_s if res.hidden else None,
+            "log_tail": (res.hidden.log_tail if res.hidden else "")[-1500:],
+            "hidden_ran": res.hidden.junit.ran if res.hidden and res.hidden.junit else None,
+            "collected": {k: o.report.get("collected") for k, o in (("visible", res.visible), ("hidden", res.hidden))
+                          if o is not None},
+            "import_outside": res.import_outside,
+            "missing_modules": missing_modules(res),
+            "workspace": res.workspace,
+        })
+    # every control failed collecting on a missing module: the task's set-up, not a verdict
+    missing = mark_controls(results, env.describe() if env else None)
+    oracle = [r for r in results if r["solver"] == "oracle"]
+    oracle_passes = sum(r["status"] == PASS for r in oracle)
+    record = {
+        "task_id": meta["id"],
+        "stub_file": stub_path,
+        "results": results,
+        "oracle_runs": len(oracle),
+        "oracle_passes": oracle_passes,
+        "oracle_ok": oracle_passes == len(oracle),
+        "flaky": len({r["status"] for r in oracle}) > 1,
+        "weak_test": any(r["status"] == PASS for r in results if r["solver"] == "empty_diff"),
+        "stub_passes": any(r["status"] == PASS for r in results if r["solver"] == "stub"),
+        "control_infra_fail": any(r["status"] == INFRA_FAIL for r in results),
+        # the package under test imported from outside the workspace ("pkg from path"): the
+        # task's environment or import_paths is wrong (refused: TASK_IMPORTS_OUTSIDE)
+        "import_outside": next((r["import_outside"] for r in results if r["import_outside"]), None),
+        # hidden tests the gold patch ran (JUnit): a scored patch must run at least as many
+        "oracle_hidden_ran": min((r["hidden_ran"] for r in oracle if r["hidden_ran"] is not None), default=None),
+        # the test ids the gold patch's runs collected, per command, where every run agrees: a
+        # scored patch's run must collect exactly these (else tamper)
+        "oracle_ids": _agreed_ids(oracle),
+        "isolation": level,
+        # the scoring workspaces of the controls: overlays over the sealed copy, or copies
+        "workspace": next((r["workspace"] for r in results if r.get("workspace")), None),
+    }
+    if missing:
+        record["missing_modules"] = missing
+    if env is not None:
+        record["environment"] = {k: v for k, v in env.card().items() if k != "lock"}
+    write_json(out_dir / "controls.json", record)
+    return record
+
+
+def harness_failure(sealed: Path, out_dir: Path, exc: BaseException) -> dict:
+    """controls.json for a task whose controls could not run: every control is unknown, so the
+    task counts as a broken grader (the gate refuses CONTROL_INFRA_FAIL / ORACLE_FAILED)."""
+    try:
+        task_id = read_json(Path(sealed) / "meta.json")["id"]
+    except Exception:  # noqa: BLE001 - the record must be written whatever broke
+        task_id = Path(sealed).parent.parent.name
+    record = {
+        "task_id": task_id, "stub_file": None, "results": [], "oracle_runs": 0, "oracle_passes": 0,
+        "oracle_ok": False, "flaky": False, "weak_test": False, "stub_passes": False, "control_infra_fail": True,
+        "oracle_hidden_ran": None, "oracle_ids": None, "isolation": None, "import_outside": None,
+        "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
+    }
+    write_json(Path(out_dir) / "controls.json", record)
+    return record
+
+
+def _agreed_ids(oracle: list[dict]) -> dict[str, list[str]] | None:
+    """The test ids each command collected in the gold patch's passing runs, when they all agree
+    (None: no passing run, or runs that collected different tests)."""
+    passing = [r.get("collected") or {} for r in oracle if r.get("status") == PASS]
+    out: dict[str, list[str]] = {}
+    for cmd in ("visible", "hidden"):
+        seen = {tuple(ids) for ids in (c.get(cmd) for c in passing) if ids is not None}
+        if len(seen) == 1 and len(passing) == sum(c.get(cmd) is not None for c in passing):
+            out[cmd] = list(next(iter(seen)))
+    return out or None
+
+
+def parser() -> argparse.ArgumentParser:
+    """This stage's command line; :mod:`sealbench.stages.steps` writes the argv the workflow passes."""
+    ap = argparse.ArgumentParser(prog="sealbench.stages.run_dummy", description=__doc__.splitlines()[0])
+    ap.add_argument("--sealed", type=Path, required=True)
+    ap.add_argument("--out-dir", type=Path, required=True)
+    ap.add_argument("--oracle-runs", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
+    ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
+    ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox,
+                           json.loads(args.limits) if args.limits else None,
+                           load_env(args.env) if args.env else None)
+    except SandboxUnavailable as exc:
+        print(f"run_dummy: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the harness broke on this task: record it; the other tasks go on
+        rec = harness_failure(args.sealed, args.out_dir, exc)
+        print(f"run_dummy: HARNESS ERROR on {rec['task_id']}: {rec['error']}", file=sys.stderr)
+        return 0
+    summary = ", ".join(f"{r['solver']}#{r['epoch']}={r['status']}" for r in rec["results"])
+    print(f"run_dummy {rec['task_id']}: {summary}")
+    for flag in ("weak_test", "flaky", "stub_passes"):
+        if rec[flag]:
+            print(f"run_dummy {rec['task_id']}: WARNING {flag}", file=sys.stderr)
+    if not rec["oracle_ok"]:
+        print(f"run_dummy {rec['task_id']}: WARNING the gold patch did not pass every run: the grader is broken "
+              "for this task; the gate will refuse a headline", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

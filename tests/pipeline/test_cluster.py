@@ -1,0 +1,110 @@
+"""sealbench runs unchanged under a Snakemake executor plugin.
+
+The same 12-task pack (byte-identical copies) and the same config, run once locally
+(`snakemake --cores 2 gate`) and once through snakemake-executor-plugin-cluster-generic with
+the profile profiles/cluster-generic-local (every job "submitted" to this machine by
+its submit.sh, re-parsing the Snakefile in its own `python -m snakemake`, grouped: the pack's
+sealing and leak check, then per task),
+must reach the same decision.json, digests included. decision.json has no run-specific
+field, so the whole file is compared.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from packgen import make_pack, write_config
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE = ROOT / "workflow" / "profiles" / "cluster-generic-local"
+HAVE_PLUGIN = importlib.util.find_spec("snakemake_executor_plugin_cluster_generic") is not None
+
+pytestmark = [
+    pytest.mark.pipeline,
+    # CI installs '.[test]', which pins the plugin: there a missing plugin is a failure.
+    pytest.mark.skipif(not HAVE_PLUGIN and not os.environ.get("CI"),
+                       reason="snakemake-executor-plugin-cluster-generic is not installed (pip install -e '.[test]')"),
+]
+
+
+def _start(workdir: Path, *args: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(workdir),
+           "--configfile", str(workdir / "cfg.yaml"), *args, "gate"]
+    env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
+    with open(workdir / "snakemake.out", "w") as log:  # the child keeps its own descriptor
+        return subprocess.Popen(cmd, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+
+
+def _finish(proc: subprocess.Popen, workdir: Path, timeout: float = 600) -> tuple[int, str]:
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return proc.returncode, (workdir / "snakemake.out").read_text()
+
+
+def _json_diff(a, b, path: str = "") -> list[str]:
+    """Where two JSON values differ (paths), for a readable failure."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                out.append(f"{path}/{k}: only in {'cluster' if k in b else 'local'} run")
+            else:
+                out.extend(_json_diff(a[k], b[k], f"{path}/{k}"))
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _json_diff(x, y, f"{path}[{i}]")]
+    return [] if a == b else [f"{path}: local {a!r} != cluster {b!r}"]
+
+
+def _tree_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_cluster_generic_run_reaches_the_local_decision(tmp_path: Path) -> None:
+    make_pack(tmp_path / "pack-src")
+    runs = {"local": tmp_path / "local", "cluster": tmp_path / "cluster"}
+    for wd in runs.values():
+        wd.mkdir()
+        shutil.copytree(tmp_path / "pack-src", wd / "pack")
+        # `pack: pack`, relative to the working directory: the two config files are the same bytes
+        write_config(wd / "cfg.yaml", Path("pack"))
+    assert _tree_bytes(runs["local"] / "pack") == _tree_bytes(runs["cluster"] / "pack")
+    assert (runs["local"] / "cfg.yaml").read_bytes() == (runs["cluster"] / "cfg.yaml").read_bytes()
+
+    # Both runs at once (independent folders): the cluster run mostly waits on its jobs.
+    procs = {
+        "local": _start(runs["local"], "--cores", "2", "--scheduler", "greedy"),
+        "cluster": _start(runs["cluster"], "--profile", str(PROFILE), "--jobs", "4"),
+    }
+    done = {name: _finish(proc, runs[name]) for name, proc in procs.items()}
+    for name, (rc, text) in done.items():
+        assert rc == 0, f"the {name} run failed:\n{text[-4000:]}"
+    out = {name: text for name, (_rc, text) in done.items()}
+
+    # The cluster run really went through the plugin, as group jobs: one to seal and leak-check
+    # the pack, 12 tasks / 4 per group job, one for the pack-level rules; each exited 0.
+    assert "Group jobs: inactive (local execution)" not in out["cluster"]
+    assert out["cluster"].count("Submitted group job") == 5, out["cluster"][-4000:]
+    assert "Submitted job" not in out["cluster"]
+    exits = sorted((runs["cluster"] / ".snakemake" / "cluster-generic-local").glob("*.exit"))
+    assert len(exits) == 5 and all(f.read_text().strip() == "0" for f in exits)
+    assert "Submitted" not in out["local"]
+
+    local = json.loads((runs["local"] / "results" / "latest" / "decision.json").read_text())
+    cluster = json.loads((runs["cluster"] / "results" / "latest" / "decision.json").read_text())
+    assert local == cluster, "decision.json differs:\n" + "\n".join(_json_diff(local, cluster)[:40])
+    assert local["digests"]["pack"] and local["digests"]["split_manifest"]
+    # Same experiment id (the folder results/latest points at).
+    assert os.readlink(runs["local"] / "results" / "latest") == os.readlink(runs["cluster"] / "results" / "latest")
