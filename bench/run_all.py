@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from make_pack import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
+
 from sealbench.testing.snakemake_output import job_counts, jobs_to_run  # noqa: E402
 
 SMK_FLAGS = ["--scheduler", "greedy"]
@@ -403,10 +404,10 @@ def bench_setup(state: dict, repo_mb: int = 50, reps: int = 10) -> dict:
     fallback. The base layer (``.git`` of the snapshot), built once per sealed task, is timed
     apart: it is not paid per attempt."""
     from sealbench.core import core
-    from sealbench.stages import hash_pack
     from sealbench.isolation.layers import COPY, OVERLAY, overlay_problem, remove_tree
     from sealbench.isolation.sandbox import bwrap_problem, make_sandbox
     from sealbench.pack.workspace import make_workspace
+    from sealbench.stages import hash_pack
 
     lb = loadavg()
     tmp = tmpdir("setup")
@@ -538,11 +539,11 @@ def bench_gate(state: dict, n_tasks: int = 10_000, n_agents: int = 4, epochs: in
     part (Linux VmHWM, reset just before it; elsewhere the process's ru_maxrss)."""
     from sealbench.core import core, tables
     from sealbench.gate import gate
+    from sealbench.isolation.toolchain import toolchain_digest
     from sealbench.provenance import identity
-    from sealbench.stats import paired
     from sealbench.stages import split
     from sealbench.stages.stratify import build_strata
-    from sealbench.isolation.toolchain import toolchain_digest
+    from sealbench.stats import paired
 
     lb = loadavg()
     t0 = time.perf_counter()

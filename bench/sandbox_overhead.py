@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from sealbench.core.core import harness_env  # noqa: E402
+from sealbench.core.processes import run_process  # noqa: E402
 from sealbench.isolation.bwrap import bwrap_executable  # noqa: E402
 from sealbench.isolation.sandbox import bwrap_problem, default_hidden, make_sandbox  # noqa: E402
-from sealbench.core.processes import run_process  # noqa: E402
 
 SUITE = "def test_a():\n    assert 1 + 1 == 2\n\ndef test_b():\n    assert 'x'.upper() == 'X'\n"
 
@@ -65,7 +65,7 @@ def measure(command: str, ws: Path, n: int) -> dict[str, list[float]]:
     boxes = {"none": None, "old": OldRecipe(ws), "allowlist": make_sandbox("bwrap", writable=[ws], limits=NO_LIMITS),
              "bwrap": make_sandbox("bwrap", writable=[ws])}
     times: dict[str, list[float]] = {lv: [] for lv in LEVELS}
-    for i in range(n):
+    for _i in range(n):
         for lv in LEVELS:
             t0 = time.perf_counter()
             res = run_process(command, ws, harness_env(), 60, ws.parent / "o", ws.parent / "e", sandbox=boxes[lv])
@@ -82,7 +82,7 @@ def measure_canaries(ws: Path, n: int) -> dict[str, float]:
     cmd = "python -m pytest -q -p no:cacheprovider tests"
     box = make_sandbox("bwrap", writable=[ws, ws.parent / "reports"])
     plain, sealed = [], []
-    for i in range(n):
+    for _i in range(n):
         t0 = time.perf_counter()
         run_process(cmd, ws, harness_env(), 60, ws.parent / "o", ws.parent / "e", sandbox=box)
         plain.append(time.perf_counter() - t0)

@@ -188,7 +188,7 @@ def check_layout(task_dir):
     if problems:
         return problems
     names = []
-    for sub, lo, hi in (("visible_tests", 2, 5), ("hidden_tests", 4, 10)):
+    for sub, _lo, _hi in (("visible_tests", 2, 5), ("hidden_tests", 4, 10)):
         files = sorted((task_dir / sub).iterdir())
         for f in files:
             if f.name in ("conftest.py", "__init__.py") or not re.match(r"^test_\w+\.py$", f.name):

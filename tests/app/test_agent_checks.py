@@ -37,8 +37,8 @@ from pipeline_runs import smk  # noqa: E402
 from sealbench.agent import agent_probe  # noqa: E402
 from sealbench.app import cli  # noqa: E402
 from sealbench.core import core, paths  # noqa: E402
-from sealbench.stages import hash_pack, hidden_score, run_agent  # noqa: E402
 from sealbench.isolation import sandbox  # noqa: E402
+from sealbench.stages import hash_pack, hidden_score, run_agent  # noqa: E402
 
 PROBLEM = sandbox.bwrap_problem()
 if PROBLEM and not os.environ.get("CI"):

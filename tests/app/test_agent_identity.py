@@ -28,11 +28,11 @@ from packgen import NOOP_AGENT, make_pack, write_config  # noqa: E402
 from pipeline_runs import smk  # noqa: E402
 from sealbench.app import cli  # noqa: E402
 from sealbench.core import configuration, core  # noqa: E402
-from sealbench.provenance import identity  # noqa: E402
-from sealbench.pack import packs  # noqa: E402
-from sealbench.stats import power  # noqa: E402
-from sealbench.stages import split  # noqa: E402
 from sealbench.core.core import ConfigError  # noqa: E402
+from sealbench.pack import packs  # noqa: E402
+from sealbench.provenance import identity  # noqa: E402
+from sealbench.stages import split  # noqa: E402
+from sealbench.stats import power  # noqa: E402
 
 AGENT_PY = '''\
 """A tiny user agent: fixes calc.add, writes a stamp."""

@@ -18,11 +18,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from test_gate_refusals import BASE, CAND, build_spec, unsandboxed_agent, write_experiment  # noqa: E402
+
 from sealbench.app import cli  # noqa: E402
 from sealbench.core import core, paths  # noqa: E402
 from sealbench.gate import gate  # noqa: E402
 from sealbench.report import report_html, report_md  # noqa: E402
-from test_gate_refusals import BASE, CAND, build_spec, unsandboxed_agent, write_experiment  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

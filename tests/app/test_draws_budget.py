@@ -25,11 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sealbench.provenance import draws  # noqa: E402
-from sealbench.gate import gate  # noqa: E402
-from sealbench.provenance.ledger import append_ledger, read_ledger  # noqa: E402
 from test_gate_refusals import BASE, CAND, _ledger_decide, build_spec, codes, write_experiment  # noqa: E402
 
+from sealbench.gate import gate  # noqa: E402
+from sealbench.provenance import draws  # noqa: E402
 
 # ------------------------------------------------------------------------------ the draw record
 
@@ -392,8 +391,8 @@ def test_a_pack_that_cannot_hold_the_record_starts_no_agent(tmp_path: Path, monk
 def _foresee(spec: dict, ledger: Path) -> list[str]:
     """What `sealbench validate` foresees from the ledger for ``spec``'s config (the identities
     the pipeline would compute: fingerprint and files)."""
-    from sealbench.provenance import identity
     from sealbench.app import preflight
+    from sealbench.provenance import identity
 
     cfg = spec["cfg"]
     idents = {a: {**(spec.get("agent_identity") or {}).get(a, {}),

@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import make_pack  # noqa: E402
 from sealbench.core import core  # noqa: E402
-from sealbench.stages import hash_pack, run_dummy  # noqa: E402
 from sealbench.core.contract import FAIL, INFRA_FAIL, PASS  # noqa: E402
+from sealbench.stages import hash_pack, run_dummy  # noqa: E402
 
 pytestmark = pytest.mark.sandbox
 
@@ -155,8 +155,8 @@ def test_sealbench_try_builds_the_task_environment_and_runs_in_it(tmp_path: Path
     from envgen import offline_env_vars
     from packgen import write_config
     from sealbench.app import cli
-    from sealbench.stages import split
     from sealbench.pack.packs import load_pack
+    from sealbench.stages import split
 
     monkeypatch.chdir(tmp_path)
     for k, v in offline_env_vars(wheels).items():

@@ -22,12 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from packgen import FIX_AGENT, make_pack, write_config  # noqa: E402
 from sealbench.app import experiment, run_guard  # noqa: E402
 from sealbench.core import paths  # noqa: E402
-from sealbench.stages import steps  # noqa: E402
 from sealbench.core.configuration import load_config_file  # noqa: E402
 from sealbench.core.core import ConfigError, HashCache, SealbenchError  # noqa: E402
 from sealbench.isolation.job_launch import shell_prefix  # noqa: E402
 from sealbench.isolation.toolchain import ToolchainCache  # noqa: E402
-
+from sealbench.stages import steps  # noqa: E402
 
 # ---------------------------------------------------------------------------- experiment identity
 

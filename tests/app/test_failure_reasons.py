@@ -23,11 +23,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from test_gate_refusals import CAND, _config, build_spec, codes, write_experiment  # noqa: E402
+
 from sealbench.app import cli  # noqa: E402
 from sealbench.core import configuration, core  # noqa: E402
 from sealbench.report import summaries  # noqa: E402
 from sealbench.stages.stratify import build_runs  # noqa: E402
-from test_gate_refusals import CAND, _config, build_spec, codes, write_experiment  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from packgen import STAMP, make_pack, write_config  # noqa: E402
 from pipeline_runs import FinishedRun, copy_run, smk  # noqa: E402
 from sealbench.app import cli  # noqa: E402
-from sealbench.stages import split  # noqa: E402
 from sealbench.core.configuration import load_config_file  # noqa: E402
-from sealbench.pack.packs import load_pack  # noqa: E402
 from sealbench.core.untrusted import remove_tree  # noqa: E402
+from sealbench.pack.packs import load_pack  # noqa: E402
+from sealbench.stages import split  # noqa: E402
 
 #: An agent that leaves 5000 nested folders in its workspace (deeper than Python's recursion limit).
 DEEP_AGENT = ("python3 -c \"import os; [(os.mkdir('x'), os.chdir('x')) for _ in range(5000)]\"; " + STAMP)

@@ -12,11 +12,11 @@ import pytest
 
 from envgen import offline_env_vars, offline_index
 from sealbench.builders import mutant_tasks as mt
-from sealbench.leak.leak_hidden import hidden_test_hits
 from sealbench.builders.mutants import find_mutants
 from sealbench.builders.pack_common import PackBuildError, detect_layout, unpack_source
 from sealbench.builders.pack_mutate import Options, mutate_pack, prepare, try_mutant
 from sealbench.builders.pack_requirements import detect_requirements
+from sealbench.leak.leak_hidden import hidden_test_hits
 
 NUMBERS = '''"""Numbers."""
 

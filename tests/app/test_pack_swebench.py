@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sealbench.builders import pack_swebench, swebench_git  # noqa: E402
-from sealbench.core.core import SealbenchError  # noqa: E402
 from sealbench.builders.swebench_instances import InstancesError, read_instances  # noqa: E402
+from sealbench.core.core import SealbenchError  # noqa: E402
 
 OPS0 = ("def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n\n\n"
         "def neg(x):\n    return x\n\n\ndef ident(x):\n    return x\n")

@@ -15,10 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import ORACLE, STAMP, make_pack  # noqa: E402
 from sealbench.app import cli  # noqa: E402
-from sealbench.core import core  # noqa: E402
-from sealbench.stages import hash_pack, hidden_score, run_agent, run_dummy  # noqa: E402
-from sealbench.provenance import identity  # noqa: E402
 from sealbench.builders import predictions  # noqa: E402
+from sealbench.core import core  # noqa: E402
+from sealbench.provenance import identity  # noqa: E402
+from sealbench.stages import hash_pack, hidden_score, run_agent, run_dummy  # noqa: E402
 
 WRONG = ORACLE.replace("+    return a + b", "+    return a * b")
 CLOCK = {"clock_verified": False, "clock": "unverified", "time_to_green_s": None, "wall_s": None}

@@ -139,6 +139,7 @@ def test_rewritten_git_history_does_not_change_the_patch(sealed: Path, tmp_path:
 @pytest.mark.unit
 def test_progress_counts_follow_the_results(tmp_path: Path) -> None:
     import yaml
+
     from packgen import write_config
 
     pack = make_pack(tmp_path / "p")

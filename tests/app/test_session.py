@@ -15,10 +15,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import FIXED, make_pack, write_config  # noqa: E402
+from sealbench.agent import session  # noqa: E402
 from sealbench.app import cli  # noqa: E402
 from sealbench.core import core  # noqa: E402
 from sealbench.stages import hash_pack, hidden_score, run_agent  # noqa: E402
-from sealbench.agent import session  # noqa: E402
 
 #: The keys of a run_agent record, read from a real agent run in `agent_record_keys`.
 EXTRA_KEYS = {"who", "session_id"}

@@ -25,14 +25,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from test_gate_refusals import _run, _task, _task_of, build_spec, codes, write_experiment  # noqa: E402
+
 from packgen import make_pack, write_task  # noqa: E402
 from sealbench.app import cli  # noqa: E402
 from sealbench.core import core  # noqa: E402
 from sealbench.gate import gate  # noqa: E402
 from sealbench.pack import packs  # noqa: E402
-from sealbench.stages import split  # noqa: E402
 from sealbench.provenance.ledger import append_ledger, read_ledger  # noqa: E402
-from test_gate_refusals import _run, _task, _task_of, build_spec, codes, write_experiment  # noqa: E402
+from sealbench.stages import split  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

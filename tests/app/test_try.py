@@ -15,10 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import make_pack, write_config  # noqa: E402
 from sealbench.app import cli  # noqa: E402
-from sealbench.provenance import ledger  # noqa: E402
-from sealbench.stages import split  # noqa: E402
 from sealbench.core.configuration import load_config_file  # noqa: E402
 from sealbench.pack.packs import load_pack  # noqa: E402
+from sealbench.provenance import ledger  # noqa: E402
+from sealbench.stages import split  # noqa: E402
 
 
 @pytest.fixture()

@@ -23,17 +23,24 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from test_gate_refusals import (  # noqa: E402
+    BASE,
+    CAND,
+    _rows,
+    _set_status,
+    build_spec,
+    codes,
+    decide,
+)
+
 from packgen import FIX_AGENT, ORACLE, STAMP, write_pytest_task  # noqa: E402
 from sealbench.core import core  # noqa: E402
-from sealbench.stats import decision_rule  # noqa: E402
-from sealbench.gate import gate  # noqa: E402
-from sealbench.stages import hash_pack, hidden_score, run_agent, run_dummy  # noqa: E402
-from sealbench.scoring import scoring  # noqa: E402
 from sealbench.core.refusals import REFUSALS  # noqa: E402
+from sealbench.gate import gate  # noqa: E402
+from sealbench.scoring import scoring  # noqa: E402
+from sealbench.stages import hash_pack, hidden_score, run_agent, run_dummy  # noqa: E402
 from sealbench.stages.stratify import build_runs  # noqa: E402
-from test_gate_refusals import (  # noqa: E402
-    BASE, CAND, _rows, _set_status, build_spec, codes, decide,
-)
+from sealbench.stats import decision_rule  # noqa: E402
 
 ENVELOPE = {"max_wall_s": 30, "max_steps": 5, "max_output_tokens": 100}
 

@@ -16,8 +16,9 @@ import json
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -25,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sealbench.agent import bridge  # noqa: E402
 from test_observed_exclusions import GOOD_STAMP, HEALTH, rows_of, score  # noqa: E402
+
+from sealbench.agent import bridge  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sealbench.isolation import environments as E
-from sealbench.core.core import PackError
-
 from envgen import offline_env_vars, offline_index, write_wheel
+from sealbench.core.core import PackError
+from sealbench.isolation import environments as E
 
 TINY = {"tinypkg==1.0": {"tinypkg/__init__.py": "VALUE = 42\n"}}
 
@@ -156,8 +155,8 @@ def test_concurrent_builders_of_one_digest_build_it_once(tmp_path: Path, offline
 
 @pytest.mark.sandbox
 def test_a_package_installed_into_sealbenchs_venv_reruns_nothing_of_a_task_with_its_own_env() -> None:
-    from sealbench.stages import steps
     from sealbench.isolation.toolchain import toolchain, toolchain_digest
+    from sealbench.stages import steps
 
     # a package only a task imports (hypothesis stands for it: installed here, imported by no stage)
     # moves sealbench's toolchain; the harness's own toolchain (stages and agents) does not see it
@@ -187,9 +186,10 @@ def test_a_package_installed_into_sealbenchs_venv_reruns_nothing_of_a_task_with_
 
 @pytest.mark.unit
 def test_the_card_and_report_name_each_environment_with_its_lock(tmp_path: Path) -> None:
+    from test_gate_refusals import build_spec, write_experiment
+
     from sealbench.core import core
     from sealbench.gate import gate
-    from test_gate_refusals import build_spec, write_experiment
 
     exp_dir, split_path, pack_hash = write_experiment(tmp_path, build_spec())
     _d, plain_card, plain_report = gate.decide(exp_dir, split_path, pack_hash)

@@ -18,14 +18,21 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sealbench.core import core  # noqa: E402
-from sealbench.stats import decision_rule  # noqa: E402
-from sealbench.gate import gate  # noqa: E402
-from sealbench.provenance.ledger import _same_lineage, agent_lineage, append_ledger, read_ledger  # noqa: E402
 from test_gate_refusals import (  # noqa: E402
-    BASE, CAND, _set_status, build_spec, codes, decide, write_experiment,
+    BASE,
+    CAND,
+    _set_status,
+    build_spec,
+    codes,
+    decide,
+    write_experiment,
 )
 from test_gate_seeds import holdout_ids, ledger_decide, notes, rename_candidate, set_agent, with_identity  # noqa: E402
+
+from sealbench.core import core  # noqa: E402
+from sealbench.gate import gate  # noqa: E402
+from sealbench.provenance.ledger import _same_lineage, agent_lineage, append_ledger, read_ledger  # noqa: E402
+from sealbench.stats import decision_rule  # noqa: E402
 
 
 def winner_sentences(d: dict) -> list[str]:

@@ -25,14 +25,14 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from sealbench.core import configuration, core, tables  # noqa: E402
-from sealbench.stats import decision_rule, power  # noqa: E402
-from sealbench.gate import gate  # noqa: E402
-from sealbench.provenance import identity  # noqa: E402
-from sealbench.stages import split  # noqa: E402
-from sealbench.provenance.ledger import append_ledger, read_ledger  # noqa: E402
 from sealbench.core.refusals import REFUSALS  # noqa: E402
+from sealbench.gate import gate  # noqa: E402
 from sealbench.isolation.toolchain import toolchain_digest  # noqa: E402
+from sealbench.provenance import identity  # noqa: E402
+from sealbench.provenance.ledger import append_ledger, read_ledger  # noqa: E402
+from sealbench.stages import split  # noqa: E402
 from sealbench.stages.stratify import build_strata  # noqa: E402
+from sealbench.stats import decision_rule, power  # noqa: E402
 
 STRATA = ["xs", "s", "m"]
 CAND, BASE = "cand_agent", "base_agent"

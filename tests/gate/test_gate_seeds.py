@@ -18,14 +18,23 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from test_gate_refusals import (  # noqa: E402
+    BASE,
+    CAND,
+    _run,
+    _set_status,
+    _task,
+    build_spec,
+    codes,
+    decide,
+    write_experiment,
+)
+
 from sealbench.core import configuration  # noqa: E402
-from sealbench.stats import decision_rule  # noqa: E402
 from sealbench.gate import gate  # noqa: E402
 from sealbench.provenance import identity  # noqa: E402
 from sealbench.provenance.ledger import append_ledger, read_ledger  # noqa: E402
-from test_gate_refusals import (  # noqa: E402
-    BASE, CAND, _run, _set_status, _task, build_spec, codes, decide, write_experiment,
-)
+from sealbench.stats import decision_rule  # noqa: E402
 
 
 def notes(d: dict) -> list[str]:
@@ -384,7 +393,7 @@ def seed3_spec() -> dict:
         runs.append(_run(t, "empty_diff", "control", 1, "fail"))
         runs.append(_run(t, "stub", "control", 1, "fail"))
         runs += [_run(t, "oracle", "control", e, "pass") for e in (1, 2, 3)]
-    for (tid, stratum, b, c, q, retries, quota, server, route), t in zip(SEED3, tasks):
+    for (_tid, _stratum, b, c, q, retries, quota, server, route), t in zip(SEED3, tasks):
         stamp = {"server_id": server, "queue_ms": q, "retries": retries, "quota_state": quota,
                  "route_changed": route}
         for solver, ok in ((CAND, c), (BASE, b)):

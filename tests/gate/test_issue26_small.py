@@ -28,13 +28,14 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(HERE))
 
-from sealbench.agent import agent_probe  # noqa: E402
-from sealbench.stats import decision_rule, paired, power  # noqa: E402
-from sealbench.provenance import identity  # noqa: E402
-from sealbench.isolation import sandbox  # noqa: E402
-from sealbench.agent.agent_command import command_plan  # noqa: E402
 from test_gate_refusals import BASE, CAND, _dominant_candidate, _set_status, build_spec, codes, decide  # noqa: E402
 from test_gate_seeds import seed1_spec  # noqa: E402
+
+from sealbench.agent import agent_probe  # noqa: E402
+from sealbench.agent.agent_command import command_plan  # noqa: E402
+from sealbench.isolation import sandbox  # noqa: E402
+from sealbench.provenance import identity  # noqa: E402
+from sealbench.stats import decision_rule, paired, power  # noqa: E402
 
 BWRAP = sandbox.bwrap_problem()
 needs_bwrap = pytest.mark.skipif(bool(BWRAP) and not os.environ.get("CI"), reason=f"bubblewrap unavailable: {BWRAP}")

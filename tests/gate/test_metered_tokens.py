@@ -18,10 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from test_gate_refusals import CAND, _rows, build_spec, codes, decide  # noqa: E402
+
 from sealbench.agent import bridge  # noqa: E402
 from sealbench.stages import run_agent  # noqa: E402
 from sealbench.stages.stratify import build_runs, envelope_flag  # noqa: E402
-from test_gate_refusals import CAND, _rows, build_spec, codes, decide  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

@@ -26,12 +26,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from test_gate_refusals import BASE, CAND, PACK_DIGEST, build_spec, codes, decide, write_experiment  # noqa: E402
+
 from sealbench.agent import bridge  # noqa: E402
-from sealbench.gate import gate  # noqa: E402
 from sealbench.core import tables  # noqa: E402
+from sealbench.gate import gate  # noqa: E402
 from sealbench.provenance.ledger import append_ledger, read_ledger  # noqa: E402
 from sealbench.stages.stratify import build_runs  # noqa: E402
-from test_gate_refusals import BASE, CAND, PACK_DIGEST, build_spec, codes, decide, write_experiment  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

@@ -20,11 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from sealbench.core import core  # noqa: E402
-from sealbench.stages import hash_pack, run_dummy  # noqa: E402
-from sealbench.scoring import scoring  # noqa: E402
 from sealbench.core.core import PackError  # noqa: E402
 from sealbench.pack.packs import validate_meta  # noqa: E402
 from sealbench.pack.workspace import make_workspace  # noqa: E402
+from sealbench.scoring import scoring  # noqa: E402
+from sealbench.stages import hash_pack, run_dummy  # noqa: E402
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -254,8 +254,9 @@ def test_controls_importing_an_installed_copy_are_refused_naming_the_path(tmp_pa
     assert f"the tests import numlib from {where}, outside the workspace" in empty["reason"]
     assert rec["import_outside"] == f"numlib from {where}"
     assert not rec["weak_test"]
-    from sealbench.gate.refusal_rules import import_outside_refusal
     import pandas as pd
+
+    from sealbench.gate.refusal_rules import import_outside_refusal
     r = import_outside_refusal(pd.DataFrame([{"task_id": "rl", "import_outside": rec["import_outside"]},
                                              {"task_id": "ok", "import_outside": None}]))
     assert r["code"] == "TASK_IMPORTS_OUTSIDE" and r["evidence"] == ["rl"] and f"rl: numlib from {where}" in r["sentence"]
@@ -282,8 +283,9 @@ def test_patch_deleting_the_package_so_an_installed_copy_loads_is_tamper(tmp_pat
 @pytest.mark.sandbox
 def test_agent_visible_runs_import_the_src_package_of_the_workspace(task, tmp_path: Path) -> None:
     import time
-    from sealbench.scoring import visible
+
     from sealbench.pack.task_layout import import_paths, pythonpath_env
+    from sealbench.scoring import visible
     sealed, meta = task
     ws = make_workspace(sealed, tmp_path / "ws", tmp_path / "shadow.git")
     (ws.root / "src" / "numlib" / "__init__.py").write_text(FIXED)

@@ -28,8 +28,9 @@ from types import SimpleNamespace
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from packgen import FIX_AGENT, make_pack, write_config  # noqa: E402
 from test_resume import finished, smk_cmd  # noqa: E402
+
+from packgen import FIX_AGENT, make_pack, write_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -283,8 +284,8 @@ def test_a_job_whose_run_is_gone_runs_nothing(tmp_path: Path) -> None:
 @pytest.mark.unit
 def test_the_console_says_interrupted_or_failed_as_it_was(monkeypatch, tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "scripts"))
-    from sealbench.isolation import job_launch
     from sealbench.core import run_console
+    from sealbench.isolation import job_launch
     from snakemake_logger_plugin_sealbench import compact
 
     assert compact.STOPPED == job_launch.STOPPED  # the plugin does not import sealbench

@@ -20,7 +20,6 @@ from sealbench.core import config_sources, configuration  # noqa: E402
 from sealbench.core.core import ConfigError  # noqa: E402
 
 
-
 @pytest.fixture()
 def project(tmp_path: Path, monkeypatch) -> Path:
     """A project folder whose config/config.yaml defines three agents (as the bundled one

@@ -39,10 +39,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from test_gate_refusals import build_spec, write_experiment  # noqa: E402
+
 from packgen import make_pack  # noqa: E402
 from sealbench.app import cli  # noqa: E402
 from sealbench.gate import gate  # noqa: E402
-from test_gate_refusals import build_spec, write_experiment  # noqa: E402
 
 DOC_FILES = (ROOT / "README.md", ROOT / "config" / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 

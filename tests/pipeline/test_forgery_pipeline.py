@@ -11,10 +11,11 @@ import pytest
 
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
-from packgen import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
-from pipeline_runs import smk  # noqa: E402
 from test_forgery import ATEXIT_REWRITE, FORGE_JUNIT, LIVE_CONFIG_PLUGIN, MONKEYPATCH_REPORT  # noqa: E402
 from test_seal_attacks import EMPTY_BODIES, FORGE_BEFORE_PYTEST, ROUTES  # noqa: E402
+
+from packgen import FIX_AGENT, NOOP_AGENT, make_pack, write_config  # noqa: E402
+from pipeline_runs import smk  # noqa: E402
 
 ROOT = HERE.parent
 pytestmark = pytest.mark.pipeline

@@ -6,7 +6,6 @@ stamp): no run may be excluded or end in infra_fail, and the decision must publi
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,10 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from packgen import NOOP_AGENT, make_pack, write_config  # noqa: E402
 from pipeline_runs import smk  # noqa: E402
 from sealbench.app import cli  # noqa: E402
-from sealbench.stages import split  # noqa: E402
 from sealbench.core.configuration import load_config_file  # noqa: E402
-from sealbench.pack.packs import load_pack  # noqa: E402
 from sealbench.isolation.sandbox import bwrap_problem  # noqa: E402
+from sealbench.pack.packs import load_pack  # noqa: E402
+from sealbench.stages import split  # noqa: E402
 
 pytestmark = [pytest.mark.pipeline,
               pytest.mark.skipif(bwrap_problem() is not None and "CI" not in __import__("os").environ,

@@ -275,7 +275,7 @@ def test_no_reference_to_files_outside_the_repository() -> None:
     for path in scanned_files():
         if path == Path(__file__).resolve():
             continue
-        for n, line in enumerate(prose(path).splitlines(), 1):
+        for _n, line in enumerate(prose(path).splitlines(), 1):
             for m in GONE.finditer(line):
                 if not (ROOT / (m.group(0) if m.group(0).endswith(".md") else m.group(0) + ".md")).exists():
                     stale.append(f"{path.relative_to(ROOT)}: {line.strip()}")

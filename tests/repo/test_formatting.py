@@ -54,7 +54,6 @@ def test_snakemake_lint_finds_nothing() -> None:
 
 
 @pytest.mark.unit
-@pytest.mark.xfail(strict=False, reason="the Python files are fixed in the layers step")
 def test_ruff_finds_nothing_in_the_python_code() -> None:
     need("ruff")
     res = run_tool("ruff", "check", "--no-cache", "--output-format", "concise", *PYTHON_DIRS)

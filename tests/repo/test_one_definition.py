@@ -21,10 +21,11 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import cluster_groups  # noqa: E402
 import import_graph  # noqa: E402
+
 from sealbench.core import contract, core, paths, tables  # noqa: E402
 from sealbench.isolation import sandbox  # noqa: E402
-from sealbench.stages import steps  # noqa: E402
 from sealbench.pack import task_layout  # noqa: E402
+from sealbench.stages import steps  # noqa: E402
 
 
 def _modules() -> dict[str, ast.Module]:

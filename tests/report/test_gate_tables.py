@@ -11,10 +11,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench.stats import epoch_stats  # noqa: E402
 from sealbench.report import summaries  # noqa: E402
 from sealbench.report.card import contamination_posture  # noqa: E402
 from sealbench.report.sentences import human_sentences, roles_table  # noqa: E402
+from sealbench.stats import epoch_stats  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

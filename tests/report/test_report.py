@@ -13,9 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench.stats import rate_intervals  # noqa: E402
-from sealbench.report import report_common, report_html  # noqa: E402
 from sealbench.core import tables  # noqa: E402
+from sealbench.report import report_common, report_html  # noqa: E402
+from sealbench.stats import rate_intervals  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

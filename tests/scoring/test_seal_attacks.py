@@ -17,8 +17,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from packgen import BUGGY, FIXED, ORACLE  # noqa: E402
 from test_forgery import calc_patch, git_patch, not_pass, score, task  # noqa: E402
+
+from packgen import BUGGY, FIXED, ORACLE  # noqa: E402
 
 pytestmark = pytest.mark.sandbox
 

@@ -26,8 +26,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from packgen import BUGGY, FIXED  # noqa: E402
 from test_forgery import git_patch, score, task  # noqa: E402
+
+from packgen import BUGGY, FIXED  # noqa: E402
 
 # ----------------------------------------------------------------------------- honest code
 

@@ -18,8 +18,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from test_forgery import git_patch, score, task  # noqa: E402
+
 from packgen import BUGGY  # noqa: E402
-from test_forgery import calc_patch, git_patch, score, task  # noqa: E402
 
 pytestmark = pytest.mark.sandbox
 

@@ -18,8 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench.scoring import sealed_report
-from sealbench.scoring.sealed_report import judge_stream
+from sealbench.scoring import sealed_report  # noqa: E402
+from sealbench.scoring.sealed_report import judge_stream  # noqa: E402
 
 NAMES = {"pass": "test_p_canary", "fail": "test_f_canary"}
 MSG = "expected 1, got 2 [abc]"

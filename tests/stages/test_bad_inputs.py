@@ -21,9 +21,10 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -35,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from packgen import BUGGY, ORACLE, make_pack, write_config, write_task  # noqa: E402
 from pipeline_runs import smk  # noqa: E402
 from sealbench.core import configuration, core  # noqa: E402
-from sealbench.stages import hash_pack, leak_check, split  # noqa: E402
-from sealbench.pack import packs  # noqa: E402
-from sealbench.scoring import patch_apply, scoring  # noqa: E402
 from sealbench.core.core import ConfigError, PackError  # noqa: E402
+from sealbench.pack import packs  # noqa: E402
 from sealbench.provenance.ledger import LEDGER, read_ledger  # noqa: E402
+from sealbench.scoring import patch_apply, scoring  # noqa: E402
+from sealbench.stages import hash_pack, leak_check, split  # noqa: E402
 from sealbench.stages.split import SplitError  # noqa: E402
 
 TASK = "t03"  # the task most mutations touch

@@ -15,9 +15,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import make_pack, write_task  # noqa: E402
-from sealbench.stages import leak_check  # noqa: E402
 from sealbench.leak import leak_corpus, leak_text  # noqa: E402
 from sealbench.pack import packs  # noqa: E402
+from sealbench.stages import leak_check  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

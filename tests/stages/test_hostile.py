@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import FIX_AGENT, make_pack  # noqa: E402
 from sealbench.core import core  # noqa: E402
-from sealbench.stages import hash_pack, hidden_score, run_agent  # noqa: E402
-from sealbench.isolation import sandbox  # noqa: E402
 from sealbench.core.processes import descendants  # noqa: E402
+from sealbench.isolation import sandbox  # noqa: E402
+from sealbench.stages import hash_pack, hidden_score, run_agent  # noqa: E402
 
 PROBLEM = sandbox.bwrap_problem()
 if PROBLEM and not os.environ.get("CI"):

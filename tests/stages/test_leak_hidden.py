@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import make_pack, write_pytest_task, write_task  # noqa: E402
-from sealbench.stages import leak_check, stratify  # noqa: E402
 from sealbench.pack import packs  # noqa: E402
+from sealbench.stages import leak_check, stratify  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

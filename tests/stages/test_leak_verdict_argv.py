@@ -9,7 +9,6 @@ with "Argument list too long". Both now read the plan's task list (``paths.task_
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,8 +17,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from packgen import make_pack, write_config  # noqa: E402
 from pipeline_runs import smk  # noqa: E402
-from sealbench.stages import leak_check  # noqa: E402
 from sealbench.core import paths  # noqa: E402
+from sealbench.stages import leak_check  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

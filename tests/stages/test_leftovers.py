@@ -32,12 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import BUGGY, FIX_AGENT, FIXED, ORACLE, make_pack  # noqa: E402
 from sealbench.core import core  # noqa: E402
-from sealbench.stages import hash_pack, hidden_score, run_agent, task_batch  # noqa: E402
-from sealbench.isolation import layers, sandbox  # noqa: E402
-from sealbench.scoring import scoring  # noqa: E402
-from sealbench.pack import workspace  # noqa: E402
-from sealbench.isolation.gitdiff import Change, tree_patch  # noqa: E402
 from sealbench.core.untrusted import copy_untrusted_tree  # noqa: E402
+from sealbench.isolation import layers, sandbox  # noqa: E402
+from sealbench.isolation.gitdiff import Change, tree_patch  # noqa: E402
+from sealbench.pack import workspace  # noqa: E402
+from sealbench.scoring import scoring  # noqa: E402
+from sealbench.stages import hash_pack, hidden_score, run_agent, task_batch  # noqa: E402
 
 ENVELOPE = {"max_wall_s": 30, "max_steps": 5, "max_output_tokens": 1000}
 SECRET = b"host secret: never read, never written\n"

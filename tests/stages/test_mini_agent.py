@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import urllib.request
 import uuid
@@ -25,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import NOOP_AGENT, make_pack, write_config  # noqa: E402
 from pipeline_runs import smk  # noqa: E402
-from sealbench.core import core  # noqa: E402
-from sealbench.stages import hash_pack, hidden_score, run_agent  # noqa: E402
-from sealbench.isolation import sandbox  # noqa: E402
 from sealbench.agents import mini as adapter  # noqa: E402
+from sealbench.core import core  # noqa: E402
+from sealbench.isolation import sandbox  # noqa: E402
+from sealbench.stages import hash_pack, hidden_score, run_agent  # noqa: E402
 from sealbench.testing.fake_llm import SUBMIT, FakeLLM  # noqa: E402
 
 HAVE_MINI = importlib.util.find_spec("minisweagent") is not None and adapter.find_mini() is not None

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from sealbench.isolation import layers
-from sealbench.scoring import scoring
-from sealbench.pack import workspace
-from sealbench.isolation.gitdiff import Change, tree_patch
 from sealbench.core.processes import run_process
+from sealbench.isolation import layers
+from sealbench.isolation.gitdiff import Change, tree_patch
 from sealbench.isolation.sandbox import make_sandbox
+from sealbench.pack import workspace
+from sealbench.scoring import scoring
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_overlay = pytest.mark.skipif(layers.overlay_problem() is not None,

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench.stats import decision_rule, paired, rate_intervals  # noqa: E402
-from sealbench.stages import leak_check  # noqa: E402
-from sealbench.pack import packs, patches  # noqa: E402
 from sealbench.core.core import PackError  # noqa: E402
+from sealbench.pack import packs, patches  # noqa: E402
+from sealbench.stages import leak_check  # noqa: E402
+from sealbench.stats import decision_rule, paired, rate_intervals  # noqa: E402
 
 STRATA = ["xs", "s", "m"]
 

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import FIX_AGENT, STAMP, make_pack  # noqa: E402
 from sealbench.core import core, processes  # noqa: E402
-from sealbench.stages import hash_pack, hidden_score, run_agent, stratify  # noqa: E402
-from sealbench.isolation import sandbox  # noqa: E402
 from sealbench.core.processes import run_process  # noqa: E402
+from sealbench.isolation import sandbox  # noqa: E402
+from sealbench.stages import hash_pack, hidden_score, run_agent, stratify  # noqa: E402
 
 MIB = 1 << 20
 ENVELOPE = {"max_wall_s": 30, "max_steps": 5, "max_output_tokens": 100}

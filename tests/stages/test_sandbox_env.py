@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from packgen import make_pack  # noqa: E402
 from sealbench.agent import agent_probe  # noqa: E402
 from sealbench.core import contract, core, paths  # noqa: E402
-from sealbench.stages import hash_pack, run_agent  # noqa: E402
 from sealbench.isolation import sandbox  # noqa: E402
 from sealbench.scoring import scoring  # noqa: E402
+from sealbench.stages import hash_pack, run_agent  # noqa: E402
 
 CANARY = f"harness-secret-{uuid.uuid4().hex}"
 #: What the harness has and no sandboxed process may see (names and values).

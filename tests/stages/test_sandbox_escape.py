@@ -33,14 +33,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import FIX_AGENT, make_pack  # noqa: E402
 from sealbench.core import core  # noqa: E402
-from sealbench.stages import hash_pack, hidden_score, run_agent  # noqa: E402
-from sealbench.isolation import sandbox  # noqa: E402
-from sealbench.scoring import scoring  # noqa: E402
-from sealbench.isolation.bwrap import bwrap_executable  # noqa: E402
-from sealbench.isolation.limits import limit_mechanisms  # noqa: E402
 from sealbench.core.core import harness_env  # noqa: E402
 from sealbench.core.processes import run_process  # noqa: E402
+from sealbench.isolation import sandbox  # noqa: E402
+from sealbench.isolation.bwrap import bwrap_executable  # noqa: E402
+from sealbench.isolation.limits import limit_mechanisms  # noqa: E402
 from sealbench.pack.workspace import make_workspace, workspace_patch  # noqa: E402
+from sealbench.scoring import scoring  # noqa: E402
+from sealbench.stages import hash_pack, hidden_score, run_agent  # noqa: E402
 
 pytestmark = pytest.mark.sandbox
 

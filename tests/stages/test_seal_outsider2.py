@@ -20,8 +20,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-from packgen import BUGGY, ORACLE  # noqa: E402
 from test_forgery import git_patch, score, task  # noqa: E402
+
+from packgen import BUGGY, ORACLE  # noqa: E402
 from sealbench.isolation import sandbox as sb  # noqa: E402
 
 pytestmark = pytest.mark.sandbox

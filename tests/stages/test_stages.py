@@ -18,11 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import FIXED, ORACLE, make_pack, write_config  # noqa: E402
 from sealbench.core import configuration, core, processes  # noqa: E402
-from sealbench.stages import hash_pack, leak_check, split  # noqa: E402
+from sealbench.core.core import ConfigError, PackError  # noqa: E402
 from sealbench.pack import packs, workspace  # noqa: E402
 from sealbench.scoring import scoring, sealed_command  # noqa: E402
-from sealbench.core.core import ConfigError, PackError  # noqa: E402
-
+from sealbench.stages import hash_pack, leak_check, split  # noqa: E402
 
 # ---------------------------------------------------------------------------- digests
 

@@ -15,9 +15,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import make_pack  # noqa: E402
-from sealbench.stages import hash_pack, leak_check, split, steps, task_batch  # noqa: E402
 from sealbench.core import paths  # noqa: E402
 from sealbench.core.core import HashCache, SealbenchError, denylist_digest, task_digest  # noqa: E402
+from sealbench.stages import hash_pack, leak_check, split, steps, task_batch  # noqa: E402
 
 pytestmark = pytest.mark.unit
 

@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from sealbench.core.contract import ABSTAINED, INFRA_FAIL, PASS, TIMEOUT  # noqa: E402
-from sealbench.stats.rate_intervals import rate_interval  # noqa: E402
 from sealbench.stages.stratify import build_strata  # noqa: E402
+from sealbench.stats.rate_intervals import rate_interval  # noqa: E402
 
 
 def loop_strata(runs: list[dict], strata_order: list[str], method: str = "wilson") -> list[dict]:

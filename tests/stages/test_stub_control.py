@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from packgen import BUGGY, ORACLE, make_pack  # noqa: E402
 from sealbench.core import core  # noqa: E402
-from sealbench.stages import hash_pack, run_dummy  # noqa: E402
 from sealbench.core.core import SealbenchError  # noqa: E402
+from sealbench.stages import hash_pack, run_dummy  # noqa: E402
 
 CONFTEST = "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), 'src'))\n"
 

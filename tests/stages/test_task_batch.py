@@ -21,8 +21,8 @@ from pipeline_runs import FinishedRun, smk, smk_cmd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
-from sealbench.stages import task_batch  # noqa: E402
 from sealbench.core.core import HashCache, task_digest  # noqa: E402
+from sealbench.stages import task_batch  # noqa: E402
 
 
 def _seal_step(pack: Path, tid: str, out: Path, digest: str | None = None) -> dict:
@@ -116,7 +116,7 @@ def test_workers_run_the_same_steps_and_write_the_same_files(tmp_path: Path, cap
         ran = [line for line in printed.splitlines() if " ran (" in line]
         assert all(re.fullmatch(rf"task_batch ({'|'.join(tids)}): hash_pack ran \(\d+\.\d\d s\)", line)
                    for line in ran), ran
-        assert sum(" ran (" in l for l in printed.splitlines()) == 2 * len(tids)
+        assert sum(" ran (" in line for line in printed.splitlines()) == 2 * len(tids)
         summaries[workers] = json.loads((out / "done.json").read_text())
         trees[workers] = {k: v for k, v in _tree(out).items() if k != "spec.json" and k != "done.json"}
         # the work outputs name the sealed records of this run's folder: compare them relative to it

@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from packgen import make_pack  # noqa: E402
 from sealbench.agent import bridge  # noqa: E402
 from sealbench.core import core  # noqa: E402
-from sealbench.stages import hash_pack, run_agent  # noqa: E402
-from sealbench.isolation import sandbox  # noqa: E402
 from sealbench.core.untrusted import UntrustedFile, copy_untrusted_tree, read_untrusted  # noqa: E402
+from sealbench.isolation import sandbox  # noqa: E402
+from sealbench.stages import hash_pack, run_agent  # noqa: E402
 
 ENVELOPE = {"max_wall_s": 30, "max_steps": 5, "max_output_tokens": 1000}
 NEEDS_BWRAP = pytest.mark.skipif(bool(sandbox.bwrap_problem()) and not os.environ.get("CI"),
@@ -164,7 +164,7 @@ class _Server(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             try:
-                for i in range(60):
+                for _ in range(60):
                     part = f"data: {json.dumps({'choices': [{'delta': {'content': 'x' * 50}}]})}\n\n".encode()
                     self.wfile.write(b"%x\r\n" % len(part) + part + b"\r\n")
                     self.wfile.flush()

@@ -9,7 +9,6 @@ green. Processes are looked for on the host by a token on the hanging child's co
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import uuid

@@ -16,7 +16,7 @@ import json
 import math
 import sys
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +46,7 @@ def _path_for(source: str) -> Path:
     return SHARED_REF if source == "shared" else COPY_REF
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(source: str) -> dict:
     return json.loads(_path_for(source).read_text())
 
@@ -73,7 +73,7 @@ def close(got, want, tol=TOL):
 # --------------------------------------------------------------- cached computations
 
 
-@lru_cache(maxsize=None)
+@cache
 def data_a(source: str):
     tasks = _load(source)["dataset_A_20_tasks"]["tasks"]
     strata = [t["stratum"] for t in tasks]
@@ -82,17 +82,17 @@ def data_a(source: str):
     return strata, cand, base
 
 
-@lru_cache(maxsize=None)
+@cache
 def result_a(source: str) -> S.PairedResult:
     return S.paired_delta(*data_a(source))
 
 
-@lru_cache(maxsize=None)
+@cache
 def data_c(source: str):
     return S.expand_2x2_counts(_load(source)["dataset_C_240_tasks_counts"]["counts"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def result_c(source: str) -> S.PairedResult:
     return S.paired_delta(*data_c(source))
 

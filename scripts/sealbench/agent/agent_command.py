@@ -7,9 +7,10 @@ folder is its workspace (``command: agents/my_agent.py`` just works).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..provenance.identity import _PUNCT, NamedPath, _Coverage
 
@@ -30,7 +31,7 @@ class CommandPlan:
     #: ``case`` branch, the first command of each other branch (``_Coverage.entries``)
     entries: tuple[Mapping[str, Any], ...] = ()
 
-    def without(self, drop: Callable[[NamedPath], bool]) -> "CommandPlan":
+    def without(self, drop: Callable[[NamedPath], bool]) -> CommandPlan:
         """The plan without the named paths ``drop`` selects: neither mounted nor rewritten."""
         return replace(self, named=tuple(n for n in self.named if not drop(n)))
 

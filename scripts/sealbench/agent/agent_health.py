@@ -13,12 +13,12 @@ from __future__ import annotations
 import fcntl
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..core.contract import STAMP_KEYS, USAGE_KEYS
 from ..core.core import read_json, write_json
-
 
 # ---------------------------------------------------------------------------------------------
 # Early stop: an agent whose first runs all failed the same way at start runs no further

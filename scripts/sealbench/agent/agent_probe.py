@@ -17,18 +17,19 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..core.core import ConfigError, harness_env
-from .agent_health import HEALTH_DIR
-from .agent_command import CommandPlan, command_plan
-from ..core.shell_syntax import runtime_word
-from ..isolation.sandbox import SandboxUnavailable, make_sandbox, never_mounted, resolve_level
 from ..core.processes import run_process
+from ..core.shell_syntax import runtime_word
 from ..core.untrusted import remove_tree
+from ..isolation.sandbox import SandboxUnavailable, make_sandbox, never_mounted, resolve_level
 from ..pack.workspace import scratch_dir
+from .agent_command import CommandPlan, command_plan
+from .agent_health import HEALTH_DIR
 
 
 def worker_env(level: str, agent_env: Mapping[str, Any], contract_env: Mapping[str, str]) -> dict[str, str]:

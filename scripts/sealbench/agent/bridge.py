@@ -151,14 +151,14 @@ class ObservedSession:
     lost_after_reply: bool = False  #: an upstream connect failed after the server had answered
     max_queue_ms: int | None = None  #: longest time from a request's first byte to its reply's first byte
 
-    def copy(self) -> "ObservedSession":
+    def copy(self) -> ObservedSession:
         return ObservedSession(**{**vars(self), "models": list(self.models),
                                   "models_requested": list(self.models_requested),
                                   "answers": {k: list(v) for k, v in self.answers.items()},
                                   "routes": {k: list(v) for k, v in self.routes.items()},
                                   "statuses": dict(self.statuses)})
 
-    def observe_reply(self, request: "_Request | None", model: str | None) -> None:
+    def observe_reply(self, request: _Request | None, model: str | None) -> None:
         """One whole reply naming ``model`` (or none), answering ``request`` (None: a reply the
         bridge could not match with a request it read). Call with the lock held."""
         if request is None or not request.read:

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core import contract, paths
+from ..core.configuration import load_config_file
 from ..core.contract import STEERS_FILE, USAGE_KEYS
 from ..core.core import (
     SealbenchError,
@@ -57,13 +58,11 @@ from ..core.core import (
     task_digest,
     write_json,
 )
-from ..core.configuration import load_config_file
-from ..pack.packs import load_pack
 from ..core.processes import run_process
 from ..core.project import SESSION_MARKER
-from ..pack.task_layout import import_paths, pythonpath_env
 from ..core.untrusted import remove_tree
-from ..scoring.visible import sealed_green
+from ..pack.packs import load_pack
+from ..pack.task_layout import import_paths, pythonpath_env
 from ..pack.workspace import (
     Workspace,
     WorkspaceError,
@@ -71,6 +70,7 @@ from ..pack.workspace import (
     scratch_dir,
     workspace_patch,
 )
+from ..scoring.visible import sealed_green
 
 ROLES = ("human",)
 WHO_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")

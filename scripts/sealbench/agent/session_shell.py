@@ -173,10 +173,10 @@ def _control_dir(scratch: Path) -> Path:
 
 def open_shell(results: Path, session_id: str | None = None, command: str | None = None) -> int:
     """Run the sealed shell of an open session (interactive, or ``bash -c command``); its exit status."""
-    from . import session
     from ..core.core import harness_env
-    from ..isolation.sandbox import bwrap_problem, make_sandbox, resolve_level
     from ..core.untrusted import remove_tree
+    from ..isolation.sandbox import bwrap_problem, make_sandbox, resolve_level
+    from . import session
 
     s = session.resolve(results, session_id)
     session._require_open(s)

@@ -62,9 +62,9 @@ import sys
 import time
 import tokenize
 import warnings
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from sealbench.core import contract
 
@@ -139,7 +139,7 @@ class Outcome:
             return UNSOLVED
         return self.failed + self.errors
 
-    def better_than(self, other: "Outcome") -> bool:
+    def better_than(self, other: Outcome) -> bool:
         return self.failing < other.failing and self.passed >= other.passed
 
 
@@ -523,7 +523,7 @@ class DefIndex:
     enclosing: dict[Path, list[ast.AST]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, ws: Workspace) -> "DefIndex":
+    def build(cls, ws: Workspace) -> DefIndex:
         idx = cls()
         for path, tree in ws.trees.items():
             idx.enclosing[path] = []

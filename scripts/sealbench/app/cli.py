@@ -36,10 +36,10 @@ import sys
 from pathlib import Path
 
 from ..core import paths, project, results_index
-from . import session_cli
 from ..core.config_sources import add_config_args, config_of
 from ..core.configuration import agents_to_run
 from ..core.core import SealbenchError, read_json
+from . import session_cli
 
 
 def _console():
@@ -79,8 +79,8 @@ def _identity_lines(name: str, ident: dict, first: int = 5) -> list[str]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ..stages import hash_pack, split
     from ..provenance.identity import agent_identity
+    from ..stages import hash_pack, split
 
     cfg = config_of(args)
     plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
@@ -91,12 +91,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"split: {'frozen' if frozen else 'not yet written'}; tune={len(manifest['tune'])} holdout={len(manifest['holdout'])}")
     scored = cfg["score_split"]
     print("power: " + power_sentence(len(manifest[scored]), scored, cfg["mde"], cfg["planning_discordance"]))
-    from .preflight import foreseeable_refusals, preflight_lines
     from ..isolation.sandbox import bwrap_problem
+    from .preflight import foreseeable_refusals, preflight_lines
 
     problem = bwrap_problem() if cfg["sandbox"] == "auto" else None
-    from .preflight import foreseeable_ledger_refusals
     from ..provenance.ledger import LEDGER
+    from .preflight import foreseeable_ledger_refusals
 
     identities = {name: agent_identity(name, spec) for name, spec in cfg["agents"].items()}
     foreseen = foreseeable_refusals(cfg, list(manifest[scored]), strata_of, problem)
@@ -105,12 +105,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for line in preflight_lines(foreseen, scored):
         print(line)
     print("agents (fingerprint and what it covers, seen from this working directory):")
-    for name, spec in sorted(cfg["agents"].items()):
+    for name, _spec in sorted(cfg["agents"].items()):
         for line in _identity_lines(name, identities[name]):
             print("  " + line)
     # the same check as the pipeline's start (agent_probe.start_check): an agent that cannot start stops it
-    from ..core.configuration import agents_to_run
     from ..agent.agent_probe import check_agents
+    from ..core.configuration import agents_to_run
 
     print("agents' start check (each first command, in the sandbox a run gets; the agent is not run):")
     probes = check_agents(cfg["agents"], cfg["sandbox"], Path.cwd(), Path(cfg["pack"]), Path(paths.RESULTS),
@@ -188,6 +188,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     the agents' identities. Text from the decision is printed as text, never as markup."""
     from rich.markup import escape
     from rich.table import Table
+
     from ..report.report_outcomes import runs_beside, show_lines
 
     d = _decision(args.results)
@@ -258,8 +259,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _plan_and_fingerprints(cfg: dict):
-    from ..stages import hash_pack
     from ..provenance.identity import agent_fingerprint
+    from ..stages import hash_pack
 
     plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
     return plan, {a: agent_fingerprint(a, cfg["agents"][a]) for a in agents_to_run(cfg)}

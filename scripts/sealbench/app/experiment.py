@@ -20,17 +20,18 @@ experiment and reruns no job.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
-from ..stages import hash_pack, leak_check, split, steps
 from ..core import paths
 from ..core.code_digests import code_digest
 from ..core.configuration import agents_to_run
 from ..core.core import HashCache, atomic_write_text, canonical_json, sha256_text, write_json
 from ..isolation.environments import load_env, pack_requirements
-from ..provenance.identity import agent_identity
 from ..isolation.toolchain import ToolchainCache, toolchain, toolchain_digest
+from ..provenance.identity import agent_identity
+from ..stages import hash_pack, leak_check, split, steps
 
 #: Config keys that change how the work is scheduled, not what is measured: not in the experiment id.
 EXECUTION_ONLY_KEYS = ("pack", "batch_size")

@@ -13,7 +13,7 @@ Everything else is decided by the runs.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..core.refusals import refusal
 

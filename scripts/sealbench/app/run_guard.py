@@ -23,9 +23,10 @@ import functools
 import os
 import shutil
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..core import run_console
 from ..core.core import ConfigError, SealbenchError
@@ -199,7 +200,7 @@ def wrap_execute(execute: Callable[..., Any], workflow: Any, before_run: Callabl
         try:
             result = execute(*args, **kwargs)
         except KeyboardInterrupt:
-            raise SystemExit(run_console.interrupted_outside_snakemake())
+            raise SystemExit(run_console.interrupted_outside_snakemake()) from None
         if not dry and not workflow.dryrun and not workflow.execution_settings.no_hooks:
             after_run()
         return result

@@ -36,19 +36,19 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths
-from ..core.contract import PASS
 from ..core.configuration import envelope_digest
+from ..core.contract import PASS
 from ..core.core import SealbenchError, read_json
+from ..core.untrusted import UntrustedTree, walk_tree
 from ..isolation.environments import build_env, declared_env
-from ..stages.hash_pack import plan_pack, seal_task
-from ..stages.hidden_score import score_run
 from ..provenance.identity import agent_identity
 from ..provenance.ledger import LEDGER, agent_lineage, append_ledger, read_ledger
 from ..provenance.slices import current_slice
+from ..stages.hash_pack import plan_pack, seal_task
+from ..stages.hidden_score import score_run
 from ..stages.run_agent import RunOptions, run_agent
 from ..stages.split import MANIFEST, MIN_TASKS, SplitError, manifest_digest
 from ..stages.split import check as check_split
-from ..core.untrusted import UntrustedTree, walk_tree
 
 #: Lines of the agent's output and of the patch printed (the files hold all of it).
 TAIL_LINES = 30

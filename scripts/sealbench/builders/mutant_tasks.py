@@ -55,7 +55,7 @@ def prune_tests(text: str, names: Iterable[str]) -> str:
         spans.append((first, node.end_lineno, node.col_offset))
     emptied = {id(c) for c in tree.body if isinstance(c, ast.ClassDef)
                and all(f"{c.name}::{getattr(m, 'name', '')}" in names for m in c.body)}
-    keep_pass = {max((n.end_lineno for n in c.body)) for c in tree.body if id(c) in emptied}
+    keep_pass = {max(n.end_lineno for n in c.body) for c in tree.body if id(c) in emptied}
     for first, last, col in sorted(spans, reverse=True):
         repl = [" " * col + "pass\n"] if last in keep_pass else []
         lines[first - 1:last] = repl

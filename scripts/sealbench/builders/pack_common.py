@@ -21,9 +21,9 @@ import shutil
 import tarfile
 import xml.etree.ElementTree as ET
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Mapping
 
 from ..core.core import ARTEFACT_NAMES, PackError, SealbenchError, harness_env
 
@@ -359,11 +359,11 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
     tasks, whose visible tests passed before the fix), and the oracle passes."""
     from ..core.contract import FAIL, PASS
     from ..isolation.environments import build_env, declared_env
+    from ..isolation.sandbox import make_sandbox, resolve_level
     from ..leak.leak_hidden import hidden_test_hits
     from ..pack.packs import validate_meta
-    from ..isolation.sandbox import make_sandbox, resolve_level
-    from ..scoring.scoring import score_patch
     from ..pack.workspace import scratch_dir
+    from ..scoring.scoring import score_patch
 
     pack = Path(pack).absolute()
     tdir = pack / "tasks" / task_id

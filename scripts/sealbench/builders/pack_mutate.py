@@ -26,13 +26,24 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from . import mutant_tasks as mt
-from .mutants import Mutant, find_mutants, schedule
-from .pack_common import (Layout, PackBuildError, TaskFiles, TestResult, TestRun, detect_layout, pytest_command,
-                          run_tests, unpack_source, verify_task, write_task)
-from .pack_requirements import Requirements, detect_requirements, plugin_modules, read_requirements_file
 from ..isolation.sandbox import MODES as SANDBOX_MODES
 from ..pack.workspace import scratch_dir
+from . import mutant_tasks as mt
+from .mutants import Mutant, find_mutants, schedule
+from .pack_common import (
+    Layout,
+    PackBuildError,
+    TaskFiles,
+    TestResult,
+    TestRun,
+    detect_layout,
+    pytest_command,
+    run_tests,
+    unpack_source,
+    verify_task,
+    write_task,
+)
+from .pack_requirements import Requirements, detect_requirements, plugin_modules, read_requirements_file
 
 #: A mutant is kept when at least this many test functions catch it.
 MIN_CATCHING = 2
@@ -117,7 +128,7 @@ class Progress:
         while not self._stop.wait(self.every):
             self.log(self.line())
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         if self.every > 0:
             self._thread = threading.Thread(target=self._beat, name="pack-mutate-progress", daemon=True)
             self._thread.start()

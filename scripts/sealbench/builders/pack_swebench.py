@@ -36,11 +36,10 @@ from pathlib import Path, PurePosixPath
 
 from ..core.config_sources import add_config_args, config_of
 from ..core.core import SealbenchError, harness_env
+from ..isolation.sandbox import MODES as SANDBOX_MODES
 from .pack_common import TaskCheck, pytest_command
 from .pack_requirements import detect_requirements, plugin_modules, read_requirements_file
-from ..isolation.sandbox import MODES as SANDBOX_MODES
-from .swebench_git import (GitError, apply_patch, changed_lines, find_clone, has_commit, patch_paths,
-                           snapshot)
+from .swebench_git import GitError, apply_patch, changed_lines, find_clone, has_commit, patch_paths, snapshot
 from .swebench_instances import Instance, read_instances, test_defined, test_file, test_id_problem
 
 #: The largest fix (lines added + removed by ``patch``) of each stratum, smallest first; the

@@ -36,6 +36,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..core.contract import FAIL, INFRA_FAIL
 from ..core.core import (
     CONTROLS,
     SealbenchError,
@@ -43,10 +44,9 @@ from ..core.core import (
     task_digest,
     write_json,
 )
-from ..pack.packs import load_pack
-from ..isolation.sandbox import MODES as SANDBOX_MODES
-from ..core.contract import FAIL, INFRA_FAIL
 from ..core.untrusted import remove_tree
+from ..isolation.sandbox import MODES as SANDBOX_MODES
+from ..pack.packs import load_pack
 
 FIELDS = ("instance_id", "model_patch", "model_name_or_path")
 SUMMARY = "summary.json"
@@ -171,10 +171,10 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
     write one record per row into ``out_dir`` plus ``summary.json``; return the records in
     file order. Raises :class:`PredictionsError` only when the file cannot be read (and
     :class:`~sealbench.core.core.PackError` when the pack is invalid)."""
-    from ..stages.hash_pack import seal_task
     from ..isolation.sandbox import make_sandbox, resolve_level
-    from ..scoring.scoring import score_patch
     from ..pack.workspace import scratch_dir
+    from ..scoring.scoring import score_patch
+    from ..stages.hash_pack import seal_task
 
     jsonl, out_dir = Path(jsonl), Path(out_dir).absolute()
     rows = read_rows(jsonl)

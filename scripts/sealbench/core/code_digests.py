@@ -16,7 +16,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-
 _IMPORTS: dict[str, tuple[tuple, list]] = {}
 
 

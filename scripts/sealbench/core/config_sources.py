@@ -8,8 +8,9 @@ and the workflow engine is no part of what a score depends on (:mod:`sealbench.i
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .configuration import WORKFLOW_CONFIG, _read_mapping, validate_config
 from .core import ConfigError

@@ -23,8 +23,9 @@ from __future__ import annotations
 import copy
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 

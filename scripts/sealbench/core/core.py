@@ -23,9 +23,10 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 
@@ -109,7 +110,7 @@ def write_json(path: Path, obj: Any) -> None:
 
 def make_writable(path: Path) -> None:
     """Give back write permission on a sealed (read-only) folder so it can be removed."""
-    for dirpath, dirs, files in os.walk(path):
+    for dirpath, _dirs, files in os.walk(path):
         os.chmod(dirpath, 0o755)
         for name in files:
             try:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
-
 #: Every refusal code with what it means (documented in docs/results.md).
 REFUSALS: dict[str, str] = {
     "LEAK_SUSPECT": "a task matches the denylist or public benchmark text, or its prompt or repo quotes its hidden "

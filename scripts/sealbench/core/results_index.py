@@ -23,8 +23,9 @@ import datetime as dt
 import html
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from . import paths
 from .core import atomic_write_text
@@ -101,7 +102,7 @@ def experiment_row(exp_dir: Path, latest: str | None = None) -> dict:
     n = _get(d, "n")
     return {
         "id": exp_dir.name, "latest": exp_dir.name == latest, "mtime": mtime,
-        "date": dt.datetime.fromtimestamp(mtime, dt.timezone.utc).strftime("%Y-%m-%d %H:%M") if mtime else NONE,
+        "date": dt.datetime.fromtimestamp(mtime, dt.UTC).strftime("%Y-%m-%d %H:%M") if mtime else NONE,
         "card": _text(_first(_get(cfg, "card_name"), _get(card, "name"))),
         "candidate": _text(_first(comp.get("candidate"), _get(cfg, "candidate"))),
         "baseline": _text(_first(comp.get("baseline"), _get(cfg, "baseline"))),

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import textwrap
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .core import read_json
 

@@ -17,8 +17,9 @@ import os
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 #: The exit code a client returns when the service never answered with one.
 NO_ANSWER = 125
@@ -71,7 +72,7 @@ class UnixServer:
         while not self.stop.is_set():
             try:
                 conn, _ = self.sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

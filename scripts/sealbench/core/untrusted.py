@@ -32,9 +32,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 #: Cap for a small report (usage.json, stamp.json, steers.jsonl).
 REPORT_CAP = 1 << 20

@@ -22,32 +22,47 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from ..stats import decision_rule, paired, power
-from ..report.card import build_card, card_claim
 from ..core.configuration import envelope_digest
+from ..core.contract import ABSTAINED, TIMEOUT
 from ..core.core import SealbenchError, atomic_write_text, canonical_json, read_json, sha256_text, write_json
-from ..provenance.draws import DRAWS, DRAWS_CITATION, draw_check
-from .holdout_memory import Memory, holdout_memory, results_copy
-from ..provenance.slices import results_records
 from ..core.latest_link import point_latest
-from ..provenance.ledger import LEDGER_CITATION, append_ledger, read_ledger
-from .refusal_rules import RULES, stamp_claims_note, tamper_note, tokens_incomplete_note
-from ..stats.rate_intervals import rate_interval
 from ..core.refusals import ALPHA, note_for
+from ..core.results_index import write_index
+from ..provenance.draws import DRAWS, DRAWS_CITATION, draw_check
+from ..provenance.ledger import LEDGER_CITATION, append_ledger, read_ledger
+from ..provenance.slices import results_records
+from ..report.card import build_card, card_claim
 from ..report.report_html import write_report
 from ..report.report_md import render_report
-from ..core.results_index import write_index
 from ..report.scored_slice import Slice, load_slice
+from ..report.sentences import (
+    comparison_summary,
+    exclusion_note,
+    fmt,
+    headline_sentences,
+    human_sentences,
+    public_comparison,
+    roles_table,
+)
+from ..report.summaries import (
+    abstention_counts,
+    cost_per_pass,
+    dominant_failures,
+    dummy_deltas,
+    pass_at_k_table,
+    per_task_scores,
+    stratum_deltas,
+    won_lost,
+)
+from ..stats import decision_rule, paired, power
+from ..stats.rate_intervals import rate_interval
+from .holdout_memory import Memory, holdout_memory, results_copy
+from .refusal_rules import RULES, stamp_claims_note, tamper_note, tokens_incomplete_note
 from .sensitivity import sensitivity
-from ..report.sentences import (comparison_summary, exclusion_note, fmt, headline_sentences, human_sentences,
-                        public_comparison, roles_table)
-from ..report.summaries import (abstention_counts, cost_per_pass, dominant_failures, dummy_deltas, pass_at_k_table,
-                        per_task_scores, stratum_deltas, won_lost)
-from ..core.contract import ABSTAINED, TIMEOUT
-
 
 # -------------------------------------------------------------------- the paired comparison
 

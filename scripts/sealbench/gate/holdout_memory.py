@@ -12,11 +12,23 @@ from pathlib import Path
 from typing import Any
 
 from ..core.contract import ABSTAINED, EXCLUDED, INFRA_FAIL, TAMPER, TIMEOUT
-from ..provenance.ledger import (LEDGER, NO_SERVER, _same_holdout, bare_entry, budget_reasons, holdout_reuse,
-                     holdout_versions, ledger_entry, ledger_reasons, lost_ledger_lines, pinned_servers, read_ledger)
 from ..core.refusals import ALPHA, note_for, refusal
-from ..report.scored_slice import Slice
+from ..provenance.ledger import (
+    LEDGER,
+    NO_SERVER,
+    _same_holdout,
+    bare_entry,
+    budget_reasons,
+    holdout_reuse,
+    holdout_versions,
+    ledger_entry,
+    ledger_reasons,
+    lost_ledger_lines,
+    pinned_servers,
+    read_ledger,
+)
 from ..provenance.slices import results_records, slice_reasons
+from ..report.scored_slice import Slice
 
 
 @dataclass

@@ -8,11 +8,11 @@ the tasks out is the first thing a reader needs, and it is otherwise only in run
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
+from ..core.contract import ABSTAINED, PASS, TAMPER
 from ..core.refusals import note_for, refusal
 from ..report.scored_slice import Slice
-from ..core.contract import ABSTAINED, PASS, TAMPER
 from ..report.summaries import dominant_failure
 
 

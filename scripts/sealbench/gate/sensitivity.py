@@ -5,12 +5,12 @@ the refusal ``EXCLUSIONS_DECIDE`` when that changes the result by more than chan
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
-from ..stats import decision_rule, paired, rate_intervals
 from ..core.refusals import ALPHA, refusal
 from ..report.sentences import abstained_words, fmt
 from ..report.summaries import abstention_counts, dominant_failure, per_task_scores
+from ..stats import decision_rule, paired, rate_intervals
 
 
 def _verdict_of(cand_scores: Mapping[str, float], base_scores: Mapping[str, float], strata_of: Mapping[str, str],

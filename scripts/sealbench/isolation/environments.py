@@ -45,14 +45,24 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from ..core.core import (PackError, SealbenchError, atomic_write_text, canonical_json, python_bin_dir, read_json,
-                   sha256_text, write_json)
-from .sandbox import MODES as SANDBOX_MODES, resolve_level
+from ..core.core import (
+    PackError,
+    SealbenchError,
+    atomic_write_text,
+    canonical_json,
+    python_bin_dir,
+    read_json,
+    sha256_text,
+    write_json,
+)
+from .sandbox import MODES as SANDBOX_MODES
+from .sandbox import resolve_level
 
 #: The pack's default environment and the folder of named ones (relative to the pack).
 DEFAULT_DIR = "environment"

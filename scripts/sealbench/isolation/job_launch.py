@@ -30,7 +30,7 @@ import shlex
 import signal
 import subprocess
 import sys
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from ..core.processes import become_subreaper, kill_descendants
 

@@ -31,14 +31,14 @@ import shutil
 import stat
 import subprocess
 import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from ..core.core import ARTEFACT_NAMES, ARTEFACT_SUFFIXES
-from .gitdiff import Change, git_mode
 from ..core.processes import registered_run
 from ..core.untrusted import Folder, UntrustedTree, read_untrusted, remove_tree, walk_tree
+from .gitdiff import Change, git_mode
 
 #: The two workspace kinds (on every run row as ``workspace``, and on the card).
 OVERLAY, COPY = "overlay", "copy"

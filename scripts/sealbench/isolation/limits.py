@@ -21,9 +21,10 @@ import shlex
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..core.core import SealbenchError
 
@@ -41,7 +42,7 @@ class Limits:
     max_workspace_mb: int | None = 8192    #: total size of the writable folders (and of /tmp)
 
     @classmethod
-    def of(cls, value: "Limits | Mapping[str, Any] | None") -> "Limits":
+    def of(cls, value: Limits | Mapping[str, Any] | None) -> Limits:
         if value is None:
             return cls()
         if isinstance(value, Limits):

@@ -34,13 +34,14 @@ import re
 import subprocess
 import sys
 import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from .bwrap import bwrap_executable
-from ..core.processes import registered_run
 from ..core.core import SealbenchError
+from ..core.processes import registered_run
+from .bwrap import bwrap_executable
 from .limits import DEFAULT_LIMITS, Guard, Limits
 
 MODES = ("auto", "required", "off")
@@ -210,14 +211,14 @@ class Sandbox:
     #: False only for a person's interactive sealed shell (``session_shell``)
     new_session: bool = True
 
-    def keeping_terminal(self) -> "Sandbox":
+    def keeping_terminal(self) -> Sandbox:
         """The same sandbox without ``--new-session``: an interactive shell keeps its terminal."""
         return replace(self, new_session=False)
 
-    def with_frozen(self, *paths: Path) -> "Sandbox":
+    def with_frozen(self, *paths: Path) -> Sandbox:
         return replace(self, frozen=self.frozen + tuple(Path(p).absolute() for p in paths))
 
-    def with_overlay(self, overlay: Any, frozen_from: Iterable[tuple[Path, Path]] = ()) -> "Sandbox":
+    def with_overlay(self, overlay: Any, frozen_from: Iterable[tuple[Path, Path]] = ()) -> Sandbox:
         """The same sandbox with ``overlay`` (a ``layers.Overlay``) mounted, and ``frozen_from``
         (sealed source, path inside it) mounted read-only over it."""
         return replace(self, overlays=self.overlays + (overlay,),
@@ -229,13 +230,13 @@ class Sandbox:
         roots = list(self.writable) + [o.upper for o in self.overlays if o.upper is not None]
         return [p for p in roots if p.exists()]
 
-    def with_writable(self, *paths: Path) -> "Sandbox":
+    def with_writable(self, *paths: Path) -> Sandbox:
         return replace(self, writable=self.writable + tuple(Path(p).absolute() for p in paths))
 
-    def with_readable(self, *paths: Path) -> "Sandbox":
+    def with_readable(self, *paths: Path) -> Sandbox:
         return replace(self, readable=self.readable + tuple(_existing(paths)))
 
-    def with_limits(self, limits: "Limits | Mapping[str, Any] | None") -> "Sandbox":
+    def with_limits(self, limits: Limits | Mapping[str, Any] | None) -> Sandbox:
         return replace(self, limits=Limits.of(limits))
 
     def guard(self) -> Guard:
@@ -326,7 +327,7 @@ class Sandbox:
 
 def make_sandbox(level: str, writable: Iterable[Path] = (), hide: Iterable[Path | str | None] = (),
                  readable: Iterable[Path | str] = (),
-                 limits: "Limits | Mapping[str, Any] | None" = None) -> Sandbox:
+                 limits: Limits | Mapping[str, Any] | None = None) -> Sandbox:
     """A sandbox at ``level`` with ``writable`` paths and extra ``readable`` ones, under
     ``limits`` (default: :data:`DEFAULT_LIMITS`). ``hide`` (the pack, results/) is kept for
     folders that would otherwise be visible inside an allowed one."""

@@ -25,10 +25,11 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..core.code_digests import _imports_of, code_closure
 from ..core.core import canonical_json, sha256_text

@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
-from .task_layout import layout_errors
 from ..core.core import TASK_DIRS, TASK_FILES, PackError, _parsed_schema, _schema_text, schema_errors, sha256_text
 from ..isolation.environments import EnvSpec, declared_env
+from .task_layout import layout_errors
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,15 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from ..core.core import ARTEFACT_NAMES, ARTEFACT_SUFFIXES
+from ..core.untrusted import walk_tree
 from ..isolation.gitdiff import Change, tree_patch
 from ..isolation.layers import COPY, OVERLAY, Overlay, remove_tree, tree_changes, upper_changes
 from .task_layout import test_trees
-from ..core.untrusted import walk_tree
 
 #: Fixed identity and date: the same snapshot always gets the same commit id.
 GIT_ENV = {
@@ -135,7 +135,7 @@ class Workspace:
                 "work": str(self.work) if self.work else None}
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "Workspace":
+    def from_dict(cls, d: Mapping) -> Workspace:
         return cls(Path(d["root"]), tuple(Path(p) for p in d["lowers"]), d["base_commit"], d.get("kind", COPY),
                    Path(d["upper"]) if d.get("upper") else None, Path(d["work"]) if d.get("work") else None)
 

@@ -25,9 +25,9 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from ..core.core import sha256_text
 
@@ -193,7 +193,7 @@ def read_draws(copies: Iterable[Path]) -> Record:
                 rec.ran[d] = e.get("end_reason")
             elif e["kind"] == OUTCOME:
                 rec.outcome[d] = e
-    for d, (t, slot) in sorted(starts.items(), key=lambda kv: (kv[1][0], kv[0])):
+    for d, (_t, slot) in sorted(starts.items(), key=lambda kv: (kv[1][0], kv[0])):
         rec.slots.setdefault(slot, []).append(d)
     return rec
 

@@ -28,10 +28,12 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
+from ..core.code_digests import _sealbench_closure
 from ..core.core import (
     ARTEFACT_NAMES,
     ARTEFACT_SUFFIXES,
@@ -41,7 +43,6 @@ from ..core.core import (
     command_path,
     sha256_text,
 )
-from ..core.code_digests import _sealbench_closure
 from ..core.shell_syntax import OPERATOR_CHARS, runtime_word, shell_events
 
 #: A folder an agent's identity covers (readonly_paths, code_paths) may hold at most this many

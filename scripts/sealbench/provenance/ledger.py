@@ -12,8 +12,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from ..core.configuration import envelope_digest
 from ..core.core import canonical_json, sha256_text

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..core.refusals import refusal
 
@@ -32,7 +33,7 @@ MANIFEST = "split_manifest.json"
 
 def hash_u(seed: int, task_id: str) -> float:
     """The task's seeded uniform number in [0, 1): its id and the seed, nothing else."""
-    digest = hashlib.sha256(f"{seed}:{task_id}".encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(f"{seed}:{task_id}".encode()).hexdigest()
     return int(digest[:16], 16) / 16 ** 16
 
 

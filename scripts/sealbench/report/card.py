@@ -4,11 +4,12 @@ the isolation and contamination posture, and the claim with the solvers it is ab
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..isolation import limits as _limits
 from ..provenance.ledger import preregistration
 from ..provenance.slices import current_slice, records
+
 
 def contamination_posture(tasks) -> str:
     """What actually ran on every task: ``ngram_scan`` (public 13-gram check), ``filename_scan``

@@ -11,12 +11,11 @@ so the same inputs give the same bytes.
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import pandas as pd
 
-from .report_common import (PAIR_LABELS, _col, _f, _isnull, _label, _pct, _secs, esc, solver_colours,
-                            solver_order)
+from .report_common import PAIR_LABELS, _col, _f, _isnull, _label, _pct, _secs, esc, solver_colours, solver_order
 
 PAIR_COLOURS = {"both": "#5b7fa6", "cand_only": "#2e8b57", "base_only": "#c0504d", "neither": "#c9c9c9"}
 

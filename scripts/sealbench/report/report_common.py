@@ -7,7 +7,8 @@ Constants and helpers only; nothing here writes a file.
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 

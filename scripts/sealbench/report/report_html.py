@@ -37,7 +37,6 @@ from .report_outcomes import section_outcomes
 from .report_sections import section_card, section_comparison, section_decision, section_tasks
 from .report_tables import section_side_tables, strata_twin
 
-
 # ----------------------------------------------------------------------------- style
 
 

@@ -10,7 +10,8 @@ HTML report is also rendered for decisions written by older versions.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from ..core.core import canonical_json
 

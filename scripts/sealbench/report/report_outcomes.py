@@ -14,8 +14,9 @@ the results layout (``paths.py``) and written only for files that exist: a repor
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 

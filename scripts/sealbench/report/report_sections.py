@@ -11,7 +11,8 @@ one ``<section>`` string; every piece of text from the inputs is escaped.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 

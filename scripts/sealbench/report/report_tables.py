@@ -10,12 +10,25 @@ place them. Every piece of text is escaped.
 from __future__ import annotations
 
 import re
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .report_common import esc
-from .report_md import (WON_LOST_HEADING, Table, cost_table, dummy_table, humans_table, interval_note_line,
-                        paired_heading, paired_table, pass_at_k_table, power_line, public_line, strata_table,
-                        stratum_delta_table, won_lost_lines)
+from .report_md import (
+    WON_LOST_HEADING,
+    Table,
+    cost_table,
+    dummy_table,
+    humans_table,
+    interval_note_line,
+    paired_heading,
+    paired_table,
+    pass_at_k_table,
+    power_line,
+    public_line,
+    strata_table,
+    stratum_delta_table,
+    won_lost_lines,
+)
 
 _NUMBER = re.compile(r"^[+-]?\d+(\.\d+)?$")
 

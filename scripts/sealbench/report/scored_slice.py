@@ -33,7 +33,7 @@ class Slice:
     cand_scores: dict = field(default_factory=dict)
     clean: set = field(default_factory=set)
 
-    def aggregate(self) -> "Slice":
+    def aggregate(self) -> Slice:
         """Compute the candidate's aggregates on the split from ``runs`` (call after the pin)."""
         self.slice_tasks = self.tasks[self.tasks.split == self.split]
         # the split's runs, filtered once: what reads one split's runs reads these (the same rows

@@ -5,13 +5,14 @@ tables), and the comparison's words.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
-from ..stats import decision_rule
-from ..core.core import read_json
 from ..core.contract import ABSTAINED, EXCLUDED, INFRA_FAIL, PASS, TAMPER, TIMEOUT
+from ..core.core import read_json
 from ..core.refusals import ALPHA
+from ..stats import decision_rule
+
 
 def signed(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.2f}"

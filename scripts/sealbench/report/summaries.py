@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from ..stats import epoch_stats
 from ..core.contract import ABSTAINED, EXCLUDED, INFRA_FAIL, PASS, STATUSES, TIMEOUT
+from ..stats import epoch_stats
 from .sentences import fmt
 
 

@@ -13,7 +13,8 @@ An agent's patch that fails the same way on such a task is ``infra_fail`` too
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 _MISSING = re.compile(r"No module named '([^']+)'")
 #: pytest's words for an import failure before any test ran (collection or a conftest)

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..pack.patches import FilePatch, split_patch, unsafe_path
-from .tamper_rules import _as_text, _post_apply_reason, path_rule, protected_reason, section_rule
 from ..core.untrusted import UntrustedTree, walk_tree
+from ..pack.patches import FilePatch, split_patch, unsafe_path
 from ..pack.workspace import run_git
+from .tamper_rules import _as_text, _post_apply_reason, path_rule, protected_reason, section_rule
 
 
 @dataclass

@@ -27,16 +27,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER
+from ..core.untrusted import UntrustedTree
 from ..isolation.layers import COPY, OVERLAY, remove_tree, sparse_copy, workspace_kind
-from .patch_apply import apply_patch_details, patch_paths
 from ..pack.patches import unsafe_path
+from ..pack.task_layout import TEST_DIRS, import_paths, packages, protected_paths, test_paths, test_trees, tests_layout
+from ..pack.workspace import copy_tree, scratch_dir
+from .patch_apply import apply_patch_details, patch_paths
 from .scoring_layers import as_layer, scoring_overlay
 from .sealed_command import CommandOutcome, _run_check, judge
 from .similarity import GOLD_LIKE_THRESHOLD, gold_similarity
-from ..pack.task_layout import TEST_DIRS, import_paths, packages, protected_paths, test_paths, test_trees, tests_layout
-from ..core.untrusted import UntrustedTree
-from ..pack.workspace import copy_tree, scratch_dir
-from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER
 
 
 @dataclass

@@ -18,18 +18,24 @@ import re
 import secrets
 import shlex
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
+from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER
 from ..core.core import harness_env
-from ..pack.task_layout import task_pythonpath
-from .sealed_report import (JUnitSummary, collected_ids, import_outside, imported_from, judge_stream, make_canary_secret,
-                            parse_stream)
 from ..core.processes import run_process, tail_text
 from ..core.untrusted import copy_untrusted_file, remove_tree
-from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER
-
+from ..pack.task_layout import task_pythonpath
+from .sealed_report import (
+    JUnitSummary,
+    collected_ids,
+    import_outside,
+    imported_from,
+    judge_stream,
+    make_canary_secret,
+    parse_stream,
+)
 
 #: pytest's exit codes that mean the harness, not the patch, broke (internal error, usage
 #: error, no tests collected).

@@ -12,7 +12,6 @@ import re
 from ..pack.patches import split_patch
 from .tamper_rules import _as_text, protected_reason
 
-
 #: A patch at least this similar to the gold patch is flagged ``gold_like``.
 GOLD_LIKE_THRESHOLD = 0.95
 _WS = re.compile(r"\s+")

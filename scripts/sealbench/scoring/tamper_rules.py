@@ -24,7 +24,6 @@ from pathlib import Path
 from ..pack.patches import FilePatch
 from ..pack.task_layout import TEST_DIRS
 
-
 # --------------------------------------------------------------------------------------------
 # Protected paths (tamper)
 

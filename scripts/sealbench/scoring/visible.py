@@ -207,8 +207,8 @@ def sealed_green(sealed_task: Path, meta: dict, ws, logdir: Path, timeout_s: flo
     now* passes the visible suite when scored like a final patch: its diff applied to a pristine
     snapshot under the tamper rules, ``visible_tests/`` restored from the sealed pack, canaries
     added. Returns (green, why not)."""
-    from .scoring import score_patch
     from ..pack.workspace import workspace_patch
+    from .scoring import score_patch
 
     patch = workspace_patch(ws)
     res = score_patch(sealed_task, meta, patch, logdir, timeout_s, sandbox=sandbox, commands=("visible",),

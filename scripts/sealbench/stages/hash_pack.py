@@ -19,23 +19,23 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ..core import paths
 from ..core.core import (
     HashCache,
     PackError,
     SealbenchError,
-    make_writable,
     atomic_write_text,
     denylist_digest,
+    digest_entries,
+    make_writable,
     pack_digest,
     read_json,
     task_digest,
     tree_entries,
-    digest_entries,
     write_json,
 )
 from ..pack.packs import Task, load_pack

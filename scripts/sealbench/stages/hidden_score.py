@@ -38,15 +38,16 @@ import sys
 import traceback
 from pathlib import Path
 
+from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER, TIMEOUT
+from ..core.core import read_json, write_json
+from ..core.processes import ended_in_error
+from ..isolation.environments import BuiltEnv, load_env
+from ..isolation.sandbox import MODES as SANDBOX_MODES
+from ..isolation.sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from ..provenance import draws
 from ..scoring.collection import missing_modules
-from ..core.core import read_json, write_json
-from ..isolation.environments import BuiltEnv, load_env
-from ..isolation.sandbox import MODES as SANDBOX_MODES, SandboxUnavailable, make_sandbox, resolve_level
-from ..core.processes import ended_in_error
 from ..scoring.scoring import score_patch
 from ..scoring.sealed_command import SHELL_INFRA_CODES
-from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER, TIMEOUT
 
 
 def time_to_green(attempts: list[dict], final_visible_green: bool | None) -> float | None:

@@ -50,11 +50,19 @@ from pathlib import Path
 
 from ..core import paths
 from ..core.core import PackError, SealbenchError, denylist_digest, read_json, write_json
-from ..pack.packs import load_pack
-from ..leak.leak_corpus import (CHECK_IDENT, CHECK_NGRAM, CORPUS_PACKAGE, corpus_info, entry_point_hits, ngram_hits,
-                          public_corpus_ngrams, public_entry_points)
+from ..leak.leak_corpus import (
+    CHECK_IDENT,
+    CHECK_NGRAM,
+    CORPUS_PACKAGE,
+    corpus_info,
+    entry_point_hits,
+    ngram_hits,
+    public_corpus_ngrams,
+    public_entry_points,
+)
 from ..leak.leak_hidden import CHECK_HIDDEN, HiddenHit, hidden_test_hits
 from ..leak.leak_text import NGRAM_N, repo_identifiers
+from ..pack.packs import load_pack
 
 WORD = re.compile(r"[a-z0-9]+")
 IDENT_LINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -166,7 +174,7 @@ class TaskReport:
         return bool(self.hits or self.ngram_hits or self.entry_point_hits or self.hidden_hits)
 
     @classmethod
-    def from_json(cls, rec: dict) -> "TaskReport":
+    def from_json(cls, rec: dict) -> TaskReport:
         """The report a job wrote (``to_json``), read back (the pack-level verdict reads these)."""
         return cls(rec["task_id"], [LeakHit(**h) for h in rec.get("hits") or []], list(rec.get("ngram_hits") or []),
                    list(rec.get("entry_point_hits") or []), list(rec.get("checks") or []), rec.get("corpus"),
@@ -320,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         deny = read_denylist(args.denylist)
         dirs = [args.task] if args.task else [t.dir for t in load_pack(args.pack)] if args.pack else []
         if not dirs:
-            ap.error("give --task or --pack")
+            parser().error("give --task or --pack")
         suspects: list[TaskReport] = []
         checks: set[str] = set()
         missing = None

@@ -55,29 +55,40 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..agent import bridge as bridge_module
-from ..agent.bridge import UnixToTcp, parse_endpoint
-from ..core.core import read_json, write_json
-from ..isolation.environments import load_env
 from ..agent.agent_command import CommandPlan, command_plan
 from ..agent.agent_health import health_file, note_health, read_health, start_failure, stopped_record
 from ..agent.agent_probe import blocked, hidden_folders, worker_env
-from ..core.untrusted import copy_untrusted_tree
+from ..agent.bridge import UnixToTcp, parse_endpoint
 from ..core import contract, paths
-from ..provenance import draws
-from ..core.contract import (STAMP_FILE, STAMP_KEYS, STEERS_FILE, USAGE_FILE, USAGE_KEYS, count_steers, read_report,
-                       time_box)
-from ..isolation.limits import limit_mechanisms
-from ..isolation.sandbox import MODES as SANDBOX_MODES, SandboxUnavailable, make_sandbox, resolve_level
-from ..pack.task_layout import import_paths, pythonpath_env
-from ..scoring.visible import VisibleServer, sealed_green, write_client_script
+from ..core.contract import (
+    STAMP_FILE,
+    STAMP_KEYS,
+    STEERS_FILE,
+    USAGE_FILE,
+    USAGE_KEYS,
+    count_steers,
+    read_report,
+    time_box,
+)
+from ..core.core import read_json, write_json
 from ..core.processes import run_process
+from ..core.untrusted import copy_untrusted_tree
+from ..isolation.environments import load_env
 from ..isolation.layers import OVERLAY, remove_tree, workspace_kind
+from ..isolation.limits import limit_mechanisms
+from ..isolation.sandbox import MODES as SANDBOX_MODES
+from ..isolation.sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from ..pack.task_layout import import_paths, pythonpath_env
 from ..pack.workspace import WorkspaceError, make_workspace, scratch_dir, workspace_patch
+from ..provenance import draws
+from ..scoring.visible import VisibleServer, sealed_green, write_client_script
+
 
 def read_attempts(path: Path) -> list[dict]:
     if not path.exists():
@@ -130,7 +141,7 @@ def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list
 METERED, METERED_INCOMPLETE, AGENT = "metered", "metered_incomplete", "agent"
 
 
-def choose_tokens(usage_agent: Mapping[str, Any], metered: "bridge_module.MeteredUsage | None") -> tuple[dict, str]:
+def choose_tokens(usage_agent: Mapping[str, Any], metered: bridge_module.MeteredUsage | None) -> tuple[dict, str]:
     """The run's usage and ``tokens_source``. Once the agent had a bridge, its tokens are what
     the bridge metered, whatever the agent says: ``metered`` when every reply carried its usage,
     ``metered_incomplete`` when one or more did not (the count is then a lower bound). The

@@ -26,16 +26,17 @@ import traceback
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..scoring.collection import mark_controls, missing_modules
+from ..core.contract import INFRA_FAIL, PASS
 from ..core.core import SealbenchError, control_fingerprint, read_json, write_json
 from ..isolation.environments import BuiltEnv, load_env
-from ..isolation.sandbox import MODES as SANDBOX_MODES, SandboxUnavailable, make_sandbox, resolve_level
+from ..isolation.gitdiff import Change, git_mode, tree_patch
+from ..isolation.sandbox import MODES as SANDBOX_MODES
+from ..isolation.sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from ..pack.task_layout import protected_paths
+from ..pack.workspace import check_snapshot
+from ..scoring.collection import mark_controls, missing_modules
 from ..scoring.scoring import score_patch
 from ..scoring.tamper_rules import path_rule, protected_reason
-from ..pack.task_layout import protected_paths
-from ..isolation.gitdiff import Change, git_mode, tree_patch
-from ..pack.workspace import check_snapshot
-from ..core.contract import INFRA_FAIL, PASS
 
 #: Comment syntax per language for the stub edit (a trailing comment changes no behaviour).
 COMMENT = {"python": "#", "ruby": "#", "shell": "#", "bash": "#", "r": "#", "perl": "#",

@@ -29,15 +29,23 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from ..core import paths
-from ..provenance import slices
-from ..core.core import (SealbenchError, canonical_json, denylist_digest, pack_digest, read_json, sha256_text,
-                   task_digest, write_json)
-from ..provenance.ledger import LEDGER, append_ledger, read_ledger
+from ..core.core import (
+    SealbenchError,
+    canonical_json,
+    denylist_digest,
+    pack_digest,
+    read_json,
+    sha256_text,
+    task_digest,
+    write_json,
+)
 from ..pack.packs import load_pack
+from ..provenance import slices
+from ..provenance.ledger import LEDGER, append_ledger, read_ledger
 
 MIN_TASKS = 12
 MIN_HOLDOUT = 5

@@ -15,8 +15,9 @@ job when one of them changes, and :func:`step_key` is the same for ``task_batch`
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..core import paths
 from ..core.code_digests import code_digest
@@ -49,7 +50,7 @@ class StepConfig:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], *, toolchain_digest: str, denylist_digest: str,
                     corpus_sha: str, results: str = paths.RESULTS,
-                    harness_toolchain_digest: str = "") -> "StepConfig":
+                    harness_toolchain_digest: str = "") -> StepConfig:
         return cls(oracle_runs=int(cfg["oracle_runs"]), score_timeout_s=int(cfg["score_timeout_s"]),
                    sandbox=str(cfg["sandbox"]), limits=json.dumps(cfg["limits"], sort_keys=True),
                    envelope=json.dumps(cfg["envelope"]), stop_on_green=bool(cfg["stop_on_green"]),

@@ -38,16 +38,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from ..provenance import draws
-from ..core import paths
 from ..agent.bridge import same_model
+from ..core import paths
 from ..core.contract import ABSTAINED, EXCLUDED, INFRA_FAIL, OFFLINE_SERVER_ID, PASS, STAMP_KEYS, TAMPER, TIMEOUT
 from ..core.core import SealbenchError, read_json
 from ..core.processes import ended_in_error
 from ..core.tables import write_table
+from ..provenance import draws
 from ..stats.rate_intervals import rate_interval
 
 RATE_EXCLUDED = frozenset(ABSTAINED)

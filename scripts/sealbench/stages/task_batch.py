@@ -42,12 +42,13 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..core.core import SealbenchError, read_json, write_json
-from .steps import STAGES, step_key
 from ..core.untrusted import remove_tree
+from .steps import STAGES, step_key
 
 
 def remove_outputs(outputs: list[str]) -> None:
