@@ -53,6 +53,8 @@ from pathlib import Path
 try:
     from ..core.unix_rpc import UnixServer
 except ImportError:  # run as a script inside the sandbox (the TCP side): no package
+    # no package: unix_rpc is read from the core layer's folder, beside this one
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
     from unix_rpc import UnixServer  # type: ignore[no-redef]
 
 

@@ -38,6 +38,8 @@ from pathlib import Path
 try:
     from ..core.unix_rpc import NO_ANSWER, UnixServer, frame, relay
 except ImportError:  # run as a script inside the sandbox (write_client): no package
+    # no package: unix_rpc is read from the core layer's folder, beside this one
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
     from unix_rpc import NO_ANSWER, UnixServer, frame, relay  # type: ignore[no-redef]
 
 #: Set inside the sealed shell: the control socket ``sealbench session …`` talks to.
