@@ -1,15 +1,17 @@
-"""The small shared core of sealbench: reading packs and configs, content digests, atomic writes.
+"""The small shared core of sealbench: errors, content digests, atomic writes, the config
+schemas, and the environment every harness command runs in.
 
-Every stage module (``hash_pack``, ``leak_check``, ``split``, ``run_dummy``, ``run_agent``,
-``hidden_score``, ``stratify``, ``gate``) imports from here and from ``workspace``; stages never
-import each other.
+- errors (:class:`SealbenchError`, :class:`PackError`, :class:`ConfigError`): each names the
+  file and the field, so a user knows what to fix before any work runs;
+- content digests of files, task folders and the pack (``tree_entries``, ``task_digest``,
+  ``pack_digest``, ``denylist_digest``), with a cache of file hashes;
+- atomic writes (``write_json``, ``atomic_write_text``) and ``read_json``;
+- the JSON schemas under workflow/schemas (``load_schema``, ``schema_errors``);
+- the controls' names and fingerprints, and ``harness_env``: the fixed environment (PATH, HOME,
+  locale, pytest's options) every sandboxed or scored command gets.
 
-Reading a pack's tasks is ``packs``; the stage code digests are ``code_digests``; agent identity
-(which files an agent's command covers, its fingerprint) is ``identity``. They import from here;
-this module imports none of them.
-
-Errors raised here are :class:`PackError` / :class:`ConfigError` and always name the file and
-the field, so a user knows what to fix before any work runs.
+Reading a pack's tasks is ``pack.packs``; the stage code digests are ``core.code_digests``; agent
+identity is ``provenance.identity``. This module imports nothing of sealbench.
 """
 
 from __future__ import annotations
