@@ -276,6 +276,14 @@ def model_requested(body: bytes, headers: dict[str, str]) -> str | None:
     return m if isinstance(m, str) and m else None
 
 
+def _keep_body(m, data: bytes) -> None:
+    """A meter keeps a body up to ``METER_BODY_CAP`` bytes; past it, none of it (``too_big``)."""
+    if m.too_big or len(m.body) + len(data) > METER_BODY_CAP:
+        m.too_big, m.body = True, bytearray()
+    else:
+        m.body += data
+
+
 def _body_step(m) -> bool:
     """One step through an HTTP body for a meter (the request's or the reply's) holding
     ``state`` (``length`` or ``chunked``), ``buf``, ``need``, ``_keep`` and ``_finish``."""
@@ -388,10 +396,7 @@ class RequestMeter:
         return False
 
     def _keep(self, data: bytes) -> None:
-        if self.too_big or len(self.body) + len(data) > METER_BODY_CAP:
-            self.too_big, self.body = True, bytearray()
-        else:
-            self.body += data
+        _keep_body(self, data)
 
     def _finish(self) -> None:
         req = self.req
@@ -560,10 +565,7 @@ class ResponseMeter:
         return False
 
     def _keep(self, data: bytes) -> None:
-        if self.too_big or len(self.body) + len(data) > METER_BODY_CAP:
-            self.too_big, self.body = True, bytearray()
-        else:
-            self.body += data
+        _keep_body(self, data)
 
     def _finish(self) -> None:
         body = bytes(self.body)

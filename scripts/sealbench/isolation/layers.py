@@ -170,6 +170,23 @@ def _change(rel: str, old_v: Version, new_v: Version) -> Change | None:
     return Change(rel, old, new, old_mode if old is not None else new_mode, new_mode if new is not None else old_mode)
 
 
+def _files(folder, present: set[str] | None = None):
+    """``(rel, entry, stat)`` of each entry of a walked ``folder`` that is neither a folder nor
+    ignored; an ignored folder is not walked into. ``present`` gets every entry's path."""
+    for e in folder.entries:
+        rel = folder.path(e.name)
+        if present is not None:
+            present.add(rel)
+        st = e.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            if ignored(rel):
+                folder.skip.add(e.name)
+            continue
+        if ignored(rel):
+            continue
+        yield rel, e, st
+
+
 def upper_changes(upper: Path, lowers: Sequence[Path]) -> list[Change]:
     """What the upper folder of an overlay changes over its ``lowers`` (see module docstring).
     Raises :class:`~sealbench.core.untrusted.UntrustedTree` or ``UntrustedFile`` (the reason in
@@ -184,16 +201,7 @@ def upper_changes(upper: Path, lowers: Sequence[Path]) -> list[Change]:
         if folder.rel and _opaque(folder.fd):
             # the folder was deleted and made again: whatever the lowers had below it is gone
             opaque.append(folder.rel)
-        for e in folder.entries:
-            rel = folder.path(e.name)
-            present.add(rel)
-            st = e.stat(follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                if ignored(rel):
-                    folder.skip.add(e.name)
-                continue
-            if ignored(rel):
-                continue
+        for rel, e, st in _files(folder, present):
             if _is_whiteout(st):
                 low = lookup(lowers, rel)
                 if low is not None and _is_dir(low):
@@ -228,15 +236,7 @@ def tree_changes(root: Path, lowers: Sequence[Path]) -> list[Change]:
     changes = []
     reader = _Reader()
     for folder in walk_tree(Path(root)):
-        for e in folder.entries:
-            rel = folder.path(e.name)
-            st = e.stat(follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                if ignored(rel):
-                    folder.skip.add(e.name)
-                continue
-            if ignored(rel):
-                continue
+        for rel, e, st in _files(folder):
             now.add(rel)
             old = _version(lookup(lowers, rel)) if rel in before else _ABSENT
             c = _change(rel, old, reader.version(folder, e.name, st))
