@@ -419,7 +419,7 @@ def start_cluster(cl: Cluster, facts: dict) -> dict:
 def slurm_profile_resources(account: str, partition: str) -> list[str]:
     """The slurm profile's default-resources with its FILL_IN values replaced (the CLI option
     replaces the profile's whole list, so the other entries are passed along)."""
-    prof = yaml.safe_load((ROOT / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
+    prof = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
     res = dict(prof.get("default-resources") or {})
     res["slurm_account"], res["slurm_partition"] = account, partition
     return [f"{k}={v}" for k, v in res.items()]

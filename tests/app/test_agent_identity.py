@@ -123,7 +123,7 @@ def _copy_project(dst: Path) -> Path:
 
 
 def _fp_in_copy(proj: Path, name: str, spec: dict) -> str:
-    code = ("import json, sys\nfrom sealbench import identity\n"
+    code = ("import json, sys\nfrom sealbench.provenance import identity\n"
             "assert identity.__file__.startswith(sys.argv[2]), identity.__file__\n"
             "print(identity.agent_fingerprint(sys.argv[3], json.loads(sys.argv[1])))\n")
     env = {**os.environ, "PYTHONPATH": str(proj / "scripts")}
@@ -187,9 +187,9 @@ def test_builtin_imports_are_followed_statically_within_sealbench(tmp_path: Path
     repair = agents / "repair.py"
     repair.write_text(repair.read_text() + "\n\ndef _later():\n    from .helper import VALUE\n"
                       "    from sealbench.stats.paired import paired_delta\n    return VALUE, paired_delta\n")
-    (agents / "helper.py").write_text("from ..tables import TABLES\nVALUE = 1\n")
+    (agents / "helper.py").write_text("from ..core.tables import TABLES\nVALUE = 1\n")
     spec = {"command": "python -m sealbench.agents.repair"}
-    code = ("import json, sys\nfrom sealbench import identity\n"
+    code = ("import json, sys\nfrom sealbench.provenance import identity\n"
             "print(json.dumps(identity.agent_identity('repair', json.loads(sys.argv[1]))))\n")
     env = {**os.environ, "PYTHONPATH": str(proj / "scripts")}
 
@@ -201,10 +201,10 @@ def test_builtin_imports_are_followed_statically_within_sealbench(tmp_path: Path
 
     first = ident()
     files = set(first["files"])
-    for rel in ("agents/helper.py", "tables.py", "paired.py", "agents/repair.py"):
+    for rel in ("agents/helper.py", "core/tables.py", "stats/paired.py", "agents/repair.py"):
         assert f"scripts/sealbench/{rel}" in files, sorted(files)
     assert "scripts/sealbench/gate/gate.py" not in files and "scripts/sealbench/agents/mini.py" not in files
-    (agents / "helper.py").write_text("from ..tables import TABLES\nVALUE = 2\n")
+    (agents / "helper.py").write_text("from ..core.tables import TABLES\nVALUE = 2\n")
     assert ident()["fingerprint"] != first["fingerprint"], "a module repair imports changed"
 
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from packgen import make_pack, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILE = ROOT / "workflow" / "profiles" / "cluster-generic-local"
+PROFILE = ROOT / "profiles" / "cluster-generic-local"
 HAVE_PLUGIN = importlib.util.find_spec("snakemake_executor_plugin_cluster_generic") is not None
 
 pytestmark = [
