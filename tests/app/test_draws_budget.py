@@ -491,8 +491,9 @@ def _gate_in(results: Path, pack: Path, name: str, spec: dict, monkeypatch) -> d
 @pytest.mark.sandbox
 def test_a_second_pack_in_the_same_results_folder_keeps_its_own_history(tmp_path: Path, monkeypatch) -> None:
     """After the bundled suite, a user's own pack scored into the same results/ was refused
-    DENOMINATOR_MOVED naming the suite's tasks: the results copy of the ledger (and of the draw
-    record) mixed every pack's holdout. Each holdout keeps its own copies."""
+    DENOMINATOR_MOVED naming the suite's tasks: the results copy of the ledger mixed every pack's
+    holdout. Each holdout keeps its own ledger copy; the draw record's results copy is shared, its
+    slots name their tasks, and the gate reads only its own runs' slots."""
     results = tmp_path / "results"
     suite = _gate_in(results, tmp_path / "suite", "suite", build_spec(), monkeypatch)
     assert suite["publishable"], codes(suite)

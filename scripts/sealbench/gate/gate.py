@@ -34,7 +34,6 @@ from ..core.refusals import ALPHA, note_for
 from ..core.results_index import write_index
 from ..provenance.draws import DRAWS, DRAWS_CITATION, draw_check
 from ..provenance.ledger import LEDGER_CITATION, append_ledger, read_ledger
-from ..provenance.slices import results_records
 from ..report.card import build_card, card_claim
 from ..report.report_html import write_report
 from ..report.report_md import render_report
@@ -328,8 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         manifest = read_json(args.split)
-        copies = [args.ledger.parent / DRAWS, results_records(args.experiment_dir.parent.parent, manifest) / DRAWS] \
-            if args.ledger else []
+        copies = [args.ledger.parent / DRAWS, args.experiment_dir.parent.parent / DRAWS] if args.ledger else []
         decision, card, report = decide(args.experiment_dir, args.split, args.pack_hash, args.ledger, copies)
     except SealbenchError as exc:
         print(f"gate: {exc}", file=sys.stderr)

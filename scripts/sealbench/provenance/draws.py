@@ -6,8 +6,7 @@ agent on a slot it appends a ``draw`` line with a fresh draw id (written into ``
 ``draw``); when the agent has ended it appends ``ran``; hidden_score appends ``outcome`` with the
 status it scored. The record is append-only and hash-chained (each line carries the digest of the
 line before it), and it is kept twice, written together: ``PACK/draws.jsonl`` (it travels with the
-pack) and ``results/holdouts/<key>/draws.jsonl`` (it stays with the results; one per holdout,
-:func:`slices.results_records`). Deleting one copy loses nothing:
+pack) and ``results/draws.jsonl`` (it stays with the results). Deleting one copy loses nothing:
 the gate reads both (:func:`read_draws`) and says which copy lacked what.
 
 Why: deleting the folders of failed runs and running the same command again draws those slots
@@ -44,22 +43,18 @@ def slot_key(task: str, task_digest: str, agent: str, fingerprint: str, epoch: i
 
 
 def record_paths() -> list[Path]:
-    """The two copies a job writes: ``$SEALBENCH_PACK/draws.jsonl`` and the holdout's own in
-    ``$SEALBENCH_RESULTS/holdouts/<key>/draws.jsonl`` (the key from the pack's split manifest:
-    packs scored into one results folder keep apart); empty outside the workflow."""
+    """The two copies a job writes: ``$SEALBENCH_PACK/draws.jsonl`` and
+    ``$SEALBENCH_RESULTS/draws.jsonl`` (empty outside the workflow: nothing to record in). The
+    results copy is one file for every pack scored into the folder: a slot names its task and
+    the task's digest, and the gate reads only its own runs' slots. (An agent's run does not wait
+    for the split, so no per-holdout name is known when it is drawn.)"""
     from ..core.paths import PACK_ENV, RESULTS_ENV
-    from .slices import MANIFEST, results_records
 
-    pack, results = os.environ.get(PACK_ENV), os.environ.get(RESULTS_ENV)
-    out = [Path(pack) / DRAWS] if pack else []
-    if results:
-        manifest = None
-        if pack:
-            try:
-                manifest = json.loads((Path(pack) / MANIFEST).read_text("utf-8"))
-            except (OSError, ValueError):
-                manifest = None        # not split yet: the results folder's own copy
-        out.append(results_records(Path(results), manifest if isinstance(manifest, dict) else None) / DRAWS)
+    out = []
+    for var in (PACK_ENV, RESULTS_ENV):
+        value = os.environ.get(var)
+        if value:
+            out.append(Path(value) / DRAWS)
     return out
 
 
