@@ -279,7 +279,7 @@ def test_show_prefers_the_decisions_own_field(tmp_path: Path, capsys) -> None:
 
 
 def test_html_decision_section_has_a_line_per_solver() -> None:
-    from sealbench.report.report_sections import section_decision
+    from sealbench.report.report_html import section_decision
 
     d = {"publishable": False, "headline": None, "reasons": [], "notes": [],
          "dominant_failures": [{"solver": CAND, "sentence": f"{CAND}: 9/9 infra_fail: <{CNF}>"},

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from sealbench.core import tables  # noqa: E402
-from sealbench.report import report_common, report_html  # noqa: E402
+from sealbench.report import report_html  # noqa: E402
 from sealbench.stats import rate_intervals  # noqa: E402
 
 pytestmark = pytest.mark.unit
@@ -174,7 +174,7 @@ def test_every_solver_reason_and_sentence(page: str) -> None:
 
 def test_paired_counts_round_epoch_means() -> None:
     _, runs, _ = make_frames()
-    rows, unmatched = report_common.paired_counts(runs, "cand_agent", "base_agent", "holdout", STRATA)
+    rows, unmatched = report_html.paired_counts(runs, "cand_agent", "base_agent", "holdout", STRATA)
     assert unmatched == []
     assert [s for s, _ in rows] == STRATA + ["all"]
     total = rows[-1][1]

@@ -189,7 +189,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from ..report.report_outcomes import runs_beside, show_lines
+    from ..report.report_html import runs_beside, show_lines
 
     d = _decision(args.results)
     con = _console()

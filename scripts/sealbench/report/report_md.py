@@ -2,7 +2,7 @@
 
 Every table of report.md is built once here as a :class:`Table` (its heading, its columns and
 its rows, each cell formatted by :func:`cell`), and so is every sentence outside a table
-(``*_line``/``*_lines``). report.html renders the same objects (``report_tables.py``), so the
+(``*_line``/``*_lines``). report.html renders the same objects (``report_html.py``), so the
 two reports cannot disagree; tests/app/test_browsing.py derives the headings, tables and lines of
 report.md and finds each in report.html. Builders read the decision leniently (``.get``): the
 HTML report is also rendered for decisions written by older versions.
