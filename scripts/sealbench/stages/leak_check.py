@@ -29,7 +29,7 @@ Within the task (issue 11, point 9), ``hidden_test_hits``:
   shows its ``hidden_tests/``: a distinctive test name, an expected value of an assertion (in
   the prompt) or a distinctive line (whitespace-collapsed, >= 30 characters); or, whatever
   their length, a hidden test function or body, or hidden assertions, compared as normalized
-  ASTs (``leak_ast``: formatting, comments and quoting do not matter). What the visible
+  ASTs (``leak_hidden``: formatting, comments and quoting do not matter). What the visible
   tests also contain is not secret, nor is boilerplate (imports, set-up, generic asserts).
 The output JSON lists in ``checks`` what ran: ``denylist`` (when the denylist has a line),
 ``hidden_tests`` (always), ``ngram13:humaneval`` and ``identifiers:humaneval`` (when the
