@@ -9,9 +9,8 @@ Modules:
 - ``patch_apply``: applying a patch to a scoring copy (`git apply` semantics)
 - ``pytest_seal``: the pytest plugin that streams a sealed report with canaries from every scoring
   run
-- ``scoring``: a patch on a pristine snapshot with the sealed tests (`score_patch`)
-- ``scoring_layers``: the scoring workspace as an overlay: the patched files as a layer, the sealed
-  tests mounted read-only over it
+- ``scoring``: a patch on a pristine snapshot with the sealed tests (`score_patch`), in a copy or
+  as an overlay (the patched files as a layer, the sealed tests mounted read-only over it)
 - ``seal_site/``:
 - ``sealed_command``: running one scoring command with the seal plugin, and judging how it ended
 - ``sealed_report``: the sealed report: the stream, its canaries, JUnit
