@@ -163,8 +163,7 @@ def point_latest_if_decided(exp_dir: Path, latest: Path, results: Path) -> bool:
     OSError when either cannot be written."""
     if not (Path(exp_dir) / "decision.json").exists():
         return False
-    from ..core.latest_link import point_latest
-    from ..core.results_index import write_index
+    from ..core.results_index import point_latest, write_index
 
     point_latest(Path(latest), Path(exp_dir))
     write_index(Path(results))  # results/index.html marks the experiment latest points at

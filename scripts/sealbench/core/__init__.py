@@ -15,7 +15,6 @@ Modules:
   `usage.json`/`stamp.json`/`steers.jsonl` and their typed fields, the clock, the run statuses (used
   by `run_agent`, `session`, `stratify`, the gate and the built-in agents)
 - ``core``: configs, content digests, atomic writes: the shared core every stage imports
-- ``latest_link``: `results/latest`
 - ``paths``: the results layout: where every job writes and every reader looks; `$SEALBENCH_PACK`,
   `$SEALBENCH_RESULTS`
 - ``processes``: the process runner: a command under a wall clock, its process tree killed at the
@@ -23,7 +22,8 @@ Modules:
 - ``project``: where a `sealbench` command works: the project found from any folder inside it or
   from a session's workspace, or one sentence saying what was looked for
 - ``refusals``: every refusal code and note with what it means
-- ``results_index``: `results/index.html` and `sealbench list`: every experiment, newest first
+- ``results_index``: `results/index.html` and `sealbench list`: every experiment, newest first; the
+  `results/latest` link (`point_latest`)
 - ``run_console``: what a run says at its start and end: the plan (jobs, tasks, the log file) and
   the decision in short ([Console](#console))
 - ``shell_syntax``: The shell grammar an agent's command is read with: which words bash runs as

@@ -1,9 +1,12 @@
 """results/index.html and ``sealbench list``: every experiment under ``results/experiments/``,
-newest first, one row each.
+newest first, one row each; and the ``results/latest`` link, which experiment folder is the
+current, finished one (``point_latest``).
 
 Reads:  results/experiments/<id>/{decision,experiment,card}.json (whatever of them exists) and
         results/latest
-Writes: results/index.html (atomically; the gate rewrites it after each decision)
+Writes: results/index.html (atomically; the gate rewrites it after each decision) and
+        results/latest (``point_latest``: the gate and a finished run point it, then rewrite the
+        index)
 
 A row: the experiment id (marked when ``results/latest`` points at it), when it was decided (the
 time decision.json was written, UTC), the card name (config ``card_name``), the candidate and
@@ -182,6 +185,17 @@ def render_index(results: Path) -> str:
         out.append("</table>")
     out.append("</body></html>\n")
     return "\n".join(out)
+
+
+def point_latest(latest: Path, exp_dir: Path) -> None:
+    """Atomically point ``results/latest`` at the experiment folder (relative symlink)."""
+    latest = Path(latest)
+    target = os.path.relpath(exp_dir, latest.parent)
+    tmp = latest.with_name(".latest.tmp")
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(target, tmp)
+    os.replace(tmp, latest)
 
 
 def write_index(results: Path) -> Path:

@@ -12,8 +12,8 @@ This module is the orchestration (:func:`decide`), the paired comparison and the
 headline; the steps it runs live beside it: the scored slice (``scored_slice``), the holdout's
 ledger and server pin (``holdout_memory``), the refusal rules (``refusal_rules``), the
 sensitivity to abstentions (``sensitivity``), the side tables (``summaries``), the sentences,
-card and Markdown report (``sentences``, ``card``, ``report_md``), the ``results/latest``
-link (``latest_link``) and the index of every experiment (``results_index``).
+card and Markdown report (``sentences``, ``card``, ``report_md``), and the index of every
+experiment with the ``results/latest`` link (``results_index``).
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ from typing import Any
 from ..core.configuration import envelope_digest
 from ..core.contract import ABSTAINED, TIMEOUT
 from ..core.core import SealbenchError, atomic_write_text, canonical_json, read_json, sha256_text, write_json
-from ..core.latest_link import point_latest
 from ..core.refusals import ALPHA, note_for
-from ..core.results_index import write_index
+from ..core.results_index import point_latest, write_index
 from ..provenance.draws import DRAWS, DRAWS_CITATION, draw_check
 from ..provenance.ledger import LEDGER_CITATION, append_ledger, read_ledger
 from ..report.card import build_card, card_claim
