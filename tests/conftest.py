@@ -22,10 +22,21 @@ import pytest
 
 from pipeline_runs import default_run  # noqa: F401  (the shared finished runs, as fixtures)
 
-# The task test suites the tests run (pytest inside workspaces, the repair agent's visible runs)
-# start ~1.4 s faster per run without the plugins installed in this environment — exactly as the
-# harness runs them (core.harness_env). The test session itself has already loaded its plugins.
-os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+@pytest.fixture(scope="session", autouse=True)
+def _task_pytest_without_plugins():
+    """The task test suites the tests run (pytest inside workspaces, the repair agent's visible
+    runs) start ~1.4 s faster per run without the plugins installed in this environment — exactly
+    as the harness runs them (core.harness_env). Set once the session has started, not at import:
+    pytest-xdist starts its workers in ``pytest_sessionstart``, and a worker that inherited the
+    variable would not load xdist itself."""
+    os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): one worker per CPU this process may use (logical CPUs,
+    so a 2-core machine gets two), at most 8."""
+    return max(1, min(8, len(os.sched_getaffinity(0))))
 
 TIERS = ("unit", "sandbox", "pipeline")
 

@@ -9,6 +9,8 @@ that changes it (edits a byte of the pack, reruns, deletes results) works on its
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import subprocess
 import sys
@@ -68,9 +70,29 @@ def finished_run(wd: Path, **cfg) -> FinishedRun:
     return FinishedRun(wd, res.stdout)
 
 
+def shared_run(tmp_path_factory: pytest.TempPathFactory, name: str, **cfg) -> FinishedRun:
+    """``finished_run`` once per test session, also when pytest-xdist runs the tests in several
+    worker processes: the first worker that needs it builds it in the folder all workers share
+    (the parent of each worker's temporary folder), under a lock; the others wait and read it.
+    A run whose build failed is built again by the next test that asks."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    wd, done = shared / name, shared / f"{name}.console"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.is_file():
+            return FinishedRun(wd, done.read_text())
+        if wd.exists():
+            shutil.rmtree(wd)
+        wd.mkdir()
+        run = finished_run(wd, **cfg)
+        done.write_text(run.console)
+        return run
+
+
 @pytest.fixture(scope="session")
 def default_run(tmp_path_factory) -> FinishedRun:
     """The default small run, shared by every test that only reads it: 12 tasks of
     tests/packgen.py, its default config (agents fixer and idle, sandbox auto), ``--cores 2 gate``.
     Do not change it; ``copy_run`` it."""
-    return finished_run(tmp_path_factory.mktemp("default_run"))
+    return shared_run(tmp_path_factory, "default_run")
