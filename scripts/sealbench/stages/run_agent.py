@@ -127,12 +127,10 @@ class RunOptions:
 def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list[str]:
     """Why reported usage exceeds the envelope (empty: within it or unknown)."""
     out = []
-    steps, cap = usage.get("steps"), envelope.get("max_steps")
-    if steps is not None and cap is not None and steps > cap:
-        out.append(f"steps {steps} > max_steps {cap}")
-    tok, cap = usage.get("tokens_out"), envelope.get("max_output_tokens")
-    if tok is not None and cap is not None and tok > cap:
-        out.append(f"tokens_out {tok} > max_output_tokens {cap}")
+    for key, cap_key in (("steps", "max_steps"), ("tokens_out", "max_output_tokens")):
+        value, cap = usage.get(key), envelope.get(cap_key)
+        if value is not None and cap is not None and value > cap:
+            out.append(f"{key} {value} > {cap_key} {cap}")
     return out
 
 
