@@ -34,6 +34,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -145,6 +146,26 @@ def summarise(n: int, rows: list[tuple], delta: float) -> dict:
     return out
 
 
+def percent(key: str) -> Callable[[dict], str]:
+    return lambda r: f"{100 * r[key]:.2f}%"
+
+
+def interval(key: str) -> Callable[[dict], str]:
+    return lambda r: f"[{100 * r[key][0]:.2f}%, {100 * r[key][1]:.2f}%]"
+
+
+def print_table(rows: list[dict], columns: list[tuple[str, int, Callable[[dict], str]]]) -> None:
+    """A right-aligned table of ``rows``: n and packs, then ``columns`` (title, width, cell), then
+    the mean discordance; a rule of dashes under the header."""
+    columns = [("n", 4, lambda r: str(r["n"])), ("packs", 6, lambda r: str(r["packs"])), *columns,
+               ("mean disc", 10, lambda r: f"{r['mean_discordance']:.3f}")]
+    hdr = " ".join(f"{title:>{width}}" for title, width, _ in columns)
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        print(" ".join(f"{cell(r):>{width}}" for _, width, cell in columns))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packs", type=int, default=2000, help="simulated packs per n (>= 1000 for the check)")
@@ -186,31 +207,22 @@ def main(argv: list[str] | None = None) -> int:
           f"(required_n_miller(mde={MDE}, psi={PSI}))")
     print()
     print("A. TRUE delta = 0: a named winner is a false winner (either direction)")
-    hdr = (f"{'n':>4} {'packs':>6} {'strat-t FW':>11} {'95% CP on FW rate':>19} {'boot FW':>8} "
-           f"{'rule FW':>8} {'gate FW':>8} {'mean disc':>10}")
-    print(hdr)
-    print("-" * len(hdr))
-    for r in results["null"]:
-        lo, hi = r["t_winner_cp95"]
-        print(f"{r['n']:>4} {r['packs']:>6} {100 * r['t_winner_rate']:>10.2f}% "
-              f"{'[' + f'{100 * lo:.2f}%, {100 * hi:.2f}%' + ']':>19} {100 * r['boot_winner_rate']:>7.2f}% "
-              f"{100 * r['rule_winner_rate']:>7.2f}% {100 * r['gate_winner_rate']:>7.2f}% {r['mean_discordance']:>10.3f}")
+    print_table(results["null"], [("strat-t FW", 11, percent("t_winner_rate")),
+                                  ("95% CP on FW rate", 19, interval("t_winner_cp95")),
+                                  ("boot FW", 8, percent("boot_winner_rate")), ("rule FW", 8, percent("rule_winner_rate")),
+                                  ("gate FW", 8, percent("gate_winner_rate"))])
     for r in results["null"]:
         if r["t_winner_se0"] or r["paired_t_fallbacks"]:
             print(f"  n={r['n']}: {r['t_winner_se0']} strat-t false winner(s) had se = 0 (every d equal within "
                   f"each stratum); {r['paired_t_fallbacks']} pack(s) fell back to paired t")
     print()
     print(f"B. TRUE delta = +{POWER_DELTA}: power = share of packs whose interval names the candidate")
-    hdr = (f"{'n':>4} {'packs':>6} {'strat-t power':>14} {'95% CP on power':>19} {'boot power':>11} "
-           f"{'rule power':>11} {'gate power':>11} {'obs. MDE':>9} {'mean disc':>10}")
-    print(hdr)
-    print("-" * len(hdr))
-    for r in results["power"]:
-        lo, hi = r["t_power_cp95"]
-        print(f"{r['n']:>4} {r['packs']:>6} {100 * r['t_names_candidate_rate']:>13.2f}% "
-              f"{'[' + f'{100 * lo:.2f}%, {100 * hi:.2f}%' + ']':>19} {100 * r['boot_names_candidate_rate']:>10.2f}% "
-              f"{100 * r['rule_names_candidate_rate']:>10.2f}% {100 * r['gate_names_candidate_rate']:>10.2f}% "
-              f"{r['observed_mde']:>9.3f} {r['mean_discordance']:>10.3f}")
+    print_table(results["power"], [("strat-t power", 14, percent("t_names_candidate_rate")),
+                                   ("95% CP on power", 19, interval("t_power_cp95")),
+                                   ("boot power", 11, percent("boot_names_candidate_rate")),
+                                   ("rule power", 11, percent("rule_names_candidate_rate")),
+                                   ("gate power", 11, percent("gate_names_candidate_rate")),
+                                   ("obs. MDE", 9, lambda r: f"{r['observed_mde']:.3f}")])
     print(f"  gate power is 0 by construction below n_required = {n_required}: it says NO_WINNER + UNDERPOWERED.")
     print(f"  rule = the gate's call without the power floor: interval excludes 0, exact McNemar p < {ALPHA}, "
           f"|delta| >= MDE {MDE}.")

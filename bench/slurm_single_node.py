@@ -72,6 +72,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from make_pack import make_pack, write_config  # noqa: E402
 
+from sealbench.testing.json_diff import json_diff  # noqa: E402
+
 MARK = "# written by sealbench bench/slurm_single_node.py (safe to delete)"
 SLURM_CONF = Path("/etc/slurm/slurm.conf")
 SLURMDBD_CONF = Path("/etc/slurm/slurmdbd.conf")
@@ -485,20 +487,6 @@ def run_gate(workdir: Path, *args: str, timeout: float, watch_queue: bool = Fals
     return rc, time.perf_counter() - t0, (workdir / "snakemake.out").read_text(errors="replace")
 
 
-def json_diff(a, b, path: str = "") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                out.append(f"{path}/{k}: only in the {'slurm' if k in b else 'local'} run")
-            else:
-                out.extend(json_diff(a[k], b[k], f"{path}/{k}"))
-        return out
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in json_diff(x, y, f"{path}[{i}]")]
-    return [] if a == b else [f"{path}: local {a!r} != slurm {b!r}"]
-
-
 def sacct_jobs(since: str) -> list[dict]:
     res = sh("sacct", "-X", "-n", "-P", "-a", "--starttime", since, "-o",
              "JobID,JobName%60,Account,Partition,State,ExitCode,Elapsed,AllocCPUS,ReqMem", check=False)
@@ -562,7 +550,7 @@ def run_both(n_tasks: int, cores: int, poll: int, timeout: float, keep_dirs: boo
         return 1
     dec = {n: json.loads((wd / "results" / "latest" / "decision.json").read_text()) for n, wd in runs.items()}
     exp = {n: os.readlink(wd / "results" / "latest") for n, wd in runs.items()}
-    diff = json_diff(dec["local"], dec["slurm"])
+    diff = json_diff(dec["local"], dec["slurm"], ("local", "slurm"))
     if exp["local"] != exp["slurm"]:
         diff.insert(0, f"results/latest: local {exp['local']} != slurm {exp['slurm']}")
     d = dec["local"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate suite/tasks/ from tools/suite_src/ (byte-deterministic).
+"""Regenerate suite/tasks/ from tools/suite_src/ and the pack's own tests (byte-deterministic).
 
 Layout of tools/suite_src/:
   base/                    the correct service (package berthwise)
@@ -9,12 +9,17 @@ Layout of tools/suite_src/:
                            that occurs exactly once in `file`; it is replaced by
                            `new` to plant the bug
     prompt.md              the symptom as reported
-    visible_tests/*.py
-    hidden_tests/*.py
 
-For every task this writes suite/tasks/<task_id>/ with repo/ (base + bug),
-visible_tests/, hidden_tests/, prompt.md, oracle.patch (buggy -> correct) and
-meta.json (failing_tests is measured by running the hidden tests on repo/).
+A task's tests are written in one place, the shipped pack itself:
+suite/tasks/<task_id>/visible_tests/*.py and hidden_tests/*.py of this project
+(a new task's tests go there first). They are read from there whatever --root
+says, and regenerating in place keeps those two folders of each task (it
+clears and rewrites everything else).
+
+For every task this writes suite/tasks/<task_id>/ under --root with repo/
+(base + bug), visible_tests/, hidden_tests/, prompt.md, oracle.patch
+(buggy -> correct) and meta.json (failing_tests is measured by running the
+hidden tests on repo/).
 
 Usage: python tools/build_suite.py [--root DIR]
 """
@@ -30,6 +35,10 @@ from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOOLS))
+SRC = TOOLS / "suite_src"
+#: where the tasks' tests are written (the one copy): the shipped pack's test folders
+TESTS = TOOLS.parent / "suite" / "tasks"
+TEST_FOLDERS = ("visible_tests", "hidden_tests")
 
 import verify_suite  # noqa: E402
 
@@ -90,7 +99,40 @@ def plant(base, edits, task_id):
     return files
 
 
-def build_task(src, base, out_tasks, measure=None):
+def read_tests(task_dir):
+    """{folder: {file name: text}} of the .py files in a task's test folders."""
+    return {sub: {p.name: p.read_text(encoding="utf-8") for p in sorted((task_dir / sub).glob("*.py"))}
+            for sub in TEST_FOLDERS}
+
+
+def _remove(path):
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def clear_tasks(out_tasks, keep):
+    """Empty out_tasks (creating it if need be) but for the test files
+    (visible_tests/*.py, hidden_tests/*.py) of the tasks in ``keep``:
+    regenerating in place must not delete the tests it reads."""
+    out_tasks.mkdir(parents=True, exist_ok=True)
+    for task_dir in sorted(out_tasks.iterdir()):
+        if task_dir.name not in keep or task_dir.is_symlink() or not task_dir.is_dir():
+            _remove(task_dir)
+            continue
+        for entry in sorted(task_dir.iterdir()):
+            if entry.name not in TEST_FOLDERS or entry.is_symlink() or not entry.is_dir():
+                _remove(entry)
+                continue
+            for path in sorted(entry.iterdir()):
+                if path.suffix != ".py" or path.is_symlink() or not path.is_file():
+                    _remove(path)
+
+
+def build_task(src, base, out_tasks, tests, measure=None):
+    """Write out_tasks/<id>/ from the task's source folder ``src`` and its
+    test files ``tests`` (:func:`read_tests`)."""
     task_id = src.name
     spec = tomllib.loads((src / "task.toml").read_text(encoding="utf-8"))
     stratum = spec["stratum"]
@@ -102,9 +144,9 @@ def build_task(src, base, out_tasks, measure=None):
     dest = out_tasks / task_id
     for rel, text in buggy.items():
         write_text(dest / "repo" / rel, text)
-    for sub in ("visible_tests", "hidden_tests"):
-        for path in sorted((src / sub).glob("*.py")):
-            write_text(dest / sub / path.name, path.read_text(encoding="utf-8"))
+    for sub, files in tests.items():
+        for name, text in files.items():
+            write_text(dest / sub / name, text)
     write_text(dest / "prompt.md", (src / "prompt.md").read_text(encoding="utf-8"))
     write_text(dest / "oracle.patch", unified_patch(buggy, base))
 
@@ -133,14 +175,18 @@ def main(argv=None, measure=None):
     parser.add_argument("--root", default=str(TOOLS.parent), help="project root")
     args = parser.parse_args(argv)
     root = Path(args.root)
-    src_root = TOOLS / "suite_src"
-    base = read_tree(src_root / "base")
+    base = read_tree(SRC / "base")
     out_tasks = root / "suite" / "tasks"
-    if out_tasks.exists():
-        shutil.rmtree(out_tasks)
-    out_tasks.mkdir(parents=True)
-    for src in sorted(p for p in (src_root / "tasks").iterdir() if p.is_dir()):
-        task_id, failing = build_task(src, base, out_tasks, measure)
+    sources = sorted(p for p in (SRC / "tasks").iterdir() if p.is_dir())
+    # every task's tests are read before anything is removed: in place, out_tasks holds them
+    tests = {src.name: read_tests(TESTS / src.name) for src in sources}
+    missing = sorted(f"{task_id}/{sub}" for task_id, subs in tests.items() for sub, files in subs.items() if not files)
+    if missing:
+        raise SystemExit("no test files in %s for: %s (a task's tests are written there)" % (TESTS, ", ".join(missing)))
+    in_place = out_tasks.resolve() == TESTS.resolve()
+    clear_tasks(out_tasks, set(tests) if in_place else set())
+    for src in sources:
+        task_id, failing = build_task(src, base, out_tasks, tests[src.name], measure)
         print("built %-28s failing_tests=%d" % (task_id, failing))
     return 0
 

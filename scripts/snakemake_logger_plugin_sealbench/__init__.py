@@ -33,6 +33,13 @@ def _quietness(quiet) -> set[str]:
 class LogHandler(LogHandlerBase):
     """Snakemake's own console until the workflow starts executing jobs, the compact one after."""
 
+    # what the logger interface asks of a handler (abstract properties there, constants here)
+    writes_to_stream = True
+    writes_to_file = False
+    has_filter = True
+    has_formatter = True
+    needs_rulegraph = False
+
     def __post_init__(self) -> None:
         # Snakemake's default console, built as Snakemake builds it (snakemake.logging.LoggerManager.
         # _default_streamhandler): used for everything that is not a compact run.
@@ -49,26 +56,6 @@ class LogHandler(LogHandlerBase):
         self.compact: CompactConsole | None = None
         self.progress = "PROGRESS" not in quiet
         self.color = not s.nocolor
-
-    @property
-    def writes_to_stream(self) -> bool:
-        return True
-
-    @property
-    def writes_to_file(self) -> bool:
-        return False
-
-    @property
-    def has_filter(self) -> bool:
-        return True
-
-    @property
-    def has_formatter(self) -> bool:
-        return True
-
-    @property
-    def needs_rulegraph(self) -> bool:
-        return False
 
     def emit(self, record: logging.LogRecord) -> None:
         try:

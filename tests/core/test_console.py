@@ -159,6 +159,16 @@ def _job(jobid, rule, log=(), output=(), **wildcards):
 
 
 @pytest.mark.unit
+def test_the_handler_answers_what_the_logger_interface_asks(monkeypatch) -> None:
+    handler, _ = _handler(monkeypatch)
+    answers = {k: getattr(handler, k) for k in ("writes_to_stream", "writes_to_file", "has_filter", "has_formatter",
+                                                "needs_rulegraph")}
+    assert answers == {"writes_to_stream": True, "writes_to_file": False, "has_filter": True, "has_formatter": True,
+                       "needs_rulegraph": False}
+    assert all(isinstance(v, bool) for v in answers.values())
+
+
+@pytest.mark.unit
 def test_the_compact_console_prints_tasks_failures_and_the_end(monkeypatch, tmp_path: Path) -> None:
     from sealbench.core.run_console import PLAN_ATTR, plan
 

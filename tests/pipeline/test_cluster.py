@@ -25,6 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from packgen import make_pack, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from sealbench.testing.json_diff import json_diff  # noqa: E402
+
 PROFILE = ROOT / "profiles" / "cluster-generic-local"
 HAVE_PLUGIN = importlib.util.find_spec("snakemake_executor_plugin_cluster_generic") is not None
 
@@ -51,21 +54,6 @@ def _finish(proc: subprocess.Popen, workdir: Path, timeout: float = 600) -> tupl
         proc.kill()
         proc.wait()
     return proc.returncode, (workdir / "snakemake.out").read_text()
-
-
-def _json_diff(a, b, path: str = "") -> list[str]:
-    """Where two JSON values differ (paths), for a readable failure."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                out.append(f"{path}/{k}: only in {'cluster' if k in b else 'local'} run")
-            else:
-                out.extend(_json_diff(a[k], b[k], f"{path}/{k}"))
-        return out
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _json_diff(x, y, f"{path}[{i}]")]
-    return [] if a == b else [f"{path}: local {a!r} != cluster {b!r}"]
 
 
 def _tree_bytes(root: Path) -> dict[str, bytes]:
@@ -104,7 +92,7 @@ def test_cluster_generic_run_reaches_the_local_decision(tmp_path: Path) -> None:
 
     local = json.loads((runs["local"] / "results" / "latest" / "decision.json").read_text())
     cluster = json.loads((runs["cluster"] / "results" / "latest" / "decision.json").read_text())
-    assert local == cluster, "decision.json differs:\n" + "\n".join(_json_diff(local, cluster)[:40])
+    assert local == cluster, "decision.json differs:\n" + "\n".join(json_diff(local, cluster, ("local", "cluster"))[:40])
     assert local["digests"]["pack"] and local["digests"]["split_manifest"]
     # Same experiment id (the folder results/latest points at).
     assert os.readlink(runs["local"] / "results" / "latest") == os.readlink(runs["cluster"] / "results" / "latest")

@@ -82,7 +82,7 @@ def _sandbox_arguments() -> list[tuple[str, ast.Call]]:
 def test_every_sandbox_option_takes_its_choices_from_sandbox_modes() -> None:
     found = _sandbox_arguments()
     assert sorted(m.rsplit(".", 1)[-1] for m, _ in found) == sorted(
-        ["environments", "hidden_score", "pack_mutate", "pack_swebench", "predictions", "run_agent", "run_dummy"])
+        ["environments", "pack_mutate", "pack_swebench", "predictions", "sandboxed"])
     for mod, call in found:
         choices = [k.value for k in call.keywords if k.arg == "choices"]
         assert len(choices) == 1 and isinstance(choices[0], ast.Name), mod

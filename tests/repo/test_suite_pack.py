@@ -4,12 +4,15 @@
 * every task fails before the fix, passes after `git apply oracle.patch`, and
   still fails with a stub change (delegated to tools/verify_suite.py, run once
   for the whole pack on two threads);
-* the pack is exactly what tools/build_suite.py generates from tools/suite_src/.
+* the pack is exactly what tools/build_suite.py generates from tools/suite_src/
+  and the pack's own test folders (the one place a task's tests are written),
+  also when it regenerates the pack in place.
 """
 
 import filecmp
 import json
 import re
+import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -103,20 +106,57 @@ def test_fail_before_pass_after(task_id, dynamic_results):
     assert problems == []
 
 
-@pytest.mark.unit
-def test_pack_matches_generator(tmp_path):
+def shipped_failing(task_dir):
     # failing_tests is taken from the shipped meta.json instead of being
     # re-measured: test_fail_before_pass_after already checks it against a
     # real run, and this keeps the module well inside its time budget
-    def shipped_failing(task_dir):
-        return load_meta(TASKS / Path(task_dir).name)["failing_tests"]
+    return load_meta(TASKS / Path(task_dir).name)["failing_tests"]
 
+
+def walk(root):
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def assert_same_tree(built, shipped):
+    assert walk(built) == walk(shipped)
+    for rel in walk(shipped):
+        assert filecmp.cmp(built / rel, shipped / rel, shallow=False), rel
+
+
+@pytest.mark.unit
+def test_pack_matches_generator(tmp_path):
     build_suite.main(["--root", str(tmp_path)], measure=shipped_failing)
-    built = tmp_path / "suite" / "tasks"
+    assert_same_tree(tmp_path / "suite" / "tasks", TASKS)
 
-    def walk(root):
-        return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
-    assert walk(built) == walk(TASKS)
-    for rel in walk(TASKS):
-        assert filecmp.cmp(built / rel, TASKS / rel, shallow=False), rel
+@pytest.mark.unit
+def test_regenerating_in_place_keeps_the_tests_it_reads(tmp_path, monkeypatch):
+    """The tests are read from the pack the generator rewrites: in place it keeps them (even when
+    the build breaks half-way) and clears the rest (a stale file, a task no longer in
+    tools/suite_src, a __pycache__)."""
+    copy = tmp_path / "suite" / "tasks"
+    shutil.copytree(TASKS, copy)
+    monkeypatch.setattr(build_suite, "TESTS", copy)
+    first = copy / TASK_IDS[0]
+    (first / "repo" / "stale.py").write_text("x = 1\n")
+    (first / "hidden_tests" / "__pycache__").mkdir()
+    (first / "hidden_tests" / "__pycache__" / "t.pyc").write_bytes(b"\0")
+    (copy / "xs99-gone" / "visible_tests").mkdir(parents=True)
+    (copy / "xs99-gone" / "visible_tests" / "test_gone.py").write_text("def test_gone(): pass\n")
+
+    def broken(task_dir):
+        raise RuntimeError("the measurement broke")
+
+    with pytest.raises(RuntimeError):
+        build_suite.main(["--root", str(tmp_path)], measure=broken)
+    assert all(build_suite.read_tests(copy / t) == build_suite.read_tests(TASKS / t) for t in TASK_IDS)
+    build_suite.main(["--root", str(tmp_path)], measure=shipped_failing)
+    assert_same_tree(copy, TASKS)
+
+
+@pytest.mark.unit
+def test_a_task_without_tests_in_the_pack_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(build_suite, "TESTS", tmp_path / "empty")
+    with pytest.raises(SystemExit, match="no test files in"):
+        build_suite.main(["--root", str(tmp_path)], measure=shipped_failing)
+    assert not (tmp_path / "suite").exists()

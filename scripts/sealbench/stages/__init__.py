@@ -11,6 +11,8 @@ Modules:
   tests; a suspect stops the run
 - ``run_agent``: each agent × task × epoch in a fresh sandboxed workspace under the task's clock
 - ``run_dummy``: the controls: empty diff and stub (must fail), gold patch (must pass every time)
+- ``sandboxed``: what the stages that run a task's code share (not a stage): their isolation
+  flags, their ``main``'s error handling, the scoring sandbox
 - ``split``: the seeded, stratified tune/holdout split, frozen once in the pack; `--extend` grows it
   by a slice
 - ``steps``: each per-task step (arguments, outputs, log, code and toolchain digests, resources),

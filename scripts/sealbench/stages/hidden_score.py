@@ -33,7 +33,6 @@ Neither may leave the rate's denominator, or abstaining on a failure would pay.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import traceback
 from pathlib import Path
@@ -41,13 +40,12 @@ from pathlib import Path
 from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER, TIMEOUT
 from ..core.core import read_json, write_json
 from ..core.processes import ended_in_error
-from ..isolation.environments import BuiltEnv, load_env
-from ..isolation.sandbox import MODES as SANDBOX_MODES
-from ..isolation.sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from ..isolation.environments import BuiltEnv
 from ..provenance import draws
 from ..scoring.collection import missing_modules
 from ..scoring.scoring import score_patch
 from ..scoring.sealed_command import SHELL_INFRA_CODES
+from .sandboxed import add_isolation_args, env_arg, env_card, limits_arg, run_guarded, scoring_sandbox
 
 
 def time_to_green(attempts: list[dict], final_visible_green: bool | None) -> float | None:
@@ -77,10 +75,7 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
         return _infra_record(out, meta["id"], run, f"the harness could not run the attempt: {run.get('error')}")
     ctl = read_json(controls) if controls else None
     expected = ctl.get("oracle_hidden_ran") if ctl else None
-    level = resolve_level(sandbox_mode)
-    box = make_sandbox(level, hide=[sealed.parent.parent.parent], limits=limits)
-    if env is not None:
-        box = box.with_readable(env.path)
+    level, box = scoring_sandbox(sealed, sandbox_mode, limits, env)
     patch = (run_dir / "patch.diff").read_bytes()
     oracle_file = sealed / "oracle.patch"
     oracle = oracle_file.read_bytes() if oracle_file.exists() else None
@@ -124,7 +119,7 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
         "scoring_workspace": res.workspace, "score": res.to_dict(), "run": run,
     }
     if env is not None:
-        record["environment"] = {k: v for k, v in env.card().items() if k != "lock"}
+        record["environment"] = env_card(env)
     write_json(out, record)
     return record
 
@@ -161,28 +156,29 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--sealed", type=Path, required=True)
     ap.add_argument("--run-dir", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     ap.add_argument("--controls", type=Path, help="the task's controls.json (gold-patch test count)")
-    ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
-    ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
+    add_isolation_args(ap)
     return ap
+
+
+def _harness_error(args: argparse.Namespace, exc: Exception) -> dict:
+    """The harness broke scoring this attempt: record it (the other attempts go on)."""
+    run = read_json(args.run_dir / "run.json")
+    rec = _infra_record(args.out, run.get("task_id", "?"), run,
+                        f"the harness could not score the attempt: {type(exc).__name__}: {exc}")
+    print(f"hidden_score: HARNESS ERROR: {rec['reason']}\n{traceback.format_exc()}", file=sys.stderr)
+    return rec
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        rec = score_run(args.sealed, args.run_dir, args.out, args.timeout, args.sandbox, args.controls,
-                        json.loads(args.limits) if args.limits else None,
-                        load_env(args.env) if args.env else None)
-    except SandboxUnavailable as exc:
-        print(f"hidden_score: {exc}", file=sys.stderr)
+    ran = run_guarded("hidden_score",
+                      lambda: score_run(args.sealed, args.run_dir, args.out, args.timeout, args.sandbox,
+                                        args.controls, limits_arg(args), env_arg(args)),
+                      lambda exc: _harness_error(args, exc))
+    if ran is None:
         return 1
-    except Exception as exc:  # the harness broke scoring this attempt: record it; the others go on
-        run = read_json(args.run_dir / "run.json")
-        rec = _infra_record(args.out, run.get("task_id", "?"), run,
-                            f"the harness could not score the attempt: {type(exc).__name__}: {exc}")
-        print(f"hidden_score: HARNESS ERROR: {rec['reason']}\n{traceback.format_exc()}", file=sys.stderr)
+    rec = ran[0]
     # the outcome of this draw goes on the record beside its start (draws.py), as stratify will
     # count it (a run killed at its clock is a timeout whatever its patch scored)
     run = rec.get("run") or {}

@@ -82,12 +82,12 @@ from ..core.untrusted import copy_untrusted_tree
 from ..isolation.environments import load_env
 from ..isolation.layers import OVERLAY, remove_tree, workspace_kind
 from ..isolation.limits import limit_mechanisms
-from ..isolation.sandbox import MODES as SANDBOX_MODES
-from ..isolation.sandbox import SandboxUnavailable, make_sandbox, resolve_level
+from ..isolation.sandbox import make_sandbox, resolve_level
 from ..pack.task_layout import import_paths, pythonpath_env
 from ..pack.workspace import WorkspaceError, make_workspace, scratch_dir, workspace_patch
 from ..provenance import draws
 from ..scoring.visible import VisibleServer, sealed_green, write_client_script
+from .sandboxed import add_isolation_args, env_card, limits_arg, run_guarded
 
 
 def read_attempts(path: Path) -> list[dict]:
@@ -127,12 +127,10 @@ class RunOptions:
 def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list[str]:
     """Why reported usage exceeds the envelope (empty: within it or unknown)."""
     out = []
-    steps, cap = usage.get("steps"), envelope.get("max_steps")
-    if steps is not None and cap is not None and steps > cap:
-        out.append(f"steps {steps} > max_steps {cap}")
-    tok, cap = usage.get("tokens_out"), envelope.get("max_output_tokens")
-    if tok is not None and cap is not None and tok > cap:
-        out.append(f"tokens_out {tok} > max_output_tokens {cap}")
+    for key, cap_key in (("steps", "max_steps"), ("tokens_out", "max_output_tokens")):
+        value, cap = usage.get(key), envelope.get(cap_key)
+        if value is not None and cap is not None and value > cap:
+            out.append(f"{key} {value} > {cap_key} {cap}")
     return out
 
 
@@ -325,7 +323,7 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
         "limit_hit": res.limit_hit, "limits": worker_box.limits.to_dict(), "limit_mechanisms": limit_mechanisms(),
     }
     if options.env is not None:
-        record["environment"] = {k: v for k, v in load_env(options.env).card().items() if k != "lock"}
+        record["environment"] = env_card(load_env(options.env))
     write_json(run_dir / "run.json", record)
     return record
 
@@ -364,12 +362,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--spec", required=True, help="JSON: {command, env?}")
     ap.add_argument("--epoch", type=int, required=True)
     ap.add_argument("--envelope", required=True, help="JSON: the config's envelope")
-    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
     ap.add_argument("--stop-on-green", action="store_true")
     ap.add_argument("--log-cap-bytes", type=int, default=1 << 20)
     ap.add_argument("--hide", type=Path, action="append", default=[], help="a folder the worker must not see")
-    ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
-    ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
+    add_isolation_args(ap, timeout=False)
     ap.add_argument("--visible-timeout", type=float, default=None,
                     help="each visible run's own cap in seconds (the config's score_timeout_s)")
     return ap
@@ -388,21 +384,24 @@ def main(argv: list[str] | None = None) -> int:
               f"The pack folder (${paths.PACK_ENV}) and results/ must be writable: "
               f"{draws.DRAWS} in each records every run before it starts.", file=sys.stderr)
         return 1
-    try:
+
+    def attempt() -> dict:
         spec = json.loads(args.spec)
         options = RunOptions(sandbox_mode=args.sandbox, stop_on_green=args.stop_on_green,
                              cap_bytes=args.log_cap_bytes, hide=(*paths.locations_to_hide(), *(p.absolute() for p in args.hide)),
                              endpoint=spec.get("endpoint"),
                              readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []),
-                             limits=json.loads(args.limits) if args.limits else None, base=Path.cwd(),
+                             limits=limits_arg(args), base=Path.cwd(),
                              visible_timeout_s=args.visible_timeout, env=args.env, draw=draw, slot=slot)
-        rec = run_agent(args.sealed, args.run_dir, args.agent, args.fingerprint, spec["command"],
-                        spec.get("env") or {}, args.epoch, json.loads(args.envelope), options)
-    except SandboxUnavailable as exc:
-        print(f"run_agent: {exc}", file=sys.stderr)
+        return run_agent(args.sealed, args.run_dir, args.agent, args.fingerprint, spec["command"],
+                         spec.get("env") or {}, args.epoch, json.loads(args.envelope), options)
+
+    ran = run_guarded("run_agent", attempt, lambda exc: harness_failure(args.sealed, args.run_dir, args.agent,
+                                                                        args.fingerprint, args.epoch, exc, draw))
+    if ran is None:
         return 1
-    except Exception as exc:  # the harness broke on this attempt: record it; the other jobs go on
-        rec = harness_failure(args.sealed, args.run_dir, args.agent, args.fingerprint, args.epoch, exc, draw)
+    rec, broke = ran
+    if broke:  # the harness broke on this attempt: recorded; the other jobs go on
         draws.note_ran(slot, draw, "harness_error")
         print(f"run_agent: HARNESS ERROR on {rec['task_id']}: {rec['error']}", file=sys.stderr)
         return 0

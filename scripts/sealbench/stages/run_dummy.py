@@ -19,7 +19,6 @@ whose tests imported the package under test from outside the workspace is ``infr
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import traceback
@@ -28,15 +27,14 @@ from pathlib import Path
 
 from ..core.contract import INFRA_FAIL, PASS
 from ..core.core import SealbenchError, control_fingerprint, read_json, write_json
-from ..isolation.environments import BuiltEnv, load_env
+from ..isolation.environments import BuiltEnv
 from ..isolation.gitdiff import Change, git_mode, tree_patch
-from ..isolation.sandbox import MODES as SANDBOX_MODES
-from ..isolation.sandbox import SandboxUnavailable, make_sandbox, resolve_level
 from ..pack.task_layout import protected_paths
 from ..pack.workspace import check_snapshot
 from ..scoring.collection import mark_controls, missing_modules
 from ..scoring.scoring import score_patch
 from ..scoring.tamper_rules import path_rule, protected_reason
+from .sandboxed import add_isolation_args, env_arg, env_card, limits_arg, run_guarded, scoring_sandbox
 
 #: Comment syntax per language for the stub edit (a trailing comment changes no behaviour).
 COMMENT = {"python": "#", "ruby": "#", "shell": "#", "bash": "#", "r": "#", "perl": "#",
@@ -104,10 +102,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
     ``env``: the task's test environment (its commands run in it; none: sealbench's interpreter)."""
     sealed, out_dir = Path(sealed).resolve(), Path(out_dir).absolute()
     check_snapshot(sealed)   # a repo/ with history: the task is broken (controls infra_fail)
-    level = resolve_level(sandbox_mode)
-    box = make_sandbox(level, hide=[sealed.parent.parent.parent], limits=limits)
-    if env is not None:
-        box = box.with_readable(env.path)
+    level, box = scoring_sandbox(sealed, sandbox_mode, limits, env)
     meta = read_json(sealed / "meta.json")
     out_dir.mkdir(parents=True, exist_ok=True)
     stub, stub_path = stub_patch(sealed, meta)
@@ -163,7 +158,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
     if missing:
         record["missing_modules"] = missing
     if env is not None:
-        record["environment"] = {k: v for k, v in env.card().items() if k != "lock"}
+        record["environment"] = env_card(env)
     write_json(out_dir / "controls.json", record)
     return record
 
@@ -203,24 +198,20 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--sealed", type=Path, required=True)
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--oracle-runs", type=int, default=3)
-    ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
-    ap.add_argument("--limits", default=None, help="JSON: the config's limits (limits.Limits)")
-    ap.add_argument("--env", type=Path, default=None, help="the task's built test environment (results/envs/…)")
+    add_isolation_args(ap)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        rec = run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox,
-                           json.loads(args.limits) if args.limits else None,
-                           load_env(args.env) if args.env else None)
-    except SandboxUnavailable as exc:
-        print(f"run_dummy: {exc}", file=sys.stderr)
+    ran = run_guarded("run_dummy",
+                      lambda: run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox,
+                                           limits_arg(args), env_arg(args)),
+                      lambda exc: harness_failure(args.sealed, args.out_dir, exc))
+    if ran is None:
         return 1
-    except Exception as exc:  # the harness broke on this task: record it; the other tasks go on
-        rec = harness_failure(args.sealed, args.out_dir, exc)
+    rec, broke = ran
+    if broke:  # the harness broke on this task: recorded; the other tasks go on
         print(f"run_dummy: HARNESS ERROR on {rec['task_id']}: {rec['error']}", file=sys.stderr)
         return 0
     summary = ", ".join(f"{r['solver']}#{r['epoch']}={r['status']}" for r in rec["results"])

@@ -117,6 +117,12 @@ def server_problem(req: str, sid: Any, raw: Mapping[str, Any] | None) -> str | N
     return None
 
 
+#: The health envelope's caps on numbers the bridge observed: (config key, runs column, what the
+#: bridge observed, with the value and the cap). Unknown on either side is never over.
+OBSERVED_CAPS = (("max_queue_ms", "queue_ms", "a queue delay of {} ms (request to the reply's first byte) over {} ms"),
+                 ("max_retries", "retries", "{} retries (429/5xx replies and failed connects) over {}"))
+
+
 def observed_problems(obs: Mapping[str, Any], health: Mapping[str, Any],
                       raw: Mapping[str, Any] | None = None) -> list[str]:
     """Why a session the bridge observed is outside the health envelope (empty: healthy). A fact
@@ -129,12 +135,10 @@ def observed_problems(obs: Mapping[str, Any], health: Mapping[str, Any],
         why = server_problem(req, obs.get("server_id"), raw)
         if why:
             out.append(why)
-    mq, q = health.get("max_queue_ms"), obs.get("queue_ms")
-    if mq is not None and q is not None and q > mq:
-        out.append(f"the bridge observed a queue delay of {q} ms (request to the reply's first byte) over {mq} ms")
-    mr, r = health.get("max_retries"), obs.get("retries")
-    if mr is not None and r is not None and r > mr:
-        out.append(f"the bridge observed {r} retries (429/5xx replies and failed connects) over {mr}")
+    for cap_key, key, what in OBSERVED_CAPS:
+        cap, value = health.get(cap_key), obs.get(key)
+        if cap is not None and value is not None and value > cap:
+            out.append("the bridge observed " + what.format(value, cap))
     allowed, quota = health.get("allowed_quota_states") or [], obs.get("quota_state")
     if allowed and quota is not None and quota not in allowed:
         out.append(f"the bridge observed quota state {quota!r}, not one of {allowed}")
