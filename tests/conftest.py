@@ -43,14 +43,23 @@ TIERS = ("unit", "sandbox", "pipeline")
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: `-m snakemake` must see the alias
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    bad = []
+    bad, rank = [], {}
     for item in items:
         tiers = sorted({m.name for m in item.iter_markers() if m.name in TIERS})
         if len(tiers) != 1:
             bad.append(f"  {item.nodeid}: {', '.join(tiers) if tiers else 'no tier'}")
-        elif tiers == ["pipeline"]:
+            continue
+        if tiers == ["pipeline"]:
             item.add_marker(pytest.mark.snakemake)
+        module = item.nodeid.split("::", 1)[0]
+        rank[module] = max(rank.get(module, 0), TIERS.index(tiers[0]))
     if bad:
         raise pytest.UsageError(
             f"{len(bad)} test(s) without exactly one tier marker ({', '.join(TIERS)}; see tests/conftest.py):\n"
             + "\n".join(bad[:50]) + ("\n  …" if len(bad) > 50 else ""))
+    # The slowest modules first (those with a pipeline test, then those with a sandbox test, then
+    # the rest), each module's tests kept together and in their order: the parallel workers
+    # (-n auto) start on the long runs and end on short tests, so neither waits long for the
+    # other at the end. A stable order, the same in every worker.
+    position = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (-rank[item.nodeid.split("::", 1)[0]], position[id(item)]))

@@ -284,6 +284,24 @@ def _keep_body(m, data: bytes) -> None:
         m.body += data
 
 
+def _head_step(m, too_long: str) -> str | None:
+    """Take one HTTP head (request or status line and headers) off ``m.buf`` for a meter: its
+    first line, with the headers (lower-case names) in ``m.headers``; None while the head is
+    still incomplete. A head over 1 MiB raises ``ValueError(too_long)``."""
+    end = m.buf.find(b"\r\n\r\n")
+    if end < 0:
+        if len(m.buf) > 1 << 20:
+            raise ValueError(too_long)
+        return None
+    head, m.buf = m.buf[:end].decode("latin-1"), m.buf[end + 4:]
+    lines = head.split("\r\n")
+    m.headers = {}
+    for ln in lines[1:]:
+        k, _, v = ln.partition(":")
+        m.headers[k.strip().lower()] = v.strip()
+    return lines[0]
+
+
 def _body_step(m) -> bool:
     """One step through an HTTP body for a meter (the request's or the reply's) holding
     ``state`` (``length`` or ``chunked``), ``buf``, ``need``, ``_keep`` and ``_finish``."""
@@ -368,20 +386,12 @@ class RequestMeter:
                 self.req = _Request(start=time.monotonic())
                 self.exchange.add(self.req)
             self.buf = self.buf.lstrip(b"\r\n")
-            end = self.buf.find(b"\r\n\r\n")
-            if end < 0:
-                if len(self.buf) > 1 << 20:
-                    raise ValueError("request head too long")
+            first = _head_step(self, "request head too long")
+            if first is None:
                 return False
-            head, self.buf = self.buf[:end].decode("latin-1"), self.buf[end + 4:]
-            lines = head.split("\r\n")
-            method, target, version = lines[0].split(" ")
+            method, target, version = first.split(" ")
             if not version.startswith("HTTP/1."):
                 raise ValueError("not HTTP/1.x")
-            self.headers = {}
-            for ln in lines[1:]:
-                k, _, v = ln.partition(":")
-                self.headers[k.strip().lower()] = v.strip()
             self.req.method, self.req.target = method, target
             self.body, self.too_big = bytearray(), False
             if "chunked" in self.headers.get("transfer-encoding", "").lower():
@@ -529,18 +539,10 @@ class ResponseMeter:
             self.buf = b""
             return False
         if self.state == "head":
-            end = self.buf.find(b"\r\n\r\n")
-            if end < 0:
-                if len(self.buf) > 1 << 20:
-                    raise ValueError("header too long")
+            first = _head_step(self, "header too long")
+            if first is None:
                 return False
-            head, self.buf = self.buf[:end].decode("latin-1"), self.buf[end + 4:]
-            lines = head.split("\r\n")
-            status = int(lines[0].split()[1])
-            self.headers = {}
-            for ln in lines[1:]:
-                k, _, v = ln.partition(":")
-                self.headers[k.strip().lower()] = v.strip()
+            status = int(first.split()[1])
             self._observe_status(status)
             self.body, self.too_big = bytearray(), False
             if 100 <= status < 200:
