@@ -29,8 +29,14 @@ TASK = "xs01-band-boundary"
 def test_human_session_is_scored_beside_agents(tmp_path: Path, capsys, batch_size: int) -> None:
     import pandas as pd
 
+    # four bundled tasks of each stratum (12: the fewest a split takes), the human's among them (the
+    # whole suite scores the same steps 24 times over); without the suite's frozen split of all 24
     pack = tmp_path / "suite"
-    shutil.copytree(ROOT / "suite", pack)
+    keep = {f"{s}{i:02d}" for s in ("xs", "s", "m") for i in (1, 2, 3, 4)}  # xs01 is TASK
+    shutil.copytree(ROOT / "suite", pack, ignore=lambda d, names: (
+        [n for n in names if n.split("-", 1)[0] not in keep] if Path(d).name == "tasks"
+        else ["split_manifest.json"] if Path(d) == ROOT / "suite" else []))
+    assert len(list((pack / "tasks").iterdir())) == 12 and not (pack / "split_manifest.json").exists()
     cfg = write_config(tmp_path / "cfg.yaml", pack.resolve(), seed=20261129, holdout_frac=0.4,
                        agents={"idle": {"command": NOOP_AGENT}}, candidate="idle", baseline="empty_diff",
                        humans=["ana"], oracle_runs=2, batch_size=batch_size, envelope={"max_wall_s": 600, "max_steps": 10,
