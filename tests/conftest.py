@@ -34,11 +34,10 @@ def _task_pytest_without_plugins():
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto`` (pyproject's addopts): one worker per CPU this process may use (logical CPUs),
-    and one more, at most 8. Many tests spend their time waiting on a subprocess (an agent's
-    clock, Snakemake polling its jobs, a sandbox starting); the extra worker keeps the CPUs busy
-    meanwhile (on the 2-core machine three workers end the suite sooner than two)."""
-    return max(1, min(8, len(os.sched_getaffinity(0)) + 1))
+    """``-n auto`` (pyproject's addopts): one worker per CPU this process may use (logical CPUs,
+    so a 2-core machine gets two), at most 8. The tests are CPU-bound (sandboxed pytest runs,
+    Snakemake): on the 2-core machine a third worker did not end the suite sooner."""
+    return max(1, min(8, len(os.sched_getaffinity(0))))
 
 TIERS = ("unit", "sandbox", "pipeline")
 
