@@ -89,17 +89,12 @@ def make_pack(root: Path, n: int = 12, strata: tuple[str, ...] = ("xs", "s", "m"
 
 
 def write_config(path: Path, pack: Path, **over) -> Path:
-    """A valid config for a generated pack, with ``over`` replacing keys. The gold patch is
-    scored once per task (``oracle_runs: 1``): these tasks are one-line deterministic fixes, and
-    every pipeline run of the tests would score it 12 times more for nothing. Controls with 2 and
-    3 gold-patch runs are tested in tests/app/test_run_agent.py, the config's count reaching the
-    step in tests/stages/test_steps.py, and the bundled suite's config scores it 3 times."""
     import yaml
 
     cfg = {
         "pack": str(pack), "seed": 7, "holdout_frac": 0.5, "score_split": "holdout",
         "agents": {"fixer": {"command": FIX_AGENT}, "idle": {"command": NOOP_AGENT}},
-        "candidate": "fixer", "baseline": "idle", "epochs": 1, "oracle_runs": 1, "score_timeout_s": 60,
+        "candidate": "fixer", "baseline": "idle", "epochs": 1, "oracle_runs": 2, "score_timeout_s": 60,
         "envelope": {"max_wall_s": 60, "max_steps": 10, "max_output_tokens": 1000},
         "health": {"allowed_quota_states": [], "max_queue_ms": None, "max_retries": None, "required_server_id": None},
         "mde": 0.1, "planning_discordance": 0.3, "min_kept_tasks": 2, "strata": ["xs", "s", "m"],
