@@ -1,7 +1,7 @@
 """sealbench runs unchanged under a Snakemake executor plugin.
 
-The same 12-task pack (byte-identical copies) and the same config, run once locally
-(`snakemake --cores 2 gate`) and once through snakemake-executor-plugin-cluster-generic with
+The same 12-task pack (byte-identical copies) and the same config (but for the pack's place),
+run once locally (the session's `default_run`, `snakemake --cores 2 gate`) and once through snakemake-executor-plugin-cluster-generic with
 the profile profiles/cluster-generic-local (every job "submitted" to this machine by
 its submit.sh, re-parsing the Snakefile in its own `python -m snakemake`, grouped: the pack's
 sealing and leak check, then per task),
@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import yaml
+
 from packgen import make_pack, write_config
+from pipeline_runs import FinishedRun
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -60,26 +62,23 @@ def _tree_bytes(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_cluster_generic_run_reaches_the_local_decision(tmp_path: Path) -> None:
-    make_pack(tmp_path / "pack-src")
-    runs = {"local": tmp_path / "local", "cluster": tmp_path / "cluster"}
-    for wd in runs.values():
-        wd.mkdir()
-        shutil.copytree(tmp_path / "pack-src", wd / "pack")
-        # `pack: pack`, relative to the working directory: the two config files are the same bytes
-        write_config(wd / "cfg.yaml", Path("pack"))
-    assert _tree_bytes(runs["local"] / "pack") == _tree_bytes(runs["cluster"] / "pack")
-    assert (runs["local"] / "cfg.yaml").read_bytes() == (runs["cluster"] / "cfg.yaml").read_bytes()
+def test_cluster_generic_run_reaches_the_local_decision(tmp_path: Path, default_run: FinishedRun) -> None:
+    # The local run is the session's default run (tests/pipeline_runs.py: `--cores 2 gate` on the
+    # default 12-task pack and config). The cluster run gets the same pack, generated afresh (a
+    # copy of the run's pack would carry its draw record: the cluster run's draws would be
+    # redraws), and the same config; only the pack's place differs, which no digest and no
+    # decision field depends on.
+    runs = {"local": default_run.wd, "cluster": tmp_path / "cluster"}
+    make_pack(runs["cluster"] / "pack")
+    write_config(runs["cluster"] / "cfg.yaml", runs["cluster"] / "pack")
+    assert _tree_bytes(runs["local"] / "pack" / "tasks") == _tree_bytes(runs["cluster"] / "pack" / "tasks")
+    cfgs = {name: yaml.safe_load((wd / "cfg.yaml").read_text()) for name, wd in runs.items()}
+    assert {**cfgs["local"], "pack": None} == {**cfgs["cluster"], "pack": None}
+    assert cfgs["local"]["pack"] != cfgs["cluster"]["pack"]
 
-    # Both runs at once (independent folders): the cluster run mostly waits on its jobs.
-    procs = {
-        "local": _start(runs["local"], "--cores", "2", "--scheduler", "greedy"),
-        "cluster": _start(runs["cluster"], "--profile", str(PROFILE), "--jobs", "4"),
-    }
-    done = {name: _finish(proc, runs[name]) for name, proc in procs.items()}
-    for name, (rc, text) in done.items():
-        assert rc == 0, f"the {name} run failed:\n{text[-4000:]}"
-    out = {name: text for name, (_rc, text) in done.items()}
+    rc, text = _finish(_start(runs["cluster"], "--profile", str(PROFILE), "--jobs", "4"), runs["cluster"])
+    assert rc == 0, f"the cluster run failed:\n{text[-4000:]}"
+    out = {"local": default_run.console, "cluster": text}
 
     # The cluster run really went through the plugin, as group jobs: one to seal and leak-check
     # the pack, 12 tasks / 4 per group job, one for the pack-level rules; each exited 0.
