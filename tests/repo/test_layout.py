@@ -1,9 +1,11 @@
 """The code's shape: the layers import only downward, stages never import each other, no cycle
-(tools/import_graph.py prints the whole graph). Modules are grouped by concern: a line count is
-no reason to split one, so none is capped."""
+(tools/import_graph.py prints the whole graph), and no block of six code lines stands twice
+outside tests. Modules are grouped by concern: a line count is no reason to split one, so none
+is capped."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -103,3 +105,57 @@ def test_tests_mirror_the_layers() -> None:
     assert not list(tests.glob("test_*.py")), "a test file in tests/ itself: put it in its layer's folder"
     folders = {p.parent.name for p in tests.rglob("test_*.py") if "data" not in p.relative_to(tests).parts}
     assert folders <= {*sealbench.LAYERS, *sealbench.APART, "pipeline", "repo"}, folders
+
+
+# ----------------------------------------------------------------------------- repeated blocks
+# Outside tests, no run of six code lines stands twice: the Python of the package, the logger
+# plugin, bench/ and tools/. Lines are compared with their white space folded; blank lines,
+# comments, imports and lone brackets are passed over (they say nothing alone). The demo pack's
+# files (suite/) are data, and the rule files' directives (conda/threads/resources) are
+# declarations Snakemake asks of every rule.
+REPEAT = 6
+_PASSED_OVER = re.compile(r"^(import |from \S+ import |#|[()\[\]{}:,]+$|$)")
+
+
+def _code_lines(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for no, raw in enumerate(path.read_text().splitlines(), 1):
+        line = " ".join(raw.split())
+        if not _PASSED_OVER.match(line):
+            out.append((no, line))
+    return out
+
+
+def repeated_blocks(files: list[Path], root: Path) -> list[str]:
+    """Each run of ``REPEAT`` code lines that stands in more than one place, with its places."""
+    places: dict[tuple[str, ...], list[str]] = {}
+    for f in files:
+        lines = _code_lines(f)
+        for k in range(len(lines) - REPEAT + 1):
+            run = tuple(text for _, text in lines[k:k + REPEAT])
+            places.setdefault(run, []).append(f"{f.relative_to(root)}:{lines[k][0]}")
+    return [f"{', '.join(where)}: {' / '.join(run)[:160]}" for run, where in places.items() if len(where) > 1]
+
+
+def _outside_tests(root: Path) -> list[Path]:
+    return sorted(p for d in ("scripts", "bench", "tools") for p in (root / d).rglob("*.py"))
+
+
+def test_no_block_of_six_lines_is_repeated_outside_tests() -> None:
+    files = _outside_tests(ROOT)
+    assert len(files) > 90
+    found = repeated_blocks(files, ROOT)
+    assert not found, f"{len(found)} run(s) of {REPEAT} lines stand twice:\n" + "\n".join(found[:20])
+
+
+def test_a_block_repeated_in_two_modules_is_caught(tmp_path: Path) -> None:
+    body = "\n".join(f"    total += step_{i}(x)  # part {i}" for i in range(6))
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "a.py").write_text(f"import os\n\ndef f(x):\n    total = 0\n{body}\n    return total\n")
+    (tmp_path / "scripts" / "b.py").write_text(f"def g(x):\n    total = 1\n\n{body}\n\n    return -total\n")
+    found = repeated_blocks(_outside_tests(tmp_path), tmp_path)
+    assert found and "scripts/a.py:5" in found[0] and "scripts/b.py:4" in found[0]
+    # the same shape with other names is not a repeat; nor are imports and brackets alone
+    (tmp_path / "scripts" / "b.py").write_text(body.replace("total", "acc") + "\n")
+    (tmp_path / "scripts" / "c.py").write_text("import os\nimport sys\n)\n]\n}\n# x\n" * 3)
+    assert repeated_blocks(_outside_tests(tmp_path), tmp_path) == []
