@@ -61,6 +61,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # The slowest modules first (those with a pipeline test, then those with a sandbox test, then
     # the rest), each module's tests kept together and in their order: the parallel workers
     # (-n auto) start on the long runs and end on short tests, so neither waits long for the
-    # other at the end. A stable order, the same in every worker.
-    position = {id(item): i for i, item in enumerate(items)}
-    items.sort(key=lambda item: (-rank[item.nodeid.split("::", 1)[0]], position[id(item)]))
+    # other at the end. The sort is stable: the same order in every worker.
+    items.sort(key=lambda item: -rank[item.nodeid.split("::", 1)[0]])
