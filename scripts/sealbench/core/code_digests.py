@@ -107,10 +107,9 @@ def _sealbench_closure(files: list[str], pkg_dir: Path) -> list[str]:
     return list(result)
 
 
-#: Modules loaded by name at run time, not imported: every scoring command's interpreter runs
-#: the seal's bootstrap (``seal_site/sitecustomize.py``) and pytest loads the seal plugin with
-#: ``-p sealbench.scoring.pytest_seal``.
-RUNTIME_LOADS: dict[str, tuple[str, ...]] = {"scoring.sealed_command": ("scoring/pytest_seal", "scoring/seal_site/sitecustomize")}
+#: Modules loaded by name at run time, not imported: pytest loads the report plugin in every
+#: scoring command with ``-p sealbench_report`` (``scoring/report_site/``).
+RUNTIME_LOADS: dict[str, tuple[str, ...]] = {"scoring.sealed_command": ("scoring/report_site/sealbench_report",)}
 
 
 @functools.cache

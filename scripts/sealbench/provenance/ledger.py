@@ -32,7 +32,7 @@ LEDGER_CITATION = "ledger_line.json"
 #: control into a marketing dial"; a new card name on a holdout already seen is no fresh start).
 #: Under the same card, envelope and health are ENVELOPE_CHANGED; the rest PREREGISTRATION_CHANGED.
 PREREGISTERED = ("mde", "planning_discordance", "min_kept_tasks", "interval_method", "strata", "score_split",
-                 "epochs", "baseline", "oracle_runs", "score_timeout_s", "limits", "stop_on_green",
+                 "epochs", "baseline", "oracle_runs", "decoys_per_task", "score_timeout_s", "limits", "stop_on_green",
                  "envelope", "health", "humans", "holdout_budget")
 
 

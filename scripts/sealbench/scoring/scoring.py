@@ -13,9 +13,11 @@ Its parts, one concern each:
 - ``patch_apply.py``: a patch applied except what the tamper rules refuse
   (``apply_patch_details``);
 - ``similarity.py``: how close a patch is to the gold patch (``gold_similarity``);
-- ``sealed_command.py``: one command run under the sealed report, and its verdict (``judge``);
-- ``sealed_report.py``: the report stream, its canaries, JUnit reports (``judge_stream``),
-  where the packages under test were imported from (``import_outside``);
+- ``sealed_command.py``: one command run with the report plugin, and its verdict (``judge``);
+- ``sealed_report.py``: the report stream and the verdict it shows (``judge_stream``), where the
+  packages under test were imported from (``import_outside``);
+- ``decoys.py``: the decoy tests the hidden suite carries (twins of real tests that correct
+  code must fail);
 - ``task_layout.py``: where the task's tests go, its own protected paths, its import paths
   and packages.
 """
@@ -92,7 +94,8 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
                 expected_hidden: int | None = None,
                 commands: tuple[str, ...] = ("visible", "hidden"), task_check: bool = False,
                 task_env: Mapping[str, str] | None = None,
-                expected_ids: Mapping[str, Sequence[str]] | None = None) -> ScoreResult:
+                expected_ids: Mapping[str, Sequence[str]] | None = None,
+                hidden_tests: Path | None = None, decoys: Sequence[tuple[str, str, str]] = ()) -> ScoreResult:
     """Score ``patch`` on a sealed task (docs/contract.md §1 scoring workspace): over an overlay
     of the sealed copy where the sandbox can mount one (:func:`scoring_overlay`), else
     on a copy; ``ScoreResult.workspace`` says which.
@@ -125,9 +128,13 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     controls, or a task whose controls already did so) ``infra_fail`` naming the package and
     path: the task's environment or ``import_paths`` is wrong.
 
-    Both commands run under the sealed report (``pytest_seal``: canaries plus a report stream
-    the tested code cannot rewrite); see :func:`judge` and :func:`judge_stream`. A forged or
-    cut-short report is ``tamper`` whatever else happened; a runner that never started is
+    ``hidden_tests`` (the controls' decoyed copy of the hidden tests, ``decoys.write_suite``)
+    stands for the pack's ``hidden_tests/``, and ``decoys`` ((file, decoy, twin) each,
+    ``decoys.from_records``) are the decoys in it: every one must fail, and one that passes makes
+    the run ``tamper`` whatever else happened (a test the gold patch fails passed).
+
+    Both commands run as plain pytest with the report plugin (``sealed_command``); see
+    :func:`judge` and :func:`judge_stream`. A runner that never started is
     ``infra_fail``; a patch that adds symlinks, binaries (unless ``meta["allow_binary"]``),
     compiled extensions, bytecode or shadowing top-level modules is ``tamper``
     (:func:`section_rule`, :func:`path_rule`).
@@ -135,7 +142,8 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     kind = (workspace_kind(getattr(sandbox, "level", "none")) if hasattr(sandbox, "with_overlay") else COPY)
     res = _score(sealed_task, meta, patch, logdir, timeout_s, oracle=oracle, sandbox=sandbox,
                  expected_hidden=expected_hidden, commands=commands, task_check=task_check, task_env=task_env,
-                 overlay=kind == OVERLAY, expected_ids=expected_ids or {})
+                 overlay=kind == OVERLAY, expected_ids=expected_ids or {}, hidden_tests=hidden_tests,
+                 decoys=tuple(decoys))
     res.workspace = kind
     return res
 
@@ -143,8 +151,12 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
 def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout_s: float, *,
            oracle: bytes | None, sandbox: object | None, expected_hidden: int | None,
            commands: tuple[str, ...], task_check: bool, task_env: Mapping[str, str] | None,
-           overlay: bool, expected_ids: Mapping[str, Sequence[str]]) -> ScoreResult:
+           overlay: bool, expected_ids: Mapping[str, Sequence[str]], hidden_tests: Path | None = None,
+           decoys: tuple[tuple[str, str, str], ...] = ()) -> ScoreResult:
     sealed_task, logdir = Path(sealed_task).resolve(), Path(logdir).absolute()
+    # where each test folder of the pack is taken from: the sealed copy, or the decoyed hidden tests
+    sources = {"visible_tests": sealed_task / "visible_tests",
+               "hidden_tests": Path(hidden_tests).resolve() if hidden_tests else sealed_task / "hidden_tests"}
     sim = gold_similarity(patch, oracle) if oracle is not None else None
     gold = {"gold_similarity": sim, "gold_like": None if sim is None else sim >= GOLD_LIKE_THRESHOLD}
     scratch = scratch_dir("score")
@@ -180,14 +192,10 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
             as_layer(base, repo, rels or (), hide=TEST_DIRS)
         imports = {"import_paths": tuple(import_paths(repo, meta)),
                    "packages": tuple(packages(repo, meta))}
-        # each command's own report folder: what one run leaves there never reaches the next
-        reports = {"visible": scratch / "reports-visible", "hidden": scratch / "reports-hidden"}
-        for folder in reports.values():
-            folder.mkdir()
         ws = scratch / "ws"
         runs = iter(range(1, 3))
 
-        def fresh(test_dirs: tuple[str, ...], junit_dir: Path) -> object | None:
+        def fresh(test_dirs: tuple[str, ...]) -> object | None:
             # Each command gets a fresh view of the patched snapshot with only the test folders
             # it needs (the visible command never sees hidden_tests/), read-only inside the
             # sandbox: nothing the tested code does in one run reaches the tests of the next, or
@@ -197,41 +205,29 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
                 _clear(ws)
                 ws.mkdir()
                 ov, frozen_from = scoring_overlay(sealed_task, meta, test_dirs, own, (repo, base), ws,
-                                                  scratch / f"upper{n}", scratch / f"work{n}")
-                return sandbox.with_writable(junit_dir).with_overlay(ov, frozen_from)
+                                                  scratch / f"upper{n}", scratch / f"work{n}", sources)
+                return sandbox.with_overlay(ov, frozen_from)
             _clear(ws)
             copy_tree(base, ws)
             for src, dst in test_trees(meta, test_dirs):
-                copy_tree(sealed_task / src, ws / dst)
+                copy_tree(sources.get(src, sealed_task / src), ws / dst)
             if sandbox is None or not hasattr(sandbox, "with_writable"):
                 return sandbox
-            box = sandbox.with_writable(ws, junit_dir)
+            box = sandbox.with_writable(ws)
             frozen = [ws / dst for _src, dst in test_trees(meta, test_dirs) if dst != "."]
             frozen += [ws / p for p in sorted(own) if (ws / p).exists()]   # support files, tests at repo paths
             return box.with_frozen(*frozen) if hasattr(box, "with_frozen") else box
 
-        def names(test_dirs: tuple[str, ...]) -> list[Path] | None:
-            return [sealed_task / d for d in test_dirs if tests_layout(meta) == "folders"] if overlay else None
-
-        conftests = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("conftest.py"))
-
-        def sealed(test_dirs: tuple[str, ...]) -> list[str]:
-            # the files whose code a test may run as: the sealed tests, the support files and the
-            # snapshot's conftest.py files (a patch can never add or change one)
-            return sorted({*test_paths(sealed_task, meta, test_dirs), *(meta.get("support_files") or ()), *conftests})
-
         visible = hidden = None
         if "visible" in commands:
-            box = fresh(("visible_tests",), reports["visible"])
-            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box, reports["visible"],
-                                 task_env=task_env, test_folders=names(("visible_tests",)),
-                                 sealed_files=sealed(("visible_tests",)), expected_ids=expected_ids.get("visible"),
-                                 **imports)
+            box = fresh(("visible_tests",))
+            visible = _run_check(meta["visible_command"], ws, logdir, "visible", timeout_s, box,
+                                 task_env=task_env, expected_ids=expected_ids.get("visible"), **imports)
         if "hidden" in commands:
-            box = fresh(TEST_DIRS, reports["hidden"])
-            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box, reports["hidden"],
-                                task_env=task_env, test_folders=names(TEST_DIRS), sealed_files=sealed(TEST_DIRS),
-                                expected_ids=expected_ids.get("hidden"), **imports)
+            box = fresh(TEST_DIRS)
+            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box,
+                                task_env=task_env, expected_ids=expected_ids.get("hidden"), decoys=decoys,
+                                **imports)
     except UntrustedTree as exc:
         if app is None:   # the sealed snapshot itself: not the patch's doing
             raise
@@ -328,19 +324,21 @@ def _top(lowers: list[Path], rel: str) -> Path | None:
 
 
 def scoring_overlay(sealed_task: Path, meta: Mapping, test_dirs: tuple[str, ...], own: Iterable[str],
-                    lowers: tuple[Path, ...], ws: Path, upper: Path,
-                    work: Path) -> tuple[Overlay, list[tuple[Path, Path]]]:
+                    lowers: tuple[Path, ...], ws: Path, upper: Path, work: Path,
+                    sources: Mapping[str, Path] | None = None) -> tuple[Overlay, list[tuple[Path, Path]]]:
     """The overlay one scoring command runs on at ``ws``, and the (sealed source, path) pairs
     mounted read-only over it: each test folder of ``test_dirs`` at its workspace folder (or as a
     lower at the root with ``tests_layout: "repo"``), and every one of the task's protected
-    paths ``own`` present in this view, from the sealed copy that provides it."""
+    paths ``own`` present in this view, from the sealed copy that provides it. ``sources``: where a
+    test folder is taken from instead of the sealed task (the decoyed hidden tests)."""
     layers = list(lowers)
     frozen: list[tuple[Path, Path]] = []
     for src, dst in test_trees(meta, test_dirs):
+        folder = Path((sources or {}).get(src, Path(sealed_task) / src))
         if dst == ".":
-            layers.append(Path(sealed_task) / src)
+            layers.append(folder)
         else:
-            frozen.append((Path(sealed_task) / src, Path(ws) / dst))
+            frozen.append((folder, Path(ws) / dst))
     for rel in sorted(own):
         source = _top(layers, rel)
         if source is not None:

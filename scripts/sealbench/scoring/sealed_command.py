@@ -1,13 +1,12 @@
-"""One scoring command run under the seal, and its verdict (docs/sealed-runs.md#the-seal).
+"""One scoring command run with sealbench's report plugin, and its verdict (docs/sealed-runs.md).
 
-:func:`_run_check` runs a task's visible or hidden command with the seal's bootstrap
-(``seal_site/sitecustomize.py``, the only folder on ``PYTHONPATH``, with ``PYTHONSAFEPATH=1``) and
-pytest's seal plugin loaded by name (``-p sealbench.scoring.pytest_seal``, :data:`SEAL_PLUGIN`, through
-``PYTEST_ADDOPTS``; hence ``code_digests.RUNTIME_LOADS`` lists both under this module), hands the
-bootstrap a fresh secret (canaries, the record key, the sealed test files) and reads the signed
-report stream from a pipe (:class:`CommandOutcome`).
-:func:`classify_exit` names the exit codes that mean the harness broke; :func:`judge` gives one
-command's verdict from its sealed report (``sealed_report.judge_stream``).
+:func:`_run_check` runs a task's visible or hidden command as plain pytest would run it, with one
+addition: the report plugin (``report_site/sealbench_report.py``, loaded by name with
+``-p sealbench_report`` through ``PYTEST_ADDOPTS``; hence ``code_digests.RUNTIME_LOADS`` lists it
+under this module), which streams each test's report to the harness through a pipe
+(:class:`CommandOutcome`). :func:`classify_exit` names the exit codes that mean the harness broke;
+:func:`judge` gives one command's verdict from its stream (``sealed_report.judge_stream``), with
+the decoys the hidden suite carries (``decoys.py``).
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
-import shlex
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,16 +22,17 @@ from pathlib import Path
 from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER
 from ..core.core import harness_env
 from ..core.processes import run_process, tail_text
-from ..core.untrusted import copy_untrusted_file, remove_tree
 from ..pack.task_layout import task_pythonpath
+from .decoys import decoy_ids
 from .sealed_report import (
     JUnitSummary,
     collected_ids,
+    failure_lines,
     import_outside,
     imported_from,
     judge_stream,
-    make_canary_secret,
     parse_stream,
+    test_outcomes,
 )
 
 #: pytest's exit codes that mean the harness, not the patch, broke (internal error, usage
@@ -51,26 +49,26 @@ class CommandOutcome:
     timed_out: bool
     infra_reason: str | None
     log_tail: str
-    #: test counts of the real tests (canaries excluded) from the sealed report stream (the
-    #: JUnit file pytest also writes is kept for the logs, never trusted); None: no stream
+    #: test counts of the real tests (decoys excluded) from the report stream; None: no stream
     junit: JUnitSummary | None = None
-    #: why the sealed report stream could not be read
+    #: why the report stream could not be read
     junit_error: str | None = None
     #: the resource limit the command hit, in words (``limits.Guard``); a hit is a ``fail``
     limit_hit: str | None = None
-    #: whether the test runner started (the sealed-report plugin loaded); None: not known.
+    #: whether the test runner started (the report plugin loaded); None: not known.
     #: False with ``infra_reason``/no report is a harness or pack problem (``infra_fail``);
     #: True means whatever broke after, broke under the tested code (``fail``/``tamper``)
     runner_started: bool | None = None
-    #: what the sealed report stream showed (started, finished, canaries ok/wrong/not run,
-    #: canary names, problem, verdict kind, passed count); ``junit`` holds its test counts
+    #: what the stream showed (started, finished, problem, verdict kind, passed count, the
+    #: decoys that passed and failed, collected ids, each test's outcome and failure line)
     report: dict = field(default_factory=dict)
-    #: the stream's records and the run's canary secret (kept out of :meth:`ScoreResult.to_dict`;
-    #: the records are also saved as ``<name>.seal.jsonl`` beside the logs)
+    #: the stream's records (kept out of :meth:`ScoreResult.to_dict`; also saved as
+    #: ``<name>.seal.jsonl`` beside the logs)
     stream: list | None = field(default=None, repr=False)
-    secret: dict | None = field(default=None, repr=False)
-    #: the test ids the gold patch's run collected (None: not known)
+    #: the test ids the gold patch's runs collected (None: not known)
     expected_ids: list | None = field(default=None, repr=False)
+    #: decoy id -> twin id in this command's suite (empty: no decoys)
+    decoys: dict = field(default_factory=dict, repr=False)
 
 
 _MISSING_RUNNER = re.compile(r"No module named '?pytest'?\b|ModuleNotFoundError: No module named '?_?pytest")
@@ -89,31 +87,22 @@ def classify_exit(command: str, rc: int | None, output: str = "") -> str | None:
     return None
 
 
-#: The sealed-report plugin (``pytest_seal``) and the folder that makes it importable.
-SEAL_PLUGIN = "sealbench.scoring.pytest_seal"
-SCRIPTS_DIR = Path(__file__).resolve().parents[2]
-#: the folder whose ``sitecustomize.py`` starts the seal in the scoring command's interpreter
-SEAL_SITE = Path(__file__).resolve().parent / "seal_site"
-#: The most of a JUnit report copied into the logs (bytes).
-JUNIT_CAP = 16 << 20
-#: The most of a sealed-report stream kept (bytes); a longer stream is a ``fail``.
+#: The report plugin, and the folder that makes it importable (nothing else is in it).
+REPORT_PLUGIN = "sealbench_report"
+REPORT_SITE = Path(__file__).resolve().parent / "report_site"
+#: The most of a report stream kept (bytes); a longer stream is a ``fail``.
 STREAM_CAP = 32 << 20
 
 
-def _seal_env(junit_path: Path, fds: str) -> dict[str, str]:
-    """The seal's variables: its bootstrap alone on ``PYTHONPATH`` and no folder of the workspace
-    put first on ``sys.path`` by the interpreter (``PYTHONSAFEPATH``); the bootstrap removes them
-    (and the secret's fds) from the environment before any tested code runs."""
+def _report_env(fd: int, import_paths: Sequence[str], packages: Sequence[str]) -> dict[str, str]:
+    """The plugin's variables: the task's import folders then the plugin's folder on
+    ``PYTHONPATH``, ``-p sealbench_report`` added to ``PYTEST_ADDOPTS``, the stream's fd and the
+    packages whose origin it reports. The plugin removes its own from the environment as it
+    loads, and ``PYTEST_ADDOPTS`` once pytest is configured."""
     base = os.environ.get("PYTEST_ADDOPTS", "").strip()
-    ours = f"--junitxml={shlex.quote(str(junit_path))} -o junit_family=xunit2 -p {SEAL_PLUGIN}"
-    return {"PYTEST_ADDOPTS": f"{base} {ours}".strip(), "PYTHONPATH": str(SEAL_SITE), "PYTHONSAFEPATH": "1",
-            "SEALBENCH_SEAL": fds}
-
-
-def _junit_env(junit_path: Path) -> dict[str, str]:
-    base = os.environ.get("PYTEST_ADDOPTS", "").strip()
-    ours = f"--junitxml={shlex.quote(str(junit_path))} -o junit_family=xunit2"
-    return {"PYTEST_ADDOPTS": f"{base} {ours}".strip()}
+    return {"PYTEST_ADDOPTS": f"{base} -p {REPORT_PLUGIN}".strip(),
+            "PYTHONPATH": os.pathsep.join([*import_paths, str(REPORT_SITE)]),
+            "SEALBENCH_REPORT_FD": str(fd), "SEALBENCH_REPORT_PACKAGES": json.dumps(list(packages))}
 
 
 def _read_stream(fd: int, sink: dict) -> None:
@@ -130,112 +119,85 @@ def _read_stream(fd: int, sink: dict) -> None:
 
 
 def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float,
-               sandbox: object | None = None, junit_dir: Path | None = None, *,
-               import_paths: tuple[str, ...] = (), packages: tuple[str, ...] = (),
-               task_env: Mapping[str, str] | None = None,
-               test_folders: Sequence[Path] | None = None,
-               sealed_files: Sequence[str] = (), expected_ids: Sequence[str] | None = None) -> CommandOutcome:
-    """Run one task command under the sealed report. ``import_paths`` (workspace-relative) go
-    first on ``PYTHONPATH``; ``packages`` (the code under test) and the workspace root reach the
-    plugin with the canary secret, and the stream says where each package was imported from.
-    ``task_env``: the task's test environment (environments.BuiltEnv.command_env), or none.
-    ``test_folders``: where the canary names' words come from when ``ws`` is an overlay's
-    mount point (see ``make_canary_secret``). ``sealed_files``: the workspace paths of the sealed
-    test files (the only code a test may run as). ``expected_ids``: the test ids the gold patch's
-    run of this command collected (None: not known); any other set is ``tamper``."""
+               sandbox: object | None = None, *, import_paths: tuple[str, ...] = (),
+               packages: tuple[str, ...] = (), task_env: Mapping[str, str] | None = None,
+               expected_ids: Sequence[str] | None = None,
+               decoys: Sequence[tuple[str, str, str]] = ()) -> CommandOutcome:
+    """Run one task command with the report plugin. ``import_paths`` (workspace-relative) go
+    first on ``PYTHONPATH``; the stream says where each of ``packages`` (the code under test) was
+    imported from. ``task_env``: the task's test environment (environments.BuiltEnv.command_env),
+    or none. ``expected_ids``: the test ids the gold patch's runs of this command collected
+    (None: not known); any other set is ``tamper``. ``decoys``: (file, decoy, twin) of each decoy
+    in the suite (``decoys.from_records``; each must fail, one that passes is ``tamper``)."""
     logdir.mkdir(parents=True, exist_ok=True)
-    junit_dir = junit_dir or logdir
-    junit_dir.mkdir(parents=True, exist_ok=True)
-    junit_path = junit_dir / f"{name}.junit.xml"
-    if junit_path.is_dir() and not junit_path.is_symlink():   # a stale report must never count,
-        remove_tree(junit_path)                                  # whatever an earlier run made of it
-    else:
-        junit_path.unlink(missing_ok=True)
     kwargs = {} if sandbox is None else {"sandbox": sandbox}
-    secret = make_canary_secret(ws, test_folders)
     root = str(Path(ws).resolve())
-    secret.update(packages=list(packages), root=root, key=secrets.token_hex(32),
-                  paths=task_pythonpath(Path(root), import_paths),
-                  sealed_files=[str(Path(root) / rel) for rel in sealed_files if rel.endswith(".py")])
-    sec_r, sec_w = os.pipe()
     out_r, out_w = os.pipe()
     sink: dict = {}
     reader = threading.Thread(target=_read_stream, args=(out_r, sink), daemon=True)
     try:
-        os.write(sec_w, json.dumps(secret).encode())
-        os.close(sec_w)
         reader.start()
         env = harness_env({**(task_env or {}),
-                           **_seal_env(junit_path, f"{sec_r}:{out_w}")})
+                           **_report_env(out_w, task_pythonpath(Path(root), import_paths), packages)})
         res = run_process(command, ws, env, timeout_s,
-                          logdir / f"{name}.stdout", logdir / f"{name}.stderr", pass_fds=(sec_r, out_w), **kwargs)
+                          logdir / f"{name}.stdout", logdir / f"{name}.stderr", pass_fds=(out_w,), **kwargs)
     finally:
-        for fd in (sec_r, out_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        try:
+            os.close(out_w)
+        except OSError:
+            pass
     reader.join(timeout=30)
-    if junit_dir != logdir and (junit_path.exists() or junit_path.is_symlink()):
-        # the tested code could have made it a link or a FIFO: copied only as a regular file
-        refused = copy_untrusted_file(junit_path, logdir / junit_path.name, JUNIT_CAP)
-        if refused:
-            (logdir / f"{junit_path.name}.refused").write_text(refused + "\n")
     tail = tail_text(logdir / f"{name}.stdout") + tail_text(logdir / f"{name}.stderr", 2000)
     infra = None if res.timed_out else classify_exit(command, res.returncode, tail)
     data = sink.get("data", b"")
     (logdir / f"{name}.seal.jsonl").write_bytes(data)
-    recs, unreadable = parse_stream(data, secret["key"])
+    recs, unreadable = parse_stream(data)
     if sink.get("size", 0) > STREAM_CAP:
         unreadable = f"the report stream exceeds {STREAM_CAP} bytes"
     elif reader.is_alive():
         unreadable = "the report stream was still open 30 s after the command ended"
-    sv = judge_stream(recs, secret["names"], secret["message"], res.returncode, expected=0,
-                      expected_ids=expected_ids)
-    report = {"records": len(recs), "started": sv.started, "finished": sv.finished, "canaries": sv.canaries,
-              "canary_names": sorted(secret["names"].values()), "problem": sv.problem, "kind": sv.kind,
-              "passed": sv.passed, "unreadable": unreadable,
-              "imports": imported_from(recs), "import_outside": import_outside(recs, secret["root"]),
-              "collected": collected_ids(recs)}
+    decoys = decoy_ids(collected_ids(recs) or (), decoys) if decoys else {}
+    sv = judge_stream(recs, res.returncode, expected=0, expected_ids=expected_ids, decoys=decoys)
+    report = {"records": len(recs), "started": sv.started, "finished": sv.finished, "problem": sv.problem,
+              "kind": sv.kind, "passed": sv.passed, "unreadable": unreadable,
+              "decoys": len(decoys), "decoys_passed": sv.decoys_passed, "decoys_failed": sv.decoys_failed,
+              "imports": imported_from(recs), "import_outside": import_outside(recs, root),
+              "collected": collected_ids(recs), "outcomes": test_outcomes(recs), "failures": failure_lines(recs)}
     return CommandOutcome(command, res.returncode, res.wall_s, res.timed_out, infra, tail, sv.summary,
                           unreadable, getattr(res, "limit_hit", None), runner_started=sv.started,
-                          report=report, stream=recs, secret=secret,
-                          expected_ids=None if expected_ids is None else list(expected_ids))
+                          report=report, stream=recs,
+                          expected_ids=None if expected_ids is None else list(expected_ids), decoys=decoys)
 
 
 def judge(name: str, out: CommandOutcome, expected: int = 0) -> tuple[str, str | None]:
     """Verdict of one scoring command: (``pass`` | ``fail`` | ``tamper`` | ``infra_fail``, why
     not pass).
 
-    The sealed report stream decides (:func:`judge_stream`); the exit code only where the
-    stream says so, printed output and the JUnit file never. A command whose runner never
-    started is ``infra_fail``; once it started, whatever the tested code breaks is ``fail``
-    (or ``tamper`` when the report was forged). ``expected`` is how many tests must pass (the
-    hidden suite: ``failing_tests``, or what the gold patch ran).
+    The report stream decides (:func:`judge_stream`, decoys included); the exit code only where
+    the stream says so, printed output never. A command whose runner never started is
+    ``infra_fail``; once it started, whatever the tested code breaks is ``fail`` (``tamper``: a
+    decoy passed, or not the gold patch's collection). ``expected`` is how many real tests must
+    pass (the hidden suite: ``failing_tests``, or what the gold patch ran).
     """
     if out.limit_hit:
         return FAIL, f"{name} command {out.limit_hit}"
     if out.timed_out:
         return FAIL, f"{name} tests timed out"
     if out.junit_error:                       # the stream itself could not be read
-        return (TAMPER if out.runner_started else FAIL), f"{name} tests: {out.junit_error}"
+        return FAIL, f"{name} tests: {out.junit_error}"
     if out.stream is None:
-        return FAIL, f"{name} command: no sealed report"
-    if out.secret is None:
-        return FAIL, f"{name} command: no canary secret"
-    v = judge_stream(out.stream, out.secret["names"], out.secret["message"], out.returncode, expected,
-                     expected_ids=out.expected_ids)
+        return FAIL, f"{name} command: no report"
+    v = judge_stream(out.stream, out.returncode, expected, expected_ids=out.expected_ids, decoys=out.decoys)
     if v.kind == INFRA_FAIL:
         if out.infra_reason:
             return INFRA_FAIL, f"{name} command: {out.infra_reason} (exit {out.returncode})"
         if "pytest" not in out.command:
-            return FAIL, (f"{name} command: not a pytest run, so no sealed report "
+            return FAIL, (f"{name} command: not a pytest run, so no report "
                             f"(exit {out.returncode}); sealbench vouches only for pytest suites")
         return INFRA_FAIL, f"{name} command: {v.problem}"
-    if v.kind == TAMPER and not v.started and "pytest" not in out.command:
-        return FAIL, (f"{name} command: not a pytest run, so no sealed report (exit {out.returncode}); "
-                        "sealbench vouches only for pytest suites")
     if v.kind == PASS:
         return PASS, None
-    problem = v.problem or ""
-    return v.kind, (problem if problem.startswith("canary") else f"{name} tests: {problem}")
+    if not v.started and "pytest" not in out.command:
+        return FAIL, (f"{name} command: not a pytest run, so no report (exit {out.returncode}); "
+                        "sealbench vouches only for pytest suites")
+    return v.kind, f"{name} tests: {v.problem}"

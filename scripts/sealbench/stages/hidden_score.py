@@ -12,7 +12,9 @@ then the visible and hidden commands run (see ``scoring.score_patch``). Status:
 - ``infra_fail``: only the harness's own failure: it could not run the attempt
   (``end_reason`` ``harness_error``), or the scoring commands could not run *and* the task's
   controls (``controls.json``: ``control_infra_fail``) could not be scored either;
-- ``tamper``: the patch touched protected paths (the rest is still scored and shown);
+- ``tamper``: the patch touched protected paths (the rest is still scored and shown), or a
+  decoy passed (a copy of a hidden test that the gold patch fails: ``controls/decoys/``, made by
+  ``run_dummy``; every patch is scored against the hidden suite with its decoys);
 - ``pass``: visible and hidden commands exit 0 and their JUnit reports (when pytest wrote
   one) agree; otherwise ``fail``.
 The agent's own exit status is recorded (``agent_exit_code``, and ``agent_signal`` when a
@@ -43,6 +45,7 @@ from ..core.processes import ended_in_error
 from ..isolation.environments import BuiltEnv
 from ..provenance import draws
 from ..scoring.collection import missing_modules
+from ..scoring.decoys import suite_of
 from ..scoring.scoring import score_patch
 from ..scoring.sealed_command import SHELL_INFRA_CODES
 from .sandboxed import add_isolation_args, env_arg, env_card, limits_arg, run_guarded, scoring_sandbox
@@ -79,8 +82,9 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     patch = (run_dir / "patch.diff").read_bytes()
     oracle_file = sealed / "oracle.patch"
     oracle = oracle_file.read_bytes() if oracle_file.exists() else None
+    suite, spec = suite_of(controls) if controls else (None, [])
     res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle,
-                      sandbox=box, expected_hidden=expected,
+                      sandbox=box, expected_hidden=expected, hidden_tests=suite, decoys=spec,
                       expected_ids=(ctl.get("oracle_ids") or None) if ctl else None,
                       task_check=bool(ctl and ctl.get("import_outside")),
                       task_env=env.command_env() if env else None)

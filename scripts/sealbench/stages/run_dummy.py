@@ -11,7 +11,16 @@ Controls:
   test-config file or ``conftest.py``: :func:`stub_target`), so the stub scores a source edit.
 - ``oracle``: the gold patch, scored ``oracle_runs`` times. It must pass every time; results
   that differ between runs mark the task ``flaky``.
-If any of this does not hold, the grader is broken and the gate publishes nothing. A control
+If any of this does not hold, the grader is broken and the gate publishes nothing.
+
+Decoys (:mod:`sealbench.scoring.decoys`): before the controls, up to ``decoys_per_task`` decoy
+tests are made for the task's hidden suite — candidates are written into a copy of
+``hidden_tests/`` and the suite is run under the empty diff, the stub and the gold patch; a
+candidate is kept only where its twin fails without the fix and passes with it, and the decoy
+fails under all three (under the empty diff the way its twin fails). The controls then run on
+the decoyed suite (``controls/decoys/hidden_tests/``, which ``hidden_score`` scores every patch
+against); a decoy that does not fail on every one of those runs is dropped and the controls run
+again. ``controls.json`` ``decoys`` says which were made, their twins, and why a task has none. A control
 whose tests imported the package under test from outside the workspace is ``infra_fail`` and
 ``import_outside`` names it (the task is refused: ``TASK_IMPORTS_OUTSIDE``).
 """
@@ -27,12 +36,15 @@ from pathlib import Path
 
 from ..core.contract import INFRA_FAIL, PASS
 from ..core.core import SealbenchError, control_fingerprint, read_json, write_json
+from ..core.untrusted import remove_tree
 from ..isolation.environments import BuiltEnv
 from ..isolation.gitdiff import Change, git_mode, tree_patch
 from ..pack.task_layout import protected_paths
 from ..pack.workspace import check_snapshot
+from ..scoring import decoys as decoy_tests
 from ..scoring.collection import mark_controls, missing_modules
-from ..scoring.scoring import score_patch
+from ..scoring.scoring import ScoreResult, score_patch
+from ..scoring.sealed_report import failure_lines, test_outcomes
 from ..scoring.tamper_rules import path_rule, protected_reason
 from .sandboxed import add_isolation_args, env_arg, env_card, limits_arg, run_guarded, scoring_sandbox
 
@@ -96,10 +108,62 @@ def stub_patch(sealed: Path, meta: dict) -> tuple[bytes, str]:
     return tree_patch([Change(rel.as_posix(), data, data + sep + addition, mode, mode)]), rel.as_posix()
 
 
+#: how often the controls run again after a decoy that did not fail everywhere was dropped
+DECOY_RETRIES = 2
+
+
+def _outcomes(res: ScoreResult) -> dict[str, decoy_tests.Outcome]:
+    """Each hidden test's outcome in one scored run (empty: the hidden command did not run)."""
+    recs = (res.hidden.stream or []) if res.hidden is not None else []
+    crashes = failure_lines(recs)
+    return {n: decoy_tests.Outcome(o, crashes.get(n, "")) for n, o in test_outcomes(recs).items()}
+
+
+def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, bytes], wanted: int,
+                score) -> tuple[list[decoy_tests.Candidate], dict]:
+    """Decoy candidates for the task, run under the empty diff, the stub and the gold patch
+    (``score(name, patch, hidden_tests)`` scores the hidden command), and the ones kept
+    (:func:`decoys.select`), with the record of how they were made."""
+    record: dict = {"per_task": wanted, "made": 0, "tests": [], "why_none": None, "rejected": {}}
+    if wanted <= 0:
+        record["why_none"] = "decoys_per_task is 0: no decoys were asked for"
+        return [], record
+    hidden, visible = sealed / "hidden_tests", sealed / "visible_tests"
+    seen_text = "\n".join(p.read_text("utf-8", "replace") for p in sorted(visible.rglob("*"))
+                          if p.is_file() and not p.is_symlink()) if visible.is_dir() else ""
+    prompt = sealed / "prompt.md"
+    forbidden = (prompt.read_text("utf-8", "replace") if prompt.exists() else "") + "\n" + seen_text
+    seed = decoy_tests.seed_of(sealed)
+    cands = decoy_tests.candidates(hidden, decoy_tests.seen_bodies(visible), forbidden, seed, wanted)
+    if not cands:
+        record["why_none"] = ("no hidden test that the agent did not also see as a visible test has an expectation "
+                              "a decoy can change (an == literal, an assertEqual argument, an asserted condition, "
+                              "a raises type)")
+        return [], record
+    trial = out_dir / "decoys-trial" / "hidden_tests"
+    decoy_tests.write_suite(hidden, trial, cands)
+    runs = {name: score(f"decoys-{name}", patches[name], trial) for name in ("empty_diff", "oracle", "stub")}
+    broken = [f"{n}: {r.reason}" for n, r in runs.items()
+              if r.hidden is None or r.hidden.report.get("collected") is None]
+    if broken:
+        record["why_none"] = "the suite with decoy candidates could not be run: " + "; ".join(broken)[:500]
+        return [], record
+    collected = runs["oracle"].hidden.report["collected"]
+    chosen, why = decoy_tests.select(cands, collected, _outcomes(runs["empty_diff"]), [_outcomes(runs["oracle"])],
+                                     [_outcomes(runs["stub"])], wanted, seed)
+    record["rejected"] = why
+    if not chosen:
+        record["why_none"] = ("no candidate held: " + "; ".join(sorted(set(why.values())))) if why else \
+            "no candidate held"
+    return chosen, record
+
+
 def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: float = 300,
-                 sandbox_mode: str = "auto", limits: dict | None = None, env: BuiltEnv | None = None) -> dict:
+                 sandbox_mode: str = "auto", limits: dict | None = None, env: BuiltEnv | None = None,
+                 decoys_per_task: int = 2) -> dict:
     """Run every control on one sealed task and write ``controls.json`` (see module docstring).
-    ``env``: the task's test environment (its commands run in it; none: sealbench's interpreter)."""
+    ``env``: the task's test environment (its commands run in it; none: sealbench's interpreter).
+    ``decoys_per_task``: how many decoys the hidden suite carries (pre-registered)."""
     sealed, out_dir = Path(sealed).resolve(), Path(out_dir).absolute()
     check_snapshot(sealed)   # a repo/ with history: the task is broken (controls infra_fail)
     level, box = scoring_sandbox(sealed, sandbox_mode, limits, env)
@@ -109,11 +173,37 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
     patches = {"empty_diff": b"", "stub": stub, "oracle": (sealed / "oracle.patch").read_bytes()}
     for name, data in patches.items():
         (out_dir / f"{name}.patch").write_bytes(data)
+    task_env = env.command_env() if env else None
+
+    def score(logname: str, patch: bytes, hidden_tests: Path | None, spec=(),
+              commands: tuple[str, ...] = ("hidden",)) -> ScoreResult:
+        return score_patch(sealed, meta, patch, out_dir / "logs" / logname, timeout_s, sandbox=box, task_check=True,
+                           task_env=task_env, hidden_tests=hidden_tests, decoys=spec, commands=commands)
+
+    chosen, decoy_record = make_decoys(sealed, meta, out_dir, patches, decoys_per_task, score)
+    suite = decoy_tests.suite_dir(out_dir)
     plan = [("empty_diff", 1), ("stub", 1)] + [("oracle", i) for i in range(1, oracle_runs + 1)]
+    for attempt in range(DECOY_RETRIES + 1):
+        if chosen:
+            decoy_tests.write_suite(sealed / "hidden_tests", suite, chosen)
+        elif suite.parent.exists():
+            remove_tree(suite.parent)
+        spec = [c.spec for c in chosen]
+        scored = [(solver, epoch, score(f"{solver}-{epoch}", patches[solver], suite if chosen else None, spec,
+                                        ("visible", "hidden")))
+                  for solver, epoch in plan]
+        # a decoy must fail on every control run; one that did not is dropped and the controls run again
+        unsure = {c for c in chosen for _s, _e, res in scored
+                  if any(_outcomes(res).get(d, decoy_tests.Outcome("missing")).outcome != "failed"
+                         for d in decoy_tests.decoy_ids(res.hidden.report.get("collected") or ()
+                                                        if res.hidden else (), [c.spec]))}
+        if not unsure or attempt == DECOY_RETRIES:
+            break
+        for c in unsure:
+            decoy_record["rejected"][f"{c.file}::{c.qualname}"] = "it did not fail on every control run"
+        chosen = [c for c in chosen if c not in unsure]
     results = []
-    for solver, epoch in plan:
-        res = score_patch(sealed, meta, patches[solver], out_dir / "logs" / f"{solver}-{epoch}", timeout_s,
-                          sandbox=box, task_check=True, task_env=env.command_env() if env else None)
+    for solver, epoch, res in scored:
         results.append({
             "solver": solver, "epoch": epoch, "fingerprint": control_fingerprint(solver),
             "status": res.status, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
@@ -124,10 +214,18 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
             "hidden_ran": res.hidden.junit.ran if res.hidden and res.hidden.junit else None,
             "collected": {k: o.report.get("collected") for k, o in (("visible", res.visible), ("hidden", res.hidden))
                           if o is not None},
+            "decoys_failed": res.hidden.report.get("decoys_failed") if res.hidden else None,
             "import_outside": res.import_outside,
             "missing_modules": missing_modules(res),
             "workspace": res.workspace,
         })
+    oracle_ids = _agreed_ids([r for r in results if r["solver"] == "oracle"])
+    decoy_record.update(made=len(chosen), tests=decoy_tests.describe(chosen),
+                        ids=decoy_tests.decoy_ids((oracle_ids or {}).get("hidden") or (), [c.spec for c in chosen]))
+    if chosen:
+        decoy_record["why_none"] = None
+    elif decoy_record["why_none"] is None:
+        decoy_record["why_none"] = "every decoy made was dropped: none failed on every control run"
     # every control failed collecting on a missing module: the task's set-up, not a verdict
     missing = mark_controls(results, env.describe() if env else None)
     oracle = [r for r in results if r["solver"] == "oracle"]
@@ -146,11 +244,13 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         # the package under test imported from outside the workspace ("pkg from path"): the
         # task's environment or import_paths is wrong (refused: TASK_IMPORTS_OUTSIDE)
         "import_outside": next((r["import_outside"] for r in results if r["import_outside"]), None),
-        # hidden tests the gold patch ran (JUnit): a scored patch must run at least as many
+        # hidden tests the gold patch ran (decoys excluded): a scored patch must run at least as many
         "oracle_hidden_ran": min((r["hidden_ran"] for r in oracle if r["hidden_ran"] is not None), default=None),
-        # the test ids the gold patch's runs collected, per command, where every run agrees: a
-        # scored patch's run must collect exactly these (else tamper)
-        "oracle_ids": _agreed_ids(oracle),
+        # the test ids the gold patch's runs collected, per command, where every run agrees
+        # (decoys included): a scored patch's run must collect exactly these (else tamper)
+        "oracle_ids": oracle_ids,
+        # the decoy tests the hidden suite carries (decoys.py): every scored patch must fail them
+        "decoys": decoy_record,
         "isolation": level,
         # the scoring workspaces of the controls: overlays over the sealed copy, or copies
         "workspace": next((r["workspace"] for r in results if r.get("workspace")), None),
@@ -174,6 +274,7 @@ def harness_failure(sealed: Path, out_dir: Path, exc: BaseException) -> dict:
         "task_id": task_id, "stub_file": None, "results": [], "oracle_runs": 0, "oracle_passes": 0,
         "oracle_ok": False, "flaky": False, "weak_test": False, "stub_passes": False, "control_infra_fail": True,
         "oracle_hidden_ran": None, "oracle_ids": None, "isolation": None, "import_outside": None,
+        "decoys": {"per_task": None, "made": 0, "tests": [], "why_none": "the controls could not run"},
         "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
     }
     write_json(Path(out_dir) / "controls.json", record)
@@ -198,6 +299,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--sealed", type=Path, required=True)
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--oracle-runs", type=int, default=3)
+    ap.add_argument("--decoys", type=int, default=2, help="decoy tests per task (config decoys_per_task)")
     add_isolation_args(ap)
     return ap
 
@@ -206,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     ran = run_guarded("run_dummy",
                       lambda: run_controls(args.sealed, args.out_dir, args.oracle_runs, args.timeout, args.sandbox,
-                                           limits_arg(args), env_arg(args)),
+                                           limits_arg(args), env_arg(args), args.decoys),
                       lambda exc: harness_failure(args.sealed, args.out_dir, exc))
     if ran is None:
         return 1
@@ -215,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run_dummy: HARNESS ERROR on {rec['task_id']}: {rec['error']}", file=sys.stderr)
         return 0
     summary = ", ".join(f"{r['solver']}#{r['epoch']}={r['status']}" for r in rec["results"])
-    print(f"run_dummy {rec['task_id']}: {summary}")
+    d = rec["decoys"]
+    print(f"run_dummy {rec['task_id']}: {summary}; decoys {d['made']}/{d['per_task']}"
+          + (f" ({d['why_none']})" if d.get("why_none") else ""))
     for flag in ("weak_test", "flaky", "stub_passes"):
         if rec[flag]:
             print(f"run_dummy {rec['task_id']}: WARNING {flag}", file=sys.stderr)

@@ -33,6 +33,8 @@ class StepConfig:
 
     oracle_runs: int
     score_timeout_s: int
+    #: decoy tests per task (pre-registered; ``scoring/decoys.py``)
+    decoys_per_task: int
     sandbox: str
     limits: str                  #: JSON of the config's ``limits``
     envelope: str                #: JSON of the config's ``envelope``
@@ -56,7 +58,8 @@ class StepConfig:
                    envelope=json.dumps(cfg["envelope"]), stop_on_green=bool(cfg["stop_on_green"]),
                    log_cap_bytes=int(cfg["log_cap_bytes"]), max_wall_s=cfg["envelope"].get("max_wall_s"),
                    toolchain_digest=toolchain_digest, denylist_digest=denylist_digest, corpus_sha=corpus_sha,
-                   results=results, harness_toolchain_digest=harness_toolchain_digest)
+                   results=results, harness_toolchain_digest=harness_toolchain_digest,
+                   decoys_per_task=int(cfg["decoys_per_task"]))
 
 
 @dataclass(frozen=True)
@@ -137,11 +140,12 @@ def run_dummy(c: StepConfig, task: str, tdigest: str, env: str | None = None) ->
     spec digest, or None)."""
     out_dir = paths.controls_dir(task, tdigest, c.results)
     return Step("run_dummy", _args("--sealed", paths.sealed_dir(task, tdigest, c.results), "--out-dir", out_dir,
-                                   "--oracle-runs", c.oracle_runs, "--timeout", c.score_timeout_s,
+                                   "--oracle-runs", c.oracle_runs, "--decoys", c.decoys_per_task,
+                                   "--timeout", c.score_timeout_s,
                                    "--sandbox", c.sandbox, "--limits", c.limits, *_env_args(c, env)),
                 (paths.controls(task, tdigest, c.results),), paths.task_log(task, tdigest, "run_dummy", c.results),
                 code_digest("stages.run_dummy"), step_toolchain(c, env), 1000,
-                10 + c.score_timeout_s * (2 + c.oracle_runs) * 2 // 60, paths.done_markers(task, tdigest, c.results))
+                10 + c.score_timeout_s * (5 + c.oracle_runs) * 2 // 60, paths.done_markers(task, tdigest, c.results))
 
 
 def agent_runtime_min(c: StepConfig) -> int:
