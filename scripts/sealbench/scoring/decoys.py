@@ -104,7 +104,9 @@ def _rng(seed: bytes, *parts: str) -> random.Random:
 
 
 def is_test_file(name: str) -> bool:
-    return name.endswith(".py") and (name.startswith("test") or name.endswith("_test.py"))
+    """A Python file of a test folder that may hold tests (not ``conftest.py`` or ``__init__.py``:
+    the task's command decides which files run)."""
+    return name.endswith(".py") and name not in ("conftest.py", "__init__.py")
 
 
 # ----------------------------------------------------------------------------- what the agent saw
@@ -214,7 +216,11 @@ def _expectations(fn: ast.AST) -> list[tuple[str, list[ast.AST]]]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         if isinstance(node, ast.Assert):
-            t = node.test
+            conds = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) \
+                else [node.test]
+        else:
+            conds = []
+        for t in conds:
             if isinstance(t, ast.Compare) and len(t.ops) == 1:
                 left, right = t.left, t.comparators[0]
                 if _literalish(right) and not _literalish(left):
@@ -230,7 +236,7 @@ def _expectations(fn: ast.AST) -> list[tuple[str, list[ast.AST]]]:
                 if isinstance(t.ops[0], (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) \
                         and isinstance(right.value, bool):
                     out.append(("truth", [t]))
-            elif not isinstance(t, (ast.Constant, ast.BoolOp)):
+            elif not isinstance(t, (ast.Constant, ast.BoolOp)) and len(conds) == 1:
                 out.append(("truth", [t]))
         if isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
@@ -477,7 +483,7 @@ def candidates(hidden_dir: Path, seen: set[str], forbidden: str, seed: bytes, wa
     for rel, (text, tree) in parsed.items():
         for scope, fn, _cls in _test_functions(tree):
             qual = f"{scope}.{fn.name}" if scope else fn.name
-            if allowed is not None and (rel, qual) not in allowed:
+            if allowed is not None and not any(q == qual and _in_file(path, rel) for path, q in allowed):
                 continue
             if _body_key(fn) in seen:
                 continue
@@ -707,6 +713,17 @@ def select(cands: Sequence[Candidate], collected: Sequence[str], empty: Mapping[
         if c not in chosen:
             why[f"{c.file}::{c.qualname}"] = "not needed (enough decoys)"
     return chosen, why
+
+
+def failing_functions(outcomes: Mapping[str, Outcome]) -> set[tuple[str, str]]:
+    """(file, qualified name) of each test function every one of whose ids failed in a run (the
+    tests that find the bug, in a run without the fix). The file is the node id's path; a
+    candidate's file matches it by suffix (:func:`candidates`)."""
+    by_fn: dict[tuple[str, str], list[str]] = {}
+    for nid, o in outcomes.items():
+        path, qual, _params = _parts(nid)
+        by_fn.setdefault((path, qual), []).append(o.outcome)
+    return {k for k, outs in by_fn.items() if outs and all(o == "failed" for o in outs)}
 
 
 def decoy_ids(collected: Iterable[str], spec: Sequence[tuple[str, str, str]]) -> dict[str, str]:

@@ -134,7 +134,12 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
     prompt = sealed / "prompt.md"
     forbidden = (prompt.read_text("utf-8", "replace") if prompt.exists() else "") + "\n" + seen_text
     seed = decoy_tests.seed_of(sealed)
-    cands = decoy_tests.candidates(hidden, decoy_tests.seen_bodies(visible), forbidden, seed, wanted)
+    # the tests that find the bug: every one of their ids fails without the fix
+    bare = score("decoys-find", patches["empty_diff"], None)
+    found = _outcomes(bare)
+    eligible = decoy_tests.failing_functions(found)
+    cands = decoy_tests.candidates(hidden, decoy_tests.seen_bodies(visible), forbidden, seed, wanted,
+                                   eligible=eligible)
     if not cands:
         record["why_none"] = ("no hidden test that the agent did not also see as a visible test has an expectation "
                               "a decoy can change (an == literal, an assertEqual argument, an asserted condition, "
