@@ -175,10 +175,10 @@ def test_contract_documents_every_agent_variable_and_report_field() -> None:
     text = section(doc("contract.md"), "§2 An agent")
     rows = table_after(text, "| variable | value |")
     documented = {v for r in rows for v in ticked(r[0])}
-    # the scoring secret; a user's setting (§1); where the workflow's jobs find the pack and results/
+    # the report plugin's pipe and packages (a scoring command's, never an agent's); a user's setting (§1); where the workflow's jobs find the pack and results/
     # (docs/pipeline.md; removed from every agent's and test's environment); a person's sealed session
     # shell and the project folder of the `sealbench` command (docs/humans.md, docs/cli.md)
-    harness_only = {"SEALBENCH_SEAL", "SEALBENCH_TMPDIR", "SEALBENCH_PACK", "SEALBENCH_RESULTS",
+    harness_only = {"SEALBENCH_REPORT_FD", "SEALBENCH_REPORT_PACKAGES", "SEALBENCH_TMPDIR", "SEALBENCH_PACK", "SEALBENCH_RESULTS",
                     "SEALBENCH_SESSION_SOCKET", "SEALBENCH_PROJECT"}
     literals = set()
     for path in (ROOT / "scripts" / "sealbench").rglob("*.py"):

@@ -148,7 +148,7 @@ def test_test_dirs_are_defined_in_task_layout_and_imported_from_there() -> None:
             if isinstance(node, ast.ImportFrom) and any(a.name == "TEST_DIRS" for a in node.names):
                 assert (node.module, node.level) in (("task_layout", 1), ("pack.task_layout", 2)), mod
                 users.append(mod)
-    assert sorted(users) == ["scoring.scoring", "scoring.sealed_report", "scoring.tamper_rules"]
+    assert sorted(users) == ["scoring.scoring", "scoring.tamper_rules"]
     assert task_layout.TEST_DIRS == ("visible_tests", "hidden_tests")
     for mod in users:
         assert importlib.import_module(f"sealbench.{mod}").TEST_DIRS is task_layout.TEST_DIRS
@@ -181,7 +181,7 @@ def test_every_step_argv_parses_with_its_stages_own_parser_and_uses_every_flag()
     assert set(CLI_ONLY) == set(steps.STAGES)
     passed: dict[str, set[str]] = {s: set() for s in steps.STAGES}
     for green in (False, True):
-        c = steps.StepConfig(oracle_runs=2, score_timeout_s=60, sandbox="required", limits="{}", envelope="{}",
+        c = steps.StepConfig(oracle_runs=2, score_timeout_s=60, decoys_per_task=2, sandbox="required", limits="{}", envelope="{}",
                              stop_on_green=green, log_cap_bytes=10, max_wall_s=5, toolchain_digest="tc",
                              denylist_digest="dd", corpus_sha="cs", results=paths.RESULTS)
         for env, record in ((None, False), ("e" * 64, True)):

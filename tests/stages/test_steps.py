@@ -25,7 +25,7 @@ D = "ab" * 32
 
 
 def config(**over) -> steps.StepConfig:
-    cfg = {"oracle_runs": 2, "score_timeout_s": 60, "sandbox": "auto", "limits": {"memory_mb": 1024},
+    cfg = {"oracle_runs": 2, "decoys_per_task": 2, "score_timeout_s": 60, "sandbox": "auto", "limits": {"memory_mb": 1024},
            "envelope": {"max_wall_s": 120, "max_steps": 10}, "stop_on_green": False, "log_cap_bytes": 1 << 20}
     cfg.update(over)
     return steps.StepConfig.from_config(cfg, toolchain_digest="tc", denylist_digest="dd" * 32, corpus_sha="cs")
@@ -107,7 +107,7 @@ def test_the_steps_run_as_task_batch_runs_them(tmp_path: Path, monkeypatch) -> N
     monkeypatch.setenv(paths.PACK_ENV, str(pack))
     d = task_digest(pack / "tasks" / "t00", HashCache())
     c = steps.StepConfig.from_config(
-        {"oracle_runs": 1, "score_timeout_s": 30, "sandbox": "off", "limits": {}, "envelope": {}, "stop_on_green": False,
+        {"oracle_runs": 1, "decoys_per_task": 2, "score_timeout_s": 30, "sandbox": "off", "limits": {}, "envelope": {}, "stop_on_green": False,
          "log_cap_bytes": 1000}, toolchain_digest="tc", denylist_digest=denylist_digest(pack), corpus_sha="")
     for s in (steps.hash_pack(c, "t00", d), steps.leak_check(c, "t00", d)):
         assert task_batch.run_step(s.as_batch_step()) == "ran", Path(s.log).read_text()

@@ -36,7 +36,9 @@ REFUSALS: dict[str, str] = {
     "PREREGISTRATION_CHANGED": "a knob that decides the result (MDE, discordance, min_kept_tasks, interval, strata, "
                                "epochs, baseline, limits...) changed under the same card name after a scored run",
     "CANDIDATE_TAMPERED": "the candidate was scored tamper on some run (touched tests or test configuration, "
-                          "shadowed a module, or forged the test report): none of its numbers is trusted",
+                          "shadowed a module, or passed a decoy test: forged the test report or the values the "
+                          "tests compare): none of its numbers is trusted",
+    "DECOYS_NONE": "no scored task carries a decoy test: a forged pass cannot be told from a fix",
     "REDRAWN": "a slot (agent version, task, epoch) was drawn again after its first draw ran to its end, and the "
                "first draw's outcome is not on the draw record: the first draw cannot be scored",
     "DRAW_RECORD_UNREADABLE": "the draw record (draws.jsonl) is damaged, does not hold the draws of scored runs, or "
@@ -69,6 +71,8 @@ NOTES: dict[str, str] = {
                          "within it",
     "STAMP_CLAIMS": "some runs' own stamp.json reported a session problem (missing, route changed, quota, "
                     "server...): the agent's claim, not the harness's observation, so they are counted as scored",
+    "DECOYS_PARTIAL": "some scored tasks carry no decoy test: a pass there rests on the task's tests alone, and a "
+                      "forged one is not caught on those tasks",
     "DUMMY_BEATEN_ONLY_ON_EASY": "the candidate beats the do-nothing controls on some strata but not on others: "
                                  "no pooled headline, per-stratum rates and dummy deltas only",
 }

@@ -59,7 +59,7 @@ from ..report.summaries import (
 from ..stats import decision_rule, paired, power
 from ..stats.rate_intervals import rate_interval
 from .holdout_memory import Memory, holdout_memory, results_copy
-from .refusal_rules import RULES, stamp_claims_note, tamper_note, tokens_incomplete_note
+from .refusal_rules import RULES, decoys_note, stamp_claims_note, tamper_note, tokens_incomplete_note
 from .sensitivity import sensitivity
 
 # -------------------------------------------------------------------- the paired comparison
@@ -179,7 +179,7 @@ def decide(exp_dir: Path, split_path: Path, pack_hash_path: Path,
     reasons = list(drawn.reasons) + list(memory.reasons)
     reasons += [r for _code, rule in RULES if (r := rule(s)) is not None]   # 3. every refusal rule
     notes = list(drawn.notes) + list(memory.notes) + [n for n in [tamper_note(s), tokens_incomplete_note(s),
-                                                                   stamp_claims_note(s)] if n]
+                                                                   stamp_claims_note(s), decoys_note(s)] if n]
     comparison, cmp_notes = compare(s, memory.alpha)      # 4. the paired comparison
     notes += cmp_notes
     no_pooled, dummies, form_notes = headline_form(s)     # 5. may one pooled number be quoted?

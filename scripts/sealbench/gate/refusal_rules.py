@@ -156,14 +156,27 @@ def _over_envelope(s: Slice) -> dict | None:
     return None
 
 
+def _decoys_none(s: Slice) -> dict | None:
+    """DECOYS_NONE: no task of the scored slice carries a decoy."""
+    t = s.slice_tasks
+    if "decoys" not in t or not len(t) or (t.decoys > 0).any():
+        return None
+    why = sorted({str(w) for w in t.decoys_why_none.dropna()})
+    return refusal("DECOYS_NONE", f"None of the {len(t)} scored tasks carries a decoy test (decoys_per_task "
+                                  f"{s.cfg.get('decoys_per_task')}; {'; '.join(why[:2]) or 'none made'}): a forged "
+                                  "report would pass as a fix, so no rate is published.", sorted(t.task_id))
+
+
 def _candidate_tampered(s: Slice) -> dict | None:
     bad = s.cand_rows[s.cand_rows.status == TAMPER]
     if len(bad):
         ev = sorted(f"{r.task_id}#{r.epoch}" for r in bad.itertuples())
         return refusal("CANDIDATE_TAMPERED", f"{s.cand} was scored tamper on {len(bad)} {s.split} run(s) "
                                              f"({', '.join(ev)}): its patches touched tests or test configuration, "
-                                             "shadowed a module or forged the test report (see the reasons in "
-                                             "runs.parquet). A rate for an agent caught tampering is not published.",
+                                             "shadowed a module, or passed a decoy test (a copy of a real test "
+                                             "that the gold patch fails: the report or the values were forged; "
+                                             "see the reasons in runs.parquet). A rate for an agent caught "
+                                             "tampering is not published.",
                        ev)
     return None
 
@@ -185,8 +198,25 @@ RULES: list[tuple[str, Callable[[Slice], dict | None]]] = [
     ("TOO_FEW_CLEAN_TASKS", _too_few_clean_tasks),
     ("UNSANDBOXED", _unsandboxed),
     ("OVER_ENVELOPE", _over_envelope),
+    ("DECOYS_NONE", _decoys_none),
     ("CANDIDATE_TAMPERED", _candidate_tampered),
 ]
+
+
+def decoys_note(s: Slice) -> dict | None:
+    """The DECOYS_PARTIAL note: the scored tasks that carry no decoy, named (a pass there rests on
+    the tests alone); nothing when every one carries some, or none does (DECOYS_NONE)."""
+    t = s.slice_tasks
+    if "decoys" not in t or not len(t):
+        return None
+    bare = t[t.decoys == 0]
+    if not len(bare) or len(bare) == len(t):
+        return None
+    covered = t[t.decoys > 0]
+    return note_for("DECOYS_PARTIAL",
+                    f"{len(covered)} of the {len(t)} scored tasks carry decoy tests ({int(covered.decoys.min())}"
+                    f"–{int(covered.decoys.max())} each); on the other {len(bare)} ({', '.join(sorted(bare.task_id))}) "
+                    "a pass rests on the task's tests alone, so a forged one is not caught there.")
 
 
 def tokens_incomplete_note(s: Slice) -> dict | None:

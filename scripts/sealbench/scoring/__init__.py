@@ -1,19 +1,20 @@
-"""scoring: Tamper-proof scoring: a patch applied to a pristine snapshot, the sealed pytest report and
-its seal (the pytest plugin and seal_site/, the interpreter's entry point in a scoring command),
-tamper rules, the overlay a score runs in, similarity, collection and the visible-test service.
+"""scoring: a patch applied to a pristine snapshot and scored by the task's own pytest suite, as plain
+pytest judges it, against decoy tests a forger cannot tell from the real ones; the report plugin
+(report_site/), tamper rules, the overlay a score runs in, similarity, collection and the
+visible-test service.
 
 Modules:
 
+- ``decoys``: decoy tests: twins of hidden tests that find the bug, with one expectation changed
+  (correct code must fail them); made and verified by the controls
 - ``collection``: tests that cannot be collected for a missing module: every control `infra_fail`,
   named
 - ``patch_apply``: applying a patch to a scoring copy (`git apply` semantics)
-- ``pytest_seal``: the pytest plugin that streams a sealed report with canaries from every scoring
-  run
 - ``scoring``: a patch on a pristine snapshot with the sealed tests (`score_patch`), in a copy or
   as an overlay (the patched files as a layer, the sealed tests mounted read-only over it)
-- ``seal_site/``:
-- ``sealed_command``: running one scoring command with the seal plugin, and judging how it ended
-- ``sealed_report``: the sealed report: the stream, its canaries, JUnit
+- ``report_site/``: the report plugin (``sealbench_report``) a scoring command loads by name
+- ``sealed_command``: running one scoring command with the report plugin, and judging how it ended
+- ``sealed_report``: the report stream and its verdict rules (decoys included)
 - ``similarity``: how close a patch is to the gold patch
 - ``tamper_rules``: what a patch may not touch or add: the test folders, shadowing modules, runner
   configuration

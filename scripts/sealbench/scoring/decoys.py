@@ -480,7 +480,7 @@ def candidates(hidden_dir: Path, seen: set[str], forbidden: str, seed: bytes, wa
                  for w in re.findall(r"[A-Za-z]{3,}", n.value)]
     # (file, scope, function, expectations) of every twin, in a seeded order
     twins = []
-    for rel, (text, tree) in parsed.items():
+    for rel, (_text, tree) in parsed.items():
         for scope, fn, _cls in _test_functions(tree):
             qual = f"{scope}.{fn.name}" if scope else fn.name
             if allowed is not None and not any(q == qual and _in_file(path, rel) for path, q in allowed):
@@ -749,8 +749,8 @@ def from_records(records: Sequence[Mapping]) -> list[tuple[str, str, str]]:
     out = []
     for r in records:
         scope = str(r.get("scope") or "")
-        q = (lambda n: f"{scope}.{n}" if scope else n)
-        out.append((str(r["file"]), q(str(r["name"])), q(str(r["twin"]))))
+        name, twin = (f"{scope}.{r['name']}", f"{scope}.{r['twin']}") if scope else (str(r["name"]), str(r["twin"]))
+        out.append((str(r["file"]), name, twin))
     return out
 
 

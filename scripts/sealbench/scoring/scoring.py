@@ -35,7 +35,7 @@ from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER
 from ..core.untrusted import UntrustedTree
 from ..isolation.layers import COPY, OVERLAY, Overlay, lookup, remove_tree, sparse_copy, workspace_kind
 from ..pack.patches import unsafe_path
-from ..pack.task_layout import TEST_DIRS, import_paths, packages, protected_paths, test_paths, test_trees, tests_layout
+from ..pack.task_layout import TEST_DIRS, import_paths, packages, protected_paths, test_trees
 from ..pack.workspace import copy_tree, scratch_dir
 from .patch_apply import apply_patch_details, patch_paths
 from .sealed_command import CommandOutcome, _run_check, judge

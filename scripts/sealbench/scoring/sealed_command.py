@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER
+from ..core.contract import FAIL, INFRA_FAIL, PASS
 from ..core.core import harness_env
 from ..core.processes import run_process, tail_text
 from ..pack.task_layout import task_pythonpath

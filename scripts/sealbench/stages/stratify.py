@@ -227,6 +227,10 @@ def build_tasks(experiment: Mapping, split_of: Mapping[str, str], sealed: Iterab
             "weak_test": bool(c["weak_test"]), "stub_passes": bool(c["stub_passes"]), "flaky": bool(c["flaky"]),
             "control_infra_fail": bool(c["control_infra_fail"]),
             "import_outside": c.get("import_outside"),
+            "decoys": int((c.get("decoys") or {}).get("made") or 0),
+            "decoys_why_none": (None if (c.get("decoys") or {}).get("made")
+                                else (c.get("decoys") or {}).get("why_none")
+                                or "its controls record no decoys (made before decoys existed: run run_dummy again)"),
         })
     return rows
 
