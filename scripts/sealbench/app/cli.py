@@ -78,6 +78,21 @@ def _identity_lines(name: str, ident: dict, first: int = 5) -> list[str]:
     return lines
 
 
+def _decoys_line(plan, per_task: int) -> str:
+    """What ``validate`` says of decoys before any run: the tasks none can be made for, named."""
+    from ..scoring.decoys import twinnable
+
+    if per_task <= 0:
+        return "decoys: decoys_per_task is 0: no task will carry decoys, and the gate refuses a headline (DECOYS_NONE)"
+    none = sorted(tid for tid, t in plan.tasks.items() if twinnable(t.dir) == 0)
+    line = (f"decoys: {per_task} per task pre-registered; {len(plan.tasks) - len(none)} of {len(plan.tasks)} tasks "
+            "have hidden-only tests a decoy can twin (which hold is known after run_dummy: controls.json decoys)")
+    if none:
+        line += (f"; none can be made for {', '.join(none[:10])}{' …' if len(none) > 10 else ''} (no hidden test the "
+                 "agent did not also see has an expectation a decoy can change)")
+    return line
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from ..provenance.identity import agent_identity
     from ..stages import hash_pack, split
@@ -91,6 +106,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"split: {'frozen' if frozen else 'not yet written'}; tune={len(manifest['tune'])} holdout={len(manifest['holdout'])}")
     scored = cfg["score_split"]
     print("power: " + power_sentence(len(manifest[scored]), scored, cfg["mde"], cfg["planning_discordance"]))
+    print(_decoys_line(plan, cfg["decoys_per_task"]))
     from ..isolation.sandbox import bwrap_problem
     from .preflight import foreseeable_refusals, preflight_lines
 

@@ -987,15 +987,17 @@ def section_tasks(tasks: pd.DataFrame, decision: Mapping) -> str:
         other.append("<td>" + "".join(f'<span class="flag">{esc(f)}</span>' for f in flags) + "</td>")
 
     def flag(col: str, c: str) -> str:
-        bad = (col == "oracle_ok" and c == "False") or (col in ("weak_test", "flaky", "leak") and c == "True")
+        bad = (col == "oracle_ok" and c == "False") or (col in ("weak_test", "flaky", "leak") and c == "True") \
+            or (col == "decoys" and c == "0")
         return "fail" if bad else ""
 
     rows = ["scored" if scored is not None and t.get("split") == scored else "" for t in records]
-    body = html_table(table, [(3, "clock s", clocks), (4, "oracle passes", oracle), (7, "other flags", other)],
+    body = html_table(table, [(3, "clock s", clocks), (4, "oracle passes", oracle), (8, "other flags", other)],
                       flag, rows)
     return ('<section id="tasks"><h2>Tasks</h2><p class="sub">One row per task, the scored split first (its rows '
             "marked with a blue left edge): its checks (oracle_ok: the gold patch passed every run; weak_test: "
-            "the empty diff passes; flaky; leak: a leak suspect), clock and the other flags. Each task's title "
+            "the empty diff passes; flaky; decoys: the decoy tests its hidden suite carries, 0 marked: a pass "
+            "there rests on its tests alone; leak: a leak suspect), clock and the other flags. Each task's title "
             "and each solver's outcome are under Per-task outcomes.</p>" + body + "</section>")
 
 

@@ -115,10 +115,10 @@ def pass_at_k_table(decision: Mapping) -> Table | None:
 
 
 def tasks_table(tasks) -> Table:
-    cols = ("task_id", "stratum", "split", "oracle_ok", "weak_test", "flaky", "leak_suspect", "task_digest")
+    cols = ("task_id", "stratum", "split", "oracle_ok", "weak_test", "flaky", "decoys", "leak_suspect", "task_digest")
     values = [tasks[c].tolist() if c in tasks.columns else [None] * len(tasks) for c in cols]  # column by column
     return _table([[*t[:-1], str(t[-1] or "")[:12]] for t in zip(*values)],
-                  ["task", "stratum", "split", "oracle_ok", "weak_test", "flaky", "leak", "digest"], "Tasks")
+                  ["task", "stratum", "split", "oracle_ok", "weak_test", "flaky", "decoys", "leak", "digest"], "Tasks")
 
 
 # ---------------------------------------------------------------------- the lines between

@@ -758,6 +758,22 @@ def dumps(chosen: Sequence[Candidate]) -> str:
     return json.dumps(describe(chosen), indent=2)
 
 
+def twinnable(task_dir: Path) -> int:
+    """How many hidden tests of a task (a pack's or a sealed one) could carry a decoy, read from
+    its files alone: hidden-only tests with an expectation a decoy can change. Which of them fail
+    without the fix, and so which decoys hold, only the controls' runs tell (``run_dummy``)."""
+    hidden, visible = Path(task_dir) / "hidden_tests", Path(task_dir) / "visible_tests"
+    seen = seen_bodies(visible)
+    n = 0
+    for f in sorted(p for p in hidden.rglob("*.py") if p.is_file() and is_test_file(p.name)) if hidden.is_dir() else []:
+        try:
+            tree = ast.parse(f.read_text("utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        n += sum(1 for _scope, fn, _cls in _test_functions(tree) if _body_key(fn) not in seen and _expectations(fn))
+    return n
+
+
 def suite_dir(controls_dir: Path) -> Path:
     """Where ``run_dummy`` keeps a task's decoyed hidden tests: beside its ``controls.json``."""
     return Path(controls_dir) / "decoys" / "hidden_tests"
