@@ -14,7 +14,8 @@ How decoys are made (:func:`candidates`, then :func:`select` on the controls' ru
   exception type of ``pytest.raises``/``assertRaises`` — one leaf of it: a number, a string, an
   element of a collection, an argument of ``Decimal("…")``, a builtin exception type.
 - **Values** follow no fixed rule (random, of the same type, format and size) and appear nowhere
-  in the prompt or the visible tests; names are made from the file's own words in the file's own
+  in the prompt or the visible tests, and neither does the real value a decoy stands beside (it
+  would tell which of the pair is real); names are made from the file's own words in the file's own
   style; decoys go at random places among the file's tests (in the same class for methods); the
   twin's comments are removed from both copies (a comment could say which value is right).
 - **Kept** only when, on the controls' own runs of the suite with the candidates in it, the twin
@@ -535,6 +536,8 @@ def _one(parsed: tuple[str, ast.Module], rel: str, scope: str, fn: ast.AST, exps
     if kind == "exception":
         old = ast.get_source_segment(text, nodes[0]) or ""
         short = old.rsplit(".", 1)[-1]
+        if _mentioned(short, forbidden):
+            return None
         options = [e for e in EXCEPTIONS if e != short and not _mentioned(e, forbidden)]
         if not options:
             return None
@@ -553,7 +556,12 @@ def _one(parsed: tuple[str, ast.Module], rel: str, scope: str, fn: ast.AST, exps
             leaves = _leaves(node)
             numbers = [lf for lf in leaves if isinstance(lf.value, (int, float))
                        or (isinstance(lf.value, str) and _NUMERIC.match(lf.value))]
-            target = rng.choice(numbers or leaves)
+            # a real value the prompt or the visible tests quote would tell which of the pair is real
+            unquoted = [lf for lf in (numbers or leaves)
+                        if not _mentioned(ast.get_source_segment(text, lf) or repr(lf.value), forbidden)]
+            if not unquoted:
+                return None
+            target = rng.choice(unquoted)
             old = ast.get_source_segment(text, target) or repr(target.value)
             new = None
             for _ in range(8):
