@@ -330,7 +330,7 @@ def run_process(command: str, cwd: Path, env: Mapping[str, str], timeout_s: floa
 
     Standard input is ``/dev/null``; stdout/stderr go to files, each capped at ``cap_bytes``
     (its first and last half kept, the rest counted, not stored: see :func:`_pump`);
-    ``pass_fds`` are inherited by the command (the sealed report's pipes, see ``pytest_seal``).
+    ``pass_fds`` are inherited by the command (the report plugin's pipe, see ``sealed_command``).
     Nothing the command started survives: its process group is killed, and (this process being
     a subreaper) so is every orphan it left behind. A command ended by the harness has
     ``returncode`` None and the ``signal`` it ended on (see :class:`ProcessResult`).

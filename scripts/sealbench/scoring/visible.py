@@ -12,7 +12,7 @@ A green run in the worker's workspace proves little by itself (the worker may ha
 ``conftest.py`` that forces passes, then deleted it). So each green run is *sealed*
 (``seal_check``): the workspace's patch at that moment is scored like a final patch — applied
 to a pristine snapshot under the tamper rules, the visible tests restored from the sealed
-pack, canaries added — and the attempt counts as green (``sealed_green``) only if that passes.
+pack — and the attempt counts as green (``sealed_green``) only if that passes.
 
 Frames on the socket: 1 byte kind (``o`` output, ``x`` exit code) + 4 bytes big-endian
 length + payload.
@@ -207,8 +207,8 @@ def sealed_green(sealed_task: Path, meta: dict, ws, logdir: Path, timeout_s: flo
                  sandbox=None, task_env: dict[str, str] | None = None) -> tuple[bool, str | None]:
     """Whether the workspace ``ws`` (a :class:`~sealbench.pack.workspace.Workspace`) *as it stands
     now* passes the visible suite when scored like a final patch: its diff applied to a pristine
-    snapshot under the tamper rules, ``visible_tests/`` restored from the sealed pack, canaries
-    added. Returns (green, why not)."""
+    snapshot under the tamper rules, ``visible_tests/`` restored from the sealed pack.
+    Returns (green, why not)."""
     from ..pack.workspace import workspace_patch
     from .scoring import score_patch
 
