@@ -347,6 +347,10 @@ class TaskCheck:
     empty: str | None = None             # status of the empty diff
     oracle: str | None = None            # status of the oracle
     reason: str | None = None
+    #: the decoy tests the pipeline's controls will be able to make for it (``run_dummy.make_decoys``,
+    #: 2 asked for), and why none (None: some)
+    decoys: int = 0
+    decoys_why_none: str | None = None
 
 
 def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mode: str = "auto",
@@ -364,6 +368,7 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
     from ..pack.packs import validate_meta
     from ..pack.workspace import scratch_dir
     from ..scoring.scoring import score_patch
+    from ..stages.run_dummy import make_decoys, stub_patch
 
     pack = Path(pack).absolute()
     tdir = pack / "tasks" / task_id
@@ -388,6 +393,19 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
         empty = score_patch(tdir, meta, b"", logs / "empty", timeout_s, sandbox=box, task_env=task_env)
         gold = score_patch(tdir, meta, oracle, logs / "oracle", timeout_s, oracle=oracle, sandbox=box,
                            task_env=task_env)
+        chosen, decoy_record = [], {"why_none": "the task does not verify"}
+        if empty.status == FAIL and gold.status == PASS:
+            # the decoys the pipeline's controls will make (coverage, said per task and in the summary)
+            def score(name: str, patch: bytes, hidden_tests: Path | None):
+                return score_patch(tdir, meta, patch, logs / name, timeout_s, sandbox=box, task_env=task_env,
+                                   hidden_tests=hidden_tests, commands=("hidden",))
+            try:
+                stub = stub_patch(tdir, meta)[0]
+            except Exception as exc:  # noqa: BLE001 - no stub: the controls will say so; no decoys here
+                decoy_record = {"why_none": f"no stub control: {exc}"}
+            else:
+                chosen, decoy_record = make_decoys(tdir, meta, logs / "decoys", {"empty_diff": b"", "oracle": oracle,
+                                                                                 "stub": stub}, 2, score)
     finally:
         shutil.rmtree(logs, ignore_errors=True)
     problems = []
@@ -398,4 +416,17 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
                         f"{empty.hidden_pass}; {must}){': ' + empty.reason if empty.reason else ''}")
     if gold.status != PASS:
         problems.append(f"the oracle scored {gold.status}: {gold.reason}")
-    return TaskCheck(task_id, not problems, empty.status, gold.status, "; ".join(problems) or None)
+    return TaskCheck(task_id, not problems, empty.status, gold.status, "; ".join(problems) or None,
+                     len(chosen), None if chosen else decoy_record.get("why_none"))
+
+
+def decoy_coverage(checks: list[TaskCheck]) -> str:
+    """The builder's closing line on decoys: of the tasks kept, how many carry decoys."""
+    kept = [c for c in checks if c.ok]
+    if not kept:
+        return "decoys: no task kept"
+    covered = [c for c in kept if c.decoys]
+    bare = sorted(c.task_id for c in kept if not c.decoys)
+    return (f"decoys: {len(covered)} of {len(kept)} kept tasks carry decoy tests "
+            f"({100 * len(covered) / len(kept):.0f}%)" + (f"; none for {', '.join(bare[:8])}"
+                                                          f"{' …' if len(bare) > 8 else ''}" if bare else ""))

@@ -36,6 +36,7 @@ from .pack_common import (
     TaskFiles,
     TestResult,
     TestRun,
+    decoy_coverage,
     detect_layout,
     pytest_command,
     run_tests,
@@ -372,6 +373,7 @@ def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> di
         f"(each test run up to {p.timeout:.0f} s)")
     refused = progress.refused
     kept: dict[str, Mutant] = {}
+    checks: list = []          # the verified tasks' checks (their decoy coverage)
     rows: list[tuple[str, str, str]] = []
     for group in schedule(candidates, opts.seed):
         if len(kept) >= opts.max_tasks:
@@ -411,6 +413,7 @@ def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> di
                 log(f"removed {tid}: {why[:400]}{' …' if len(why) > 400 else ''}")     # one line
                 continue
             kept[tid] = m
+            checks.append(check)
             progress.kept += 1
             log(f"kept {tid} ({len({r.key for r in o.catching})} catching test functions), verified "
                 f"[{progress.line()}]")
@@ -421,7 +424,7 @@ def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> di
         rows.append((tid, f"kept ({s})", f"{kept[tid].func_lines}-line function {kept[tid].function}"))
     skipped = [(r.id, r.message.strip().splitlines()[0] if r.message.strip() else "") for r in p.skipped]
     return {"pack": str(out), "kept": sorted(kept), "refused": dict(refused), "candidates": len(candidates),
-            "rows": rows, "strata": strata, "skipped": skipped}
+            "rows": rows, "strata": strata, "skipped": skipped, "decoys": decoy_coverage(checks)}
 
 
 def _set_stratum(meta_path: Path, stratum: str) -> None:
@@ -446,6 +449,8 @@ def print_summary(summary: dict) -> None:
     why = "; ".join(f"{n} {REFUSALS[k]}" for k, n in sorted(summary["refused"].items())) or "none"
     con.print(f"{len(summary['kept'])} tasks kept and verified, from {summary['candidates']} candidate sites. "
               f"Refused: {why}.")
+    if summary.get("decoys"):
+        con.print(summary["decoys"])
     skipped = summary.get("skipped") or []
     if skipped:
         shown = "; ".join(f"{tid}{f' ({msg})' if msg else ''}" for tid, msg in skipped[:SKIPPED_SHOWN])

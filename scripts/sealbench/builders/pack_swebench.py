@@ -208,6 +208,7 @@ class Outcome:
     stratum: str | None = None
     fix_lines: int | None = None
     why: str | None = None
+    decoys: int | None = None    # decoy tests the pipeline's controls can make for it (imported ones)
 
 
 def requirement_overrides(pairs: list[str], instances: list[Instance]) -> dict[str, Path]:
@@ -313,7 +314,8 @@ def import_swebench(opts: Options, log=print) -> list[Outcome]:
             outcomes.append(Outcome(inst.instance_id, "not verified", plan.meta["stratum"], size, check.reason))
             log(f"{inst.instance_id}: removed, it does not verify: {check.reason}")
             continue
-        outcomes.append(Outcome(inst.instance_id, "imported", plan.meta["stratum"], size))
+        outcomes.append(Outcome(inst.instance_id, "imported", plan.meta["stratum"], size,
+                                None if check.decoys else check.decoys_why_none, check.decoys))
         log(f"{inst.instance_id}: imported ({plan.meta['stratum']}, {size} changed lines), verified")
     _drop_unused_envs(pack, set(plugins))
     return outcomes
@@ -357,6 +359,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     Console().print(summary_table(outcomes, out))
     kept = sum(o.status == "imported" for o in outcomes)
     print(f"{out}: {kept} of {len(outcomes)} instances imported and verified")   # one line, whatever the width
+    covered = [o for o in outcomes if o.status == "imported" and o.decoys]
+    if kept:
+        bare = sorted(o.id for o in outcomes if o.status == "imported" and not o.decoys)
+        print(f"decoys: {len(covered)} of {kept} imported tasks carry decoy tests ({100 * len(covered) / kept:.0f}%)"
+              + (f"; none for {', '.join(bare[:8])}{' …' if len(bare) > 8 else ''}" if bare else ""))
     print(f"{out}/denylist.txt: these instances are public; see docs/packs.md before quoting a headline")
     return 0 if all(o.status == "imported" for o in outcomes) else 1
 

@@ -444,14 +444,10 @@ def _insert_points(tree: ast.Module, cls: ast.ClassDef | None, nlines: int) -> l
     """Lines a decoy may be inserted before (1-based; ``nlines + 1``: the end of the file), among
     the tests of its scope: before a test (its decorators included), or after the last one."""
     body = cls.body if cls is not None else tree.body
-    starts = []
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            starts.append(first)
-    last = body[-1].end_lineno if body else nlines
-    if cls is None:
-        return starts + [nlines + 1]
+    defs = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    starts = [min([n.lineno] + [d.lineno for d in n.decorator_list]) for n in defs]
+    # after the scope's last definition (not after a ``__main__`` block or other code below it)
+    last = defs[-1].end_lineno if defs else (body[-1].end_lineno if body else nlines)
     return starts + [last + 1]
 
 

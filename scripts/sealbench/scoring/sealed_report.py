@@ -92,11 +92,13 @@ def test_outcomes(recs: list[dict]) -> dict[str, str]:
 
 
 def failure_lines(recs: list[dict]) -> dict[str, str]:
-    """Each failed test's first failure line (``AssertionError: assert 3 == 5``)."""
+    """Each failed test's first failure, ``Type: first line`` (``AssertionError: assert 3 == 5``;
+    the type is what ended the phase, where the plugin saw it)."""
     out: dict[str, str] = {}
     for r in recs:
         if r.get("kind") == "report" and r.get("outcome") == "failed":
-            out.setdefault(str(r.get("nodeid")), str(r.get("crash") or ""))
+            crash, kind = str(r.get("crash") or ""), str(r.get("exception") or "")
+            out.setdefault(str(r.get("nodeid")), f"{kind}: {crash}" if kind and not crash.startswith(kind) else crash)
     return out
 
 

@@ -113,13 +113,26 @@ def pytest_collectreport(report) -> None:
                 text=_text(lambda: report.longreprtext[-_TEXT_CAP:]))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    excinfo = call.excinfo
+    if excinfo is not None and report is not None:
+        try:
+            report.sealbench_exception = excinfo.typename      # what ended the phase: the type's name
+        except Exception:  # noqa: BLE001 - a report that takes no attribute: the first line says it
+            pass
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_logreport(report) -> None:
     failed = report.outcome == "failed"
     _record(kind="report", nodeid=str(report.nodeid), when=str(report.when), outcome=str(report.outcome),
             text=_text(lambda: report.longreprtext[-_TEXT_CAP:]) if failed else "",
-            crash=_crash(report) if failed else "", xfail=hasattr(report, "wasxfail"),
-            subtest=type(report).__name__ != "TestReport")
+            crash=_crash(report) if failed else "",
+            exception=str(getattr(report, "sealbench_exception", "") or "") if failed else "",
+            xfail=hasattr(report, "wasxfail"), subtest=type(report).__name__ != "TestReport")
 
 
 @pytest.hookimpl(trylast=True)
