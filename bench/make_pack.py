@@ -32,7 +32,7 @@ STAMP = ('echo \'{"server_id": "local", "queue_ms": 0, "retries": 0, "quota_stat
 FIX_AGENT = "sed -i -E 's#return a (-|\\*|//) b#return a + b#' calc.py; " + STAMP
 NOOP_AGENT = "true; " + STAMP
 
-#: pytest runs: scoring vouches only for pytest suites (its sealed report and canaries need pytest)
+#: pytest runs: scoring vouches only for pytest suites (its report plugin and decoys need pytest)
 VISIBLE_CMD = "python -m pytest -q -p no:cacheprovider visible_tests/check_visible.py"
 HIDDEN_CMD = "python -m pytest -q -p no:cacheprovider hidden_tests/check_hidden.py"
 

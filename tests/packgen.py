@@ -23,7 +23,7 @@ ORACLE = (
     "+    return a + b\n"
 )
 #: pytest files that also run as plain scripts (scoring vouches only for pytest runs: its
-#: sealed report and canaries need pytest).
+#: report plugin and decoys need pytest).
 VISIBLE = ("import sys\nsys.path.insert(0, '.')\nfrom calc import add\n\n\ndef test_visible():\n"
            "    assert add(2, 2) == 4\n\n\nif __name__ == '__main__':\n    sys.exit(0 if add(2, 2) == 4 else 1)\n")
 HIDDEN = ("import sys\nsys.path.insert(0, '.')\nfrom calc import add\n\n\ndef test_hidden():\n"
