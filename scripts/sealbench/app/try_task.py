@@ -4,7 +4,8 @@ What an evaluation engineer runs before the full pipeline (as ``inspect eval --l
 SWE-bench's ``--instance_ids``): the attempt runs exactly as a ``run_agent`` job does — a
 sandboxed copy of the task with only the visible tests, the task's clock, the agent contract —
 and is scored exactly as a ``hidden_score`` job does: the patch on a pristine copy, the tests
-restored from the sealed task, the tamper rules. It prints the agent's output tail, the visible
+restored from the sealed task, the tamper rules, and the decoys of the pipeline's controls of
+this task version where they have run (``controls/decoys/``; a try makes no controls). It prints the agent's output tail, the visible
 and hidden result, the patch and the run folder,
 ``results/tries/<task>/<task digest>/<agent>/<fingerprint>/<n>/``. The pipeline never reads
 tries: a try is not a result.
@@ -191,6 +192,8 @@ def _try_task(agent: str, task: str, cfg: dict, results: Path, epochs: int, hold
     if side == "holdout":
         doing("recording the look in the pack's ledger", plan.pack)
         _record_look(plan, manifest, cfg, agent, fp, ident)
+    # the pipeline's controls of this task version, where they ran: their decoys score the try too
+    controls = Path(paths.controls(task, digest, res))
     tries = []
     for epoch in range(1, epochs + 1):
         run_dir = base / str(_next_number(base))
@@ -198,7 +201,7 @@ def _try_task(agent: str, task: str, cfg: dict, results: Path, epochs: int, hold
         run_agent(sealed, run_dir, agent, fp, spec["command"], spec.get("env") or {}, epoch, cfg["envelope"], options)
         doing(f"scoring attempt {epoch} (its folder {run_dir})", run_dir)
         score = score_run(sealed, run_dir, run_dir / "score.json", cfg["score_timeout_s"], cfg["sandbox"],
-                          limits=cfg["limits"], env=env)
+                          controls=controls if controls.is_file() else None, limits=cfg["limits"], env=env)
         tries.append(Try(run_dir, side, score, unsplit_why))
     return tries
 
@@ -254,6 +257,11 @@ def describe(t: Try) -> str:
     vis = {True: "pass", False: "fail", None: "not run"}
     out.append(f"score: visible {vis[s.get('visible_pass')]}, hidden {vis[s.get('hidden_pass')]} → "
                f"{s['status'].upper()}" + (f" ({s['reason']})" if s.get("reason") else ""))
+    hidden = ((s.get("score") or {}).get("hidden") or {}).get("report") or {}
+    out.append(f"decoys: {hidden['decoys']}, from the pipeline's controls of this task (each must fail: "
+               f"{hidden.get('decoys_failed')} did)" if hidden.get("decoys") else
+               "decoys: none (a try scores against the decoys of the pipeline's controls once they have run "
+               "for this task; until then a forged pass is not caught)")
     out.append(f"run folder: {t.run_dir}")
     return "\n".join(out)
 

@@ -368,7 +368,7 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
     from ..pack.packs import validate_meta
     from ..pack.workspace import scratch_dir
     from ..scoring.scoring import score_patch
-    from ..stages.run_dummy import make_decoys, stub_patch
+    from ..stages.run_dummy import task_decoys
 
     pack = Path(pack).absolute()
     tdir = pack / "tasks" / task_id
@@ -396,16 +396,7 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
         chosen, decoy_record = [], {"why_none": "the task does not verify"}
         if empty.status == FAIL and gold.status == PASS:
             # the decoys the pipeline's controls will make (coverage, said per task and in the summary)
-            def score(name: str, patch: bytes, hidden_tests: Path | None):
-                return score_patch(tdir, meta, patch, logs / name, timeout_s, sandbox=box, task_env=task_env,
-                                   hidden_tests=hidden_tests, commands=("hidden",))
-            try:
-                stub = stub_patch(tdir, meta)[0]
-            except Exception as exc:  # noqa: BLE001 - no stub: the controls will say so; no decoys here
-                decoy_record = {"why_none": f"no stub control: {exc}"}
-            else:
-                chosen, decoy_record = make_decoys(tdir, meta, logs / "decoys", {"empty_diff": b"", "oracle": oracle,
-                                                                                 "stub": stub}, 2, score)
+            _suite, chosen, decoy_record = task_decoys(tdir, meta, logs / "decoys", 2, timeout_s, box, task_env)
     finally:
         shutil.rmtree(logs, ignore_errors=True)
     problems = []

@@ -9,7 +9,9 @@ A SWE-bench predictions file is JSON Lines, one object per line::
 :func:`import_predictions` validates every row and scores each valid patch on a verified,
 sealed copy of the pack's task (``hash_pack.seal_task`` into a temporary folder; the pack
 itself is hidden from the scoring sandbox) with ``scoring.score_patch``, exactly as
-``hidden_score`` scores an agent's patch. One record per row is written into the output
+``hidden_score`` scores an agent's patch: against decoy tests made for the task first
+(``run_dummy.task_decoys``, ``decoys_per_task`` of them), so a forged patch passes a decoy and is
+``tamper``; each record says how many decoys its task carried, ``summary.json`` the coverage. One record per row is written into the output
 folder (``<instance_id>.json``, or ``error-line-<N>.json`` for a row that could not be
 scored) plus ``summary.json``. A bad row never stops the others.
 
@@ -166,7 +168,7 @@ def _clear_previous(out_dir: Path) -> None:
 
 
 def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | None = None,
-                       sandbox_mode: str = "auto", timeout_s: float = 300) -> list[dict]:
+                       sandbox_mode: str = "auto", timeout_s: float = 300, decoys_per_task: int = 2) -> list[dict]:
     """Validate and score every row of a predictions file on ``pack`` (see module docstring);
     write one record per row into ``out_dir`` plus ``summary.json``; return the records in
     file order. Raises :class:`PredictionsError` only when the file cannot be read (and
@@ -175,6 +177,7 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
     from ..pack.workspace import scratch_dir
     from ..scoring.scoring import score_patch
     from ..stages.hash_pack import seal_task
+    from ..stages.run_dummy import task_decoys
 
     jsonl, out_dir = Path(jsonl), Path(out_dir).absolute()
     rows = read_rows(jsonl)
@@ -185,6 +188,7 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
     level = resolve_level(sandbox_mode)
     first_line: dict[str, int] = {}
     sealed: dict[str, tuple[Path, str]] = {}
+    decoyed: dict[str, tuple[Path | None, list, dict]] = {}
     records: list[dict] = []
     tmp = scratch_dir("predictions")          # the sealed copies: hidden from the scoring sandbox too
     try:
@@ -223,10 +227,15 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
                     sealed[iid] = (dest / "sealed", digest)
                 sdir, digest = sealed[iid]
                 meta = read_json(sdir / "meta.json")
+                if iid not in decoyed:      # the task's decoys, made once (what hidden_score scores against)
+                    decoyed[iid] = task_decoys(sdir, meta, tmp / iid / "decoys", decoys_per_task, timeout_s, box)
+                suite, spec, made = decoyed[iid]
+                rec.update(decoys=len(spec), decoys_why_none=made.get("why_none"))
                 oracle_file = sdir / "oracle.patch"
                 res = score_patch(sdir, meta, patch_text.encode("utf-8", "surrogateescape"),
                                   out_dir / "logs" / f"line-{lineno:05d}-{iid}", timeout_s,
-                                  oracle=oracle_file.read_bytes() if oracle_file.exists() else None, sandbox=box)
+                                  oracle=oracle_file.read_bytes() if oracle_file.exists() else None, sandbox=box,
+                                  hidden_tests=suite, decoys=spec)
                 rec.update(status=res.status, reason=res.reason, visible_pass=res.visible_pass,
                            hidden_pass=res.hidden_pass, tamper_paths=res.tamper_paths,
                            patch_applied=res.patch_applied, gold_similarity=res.gold_similarity,
@@ -247,8 +256,12 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
     counts: dict[str, int] = {}
     for rec in records:
         counts[rec["status"]] = counts.get(rec["status"], 0) + 1
+    covered = sorted(i for i, (_s, spec, _m) in decoyed.items() if spec)
     write_json(out_dir / SUMMARY, {"source": source, "pack": str(pack), "solver": solver, "rows": len(records),
                                    "counts": dict(sorted(counts.items())), "clock_verified": False,
+                                   "decoys": {"per_task": decoys_per_task, "tasks_scored": len(decoyed),
+                                              "tasks_covered": len(covered),
+                                              "uncovered": sorted(set(decoyed) - set(covered))},
                                    "files": files,
                                    "records": [{k: r[k] for k in ("line", "instance_id", "solver", "status", "reason")}
                                                for r in records]})
@@ -347,13 +360,18 @@ def format_table(records: list[dict]) -> str:
 
 def cmd_import(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / "predictions" / Path(args.file).stem
-    recs = import_predictions(args.file, args.pack, out, args.solver, args.sandbox, args.timeout)
+    recs = import_predictions(args.file, args.pack, out, args.solver, args.sandbox, args.timeout, args.decoys)
     print(format_table(recs))
     counts: dict[str, int] = {}
     for r in recs:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     print(f"{len(recs)} rows: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
           + f"; records in {out}. No clock: time claims are refused for these rows.")
+    d = read_json(Path(out) / SUMMARY).get("decoys") or {}
+    if d.get("tasks_scored"):
+        print(f"decoys: {d['tasks_covered']} of {d['tasks_scored']} tasks scored carry decoy tests"
+              + (f"; none for {', '.join(d['uncovered'][:8])} (a forged patch there is not caught)"
+                 if d.get("uncovered") else ""))
     return 0
 
 
@@ -374,6 +392,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--solver", default=None, help="solver name for every row (default: model_name_or_path)")
     p.add_argument("--timeout", type=float, default=300, help="clock of each scoring command, seconds")
     p.add_argument("--sandbox", default="auto", choices=SANDBOX_MODES)
+    p.add_argument("--decoys", type=int, default=2, help="decoy tests made per task (each must fail; default 2)")
     p.set_defaults(func=cmd_import)
     p = psub.add_parser("export", help="write a solver's epoch-1 patches as a predictions JSONL file")
     p.add_argument("--results", type=Path, default=Path("results"), help="results folder or an experiment folder")

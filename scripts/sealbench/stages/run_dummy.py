@@ -163,6 +163,40 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
     return chosen, record
 
 
+def task_decoys(sealed: Path, meta: dict, out_dir: Path, wanted: int, timeout_s: float, box: object | None,
+                task_env: dict | None = None) -> tuple[Path | None, list[tuple[str, str, str]], dict]:
+    """Decoys for a task scored outside the pipeline (a builder's verification, a predictions
+    file): made as :func:`run_controls` makes them, then checked once more on the gold patch with
+    the decoyed suite (a decoy that does not fail is dropped). Returns the decoyed hidden tests
+    (None: none), the decoys in them ((file, decoy, twin) each) and the record of how they were
+    made (``why_none`` when none)."""
+    sealed, out_dir = Path(sealed), Path(out_dir)
+    oracle = (sealed / "oracle.patch").read_bytes()
+    try:
+        stub = stub_patch(sealed, meta)[0]
+    except SealbenchError as exc:
+        return None, [], {"made": 0, "why_none": f"no stub control: {exc}"}
+
+    def score(logname: str, patch: bytes, hidden_tests: Path | None, spec=()) -> ScoreResult:
+        return score_patch(sealed, meta, patch, out_dir / "logs" / logname, timeout_s, sandbox=box, task_check=True,
+                           task_env=task_env, hidden_tests=hidden_tests, decoys=spec, commands=("hidden",))
+
+    chosen, record = make_decoys(sealed, meta, out_dir, {"empty_diff": b"", "oracle": oracle, "stub": stub}, wanted,
+                                 score)
+    suite = decoy_tests.suite_dir(out_dir)
+    if chosen:
+        decoy_tests.write_suite(sealed / "hidden_tests", suite, chosen)
+        gold = _outcomes(score("decoys-check", oracle, suite, [c.spec for c in chosen]))
+        collected = list(gold)
+        chosen = [c for c in chosen if all(gold.get(d, decoy_tests.Outcome("missing")).outcome == "failed"
+                                           for d in decoy_tests.decoy_ids(collected, [c.spec]))]
+        decoy_tests.write_suite(sealed / "hidden_tests", suite, chosen)
+    record.update(made=len(chosen), tests=decoy_tests.describe(chosen))
+    if chosen:
+        record["why_none"] = None
+    return (suite if chosen else None), [c.spec for c in chosen], record
+
+
 def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: float = 300,
                  sandbox_mode: str = "auto", limits: dict | None = None, env: BuiltEnv | None = None,
                  decoys_per_task: int = 2) -> dict:
