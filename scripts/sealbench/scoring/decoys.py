@@ -606,16 +606,20 @@ def write_suite(hidden_dir: Path, dest: Path, chosen: Sequence[Candidate]) -> No
         for c in cs:
             edits.setdefault(c.at, []).append(c.text)
             twins[c.twin_lines] = c.twin_text
+        tree = ast.parse("".join(lines))
+        starts = {min([n.lineno] + [d.lineno for d in n.decorator_list]) for n in ast.walk(tree)
+                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         out: list[str] = []
         n = len(lines)
         i = 1
         while i <= n + 1:
-            for t in edits.get(i, []):
+            # at one place a class's decoys come before the module's (which would close the class)
+            for t in sorted(edits.get(i, []), key=lambda t: -len(re.match(r"[ \t]*", t).group(0))):
                 gap = "\n" * (2 if re.match(r"[ \t]*", t).group(0) == "" else 1)   # the file's own spacing
-                if i <= n and not lines[i - 2].strip():
-                    out.append(t.rstrip("\n") + "\n" + gap)      # before a test, after blank lines
+                if i in starts:
+                    out.append(t.rstrip("\n") + "\n" + gap)      # before a definition
                 else:
-                    out.append(gap + t.rstrip("\n") + "\n")      # after the scope's last test
+                    out.append(gap + t.rstrip("\n") + "\n")      # after the scope's last definition
             if i > n:
                 break
             span = next(((a, b) for (a, b) in twins if a == i), None)
