@@ -310,7 +310,7 @@ def _tests_failed(f: StreamFacts) -> StreamVerdict | None:
         s = f.summary
         probs = ([_plural(s.failures, "failure")] if s.failures else []) + \
             ([_plural(s.errors, "error")] if s.errors else [])
-        return _full(f, "fail", f"the report shows {' and '.join(probs)} ({sorted(failed)[0]})")
+        return _full(f, "fail", f"the sealed report shows {' and '.join(probs)}")
     return None
 
 
