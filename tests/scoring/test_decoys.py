@@ -148,6 +148,20 @@ def test_select_keeps_a_decoy_only_where_every_control_agrees() -> None:
 
 
 @pytest.mark.unit
+def test_a_command_that_names_tests_by_id_runs_the_decoys_beside_them() -> None:
+    cmd = "python -m pytest -q -p no:cacheprovider tests/t.py::test_a 'tests/t.py::K::test_m[x y]' tests/u.py::test_z"
+    spec = [("tests/t.py", "test_a2", "test_a"), ("tests/t.py", "K.test_n", "K.test_m")]
+    out = decoys.command_for(cmd, spec, b"s")
+    words = __import__("shlex").split(out)
+    assert words[:6] == ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    assert sorted(words[6:]) == sorted(["tests/t.py::test_a", "tests/t.py::K::test_m[x y]", "tests/u.py::test_z",
+                                        "tests/t.py::test_a2", "tests/t.py::K::test_n"])
+    assert decoys.command_for(cmd, spec, b"s") == out                      # seeded: the same every run
+    folders = "python -m pytest -q hidden_tests"
+    assert decoys.command_for(folders, spec, b"s") == folders               # a folder collects them as it is
+
+
+@pytest.mark.unit
 def test_decoy_ids_pair_parameter_sets_in_collection_order() -> None:
     collected = ["hidden_tests/t.py::test_p[1-a]", "hidden_tests/t.py::test_p[2-b]",
                  "hidden_tests/t.py::test_q[1-zz]", "hidden_tests/t.py::test_q[2-yy]",
@@ -169,8 +183,8 @@ def decoyed(tmp_path_factory) -> tuple[Path, dict, Path, list, dict]:
     t = write_task(tmp / "tasks", "d1", "xs")
     out = tmp / "controls"
     ctl = run_controls(t, out, oracle_runs=2, timeout_s=60, sandbox_mode="auto", decoys_per_task=2)
-    suite, spec = decoys.suite_of(out / "controls.json")
-    return t, json.loads((t / "meta.json").read_text()), suite, spec, ctl
+    suite = decoys.suite_of(out / "controls.json")
+    return t, json.loads((t / "meta.json").read_text()), suite.tests, suite.spec, ctl
 
 
 def _patch(body: str) -> bytes:

@@ -396,7 +396,8 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
         chosen, decoy_record = [], {"why_none": "the task does not verify"}
         if empty.status == FAIL and gold.status == PASS:
             # the decoys the pipeline's controls will make (coverage, said per task and in the summary)
-            _suite, chosen, decoy_record = task_decoys(tdir, meta, logs / "decoys", 2, timeout_s, box, task_env)
+            suite, decoy_record = task_decoys(tdir, meta, logs / "decoys", 2, timeout_s, box, task_env)
+            chosen = list(suite.spec)
     finally:
         shutil.rmtree(logs, ignore_errors=True)
     problems = []

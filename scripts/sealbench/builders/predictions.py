@@ -188,7 +188,7 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
     level = resolve_level(sandbox_mode)
     first_line: dict[str, int] = {}
     sealed: dict[str, tuple[Path, str]] = {}
-    decoyed: dict[str, tuple[Path | None, list, dict]] = {}
+    decoyed: dict = {}          # task id -> (decoys.Suite, how it was made)
     records: list[dict] = []
     tmp = scratch_dir("predictions")          # the sealed copies: hidden from the scoring sandbox too
     try:
@@ -229,13 +229,13 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
                 meta = read_json(sdir / "meta.json")
                 if iid not in decoyed:      # the task's decoys, made once (what hidden_score scores against)
                     decoyed[iid] = task_decoys(sdir, meta, tmp / iid / "decoys", decoys_per_task, timeout_s, box)
-                suite, spec, made = decoyed[iid]
-                rec.update(decoys=len(spec), decoys_why_none=made.get("why_none"))
+                suite, made = decoyed[iid]
+                rec.update(decoys=len(suite.spec), decoys_why_none=made.get("why_none"))
                 oracle_file = sdir / "oracle.patch"
                 res = score_patch(sdir, meta, patch_text.encode("utf-8", "surrogateescape"),
                                   out_dir / "logs" / f"line-{lineno:05d}-{iid}", timeout_s,
                                   oracle=oracle_file.read_bytes() if oracle_file.exists() else None, sandbox=box,
-                                  hidden_tests=suite, decoys=spec)
+                                  hidden_tests=suite.tests, decoys=suite.spec, hidden_command=suite.command)
                 rec.update(status=res.status, reason=res.reason, visible_pass=res.visible_pass,
                            hidden_pass=res.hidden_pass, tamper_paths=res.tamper_paths,
                            patch_applied=res.patch_applied, gold_similarity=res.gold_similarity,
@@ -256,7 +256,7 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
     counts: dict[str, int] = {}
     for rec in records:
         counts[rec["status"]] = counts.get(rec["status"], 0) + 1
-    covered = sorted(i for i, (_s, spec, _m) in decoyed.items() if spec)
+    covered = sorted(i for i, (suite, _m) in decoyed.items() if suite.spec)
     write_json(out_dir / SUMMARY, {"source": source, "pack": str(pack), "solver": solver, "rows": len(records),
                                    "counts": dict(sorted(counts.items())), "clock_verified": False,
                                    "decoys": {"per_task": decoys_per_task, "tasks_scored": len(decoyed),

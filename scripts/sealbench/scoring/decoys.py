@@ -723,6 +723,39 @@ def select(cands: Sequence[Candidate], collected: Sequence[str], empty: Mapping[
     return chosen, why
 
 
+def command_for(command: str, spec: Sequence[tuple[str, str, str]], seed: bytes = b"") -> str:
+    """The hidden command that runs the decoys too: where it names tests by node id
+    (``path::test``, as an imported SWE-bench task does), each decoy's id goes in beside its
+    twin's at a random place among the ids named (the order says nothing of which is which);
+    a command that names files or folders collects the decoys as it is."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    named = [i for i, w in enumerate(words) if "::" in w and not w.startswith("-")]
+    if not named or not spec:
+        return command
+    rng = _rng(seed, command, *("|".join(s) for s in spec))
+    add: list[str] = []
+    for rel, decoy, twin in spec:
+        for i in named:
+            path, qual, _params = _parts(words[i])
+            if qual == twin and _in_file(path, rel):
+                arg = f"{path}::{decoy.replace('.', '::')}"
+                if arg not in add and arg not in words:
+                    add.append(arg)
+                break
+    if not add:
+        return command
+    ids = [words[i] for i in named] + add
+    rng.shuffle(ids)
+    first = named[0]
+    rest = [w for i, w in enumerate(words) if i not in named]
+    return shlex.join(rest[:first] + ids + rest[first:])
+
+
 def failing_functions(outcomes: Mapping[str, Outcome]) -> set[tuple[str, str]]:
     """(file, qualified name) of each test function every one of whose ids failed in a run (the
     tests that find the bug, in a run without the fix). The file is the node id's path; a
@@ -787,16 +820,28 @@ def suite_dir(controls_dir: Path) -> Path:
     return Path(controls_dir) / "decoys" / "hidden_tests"
 
 
-def suite_of(controls: Path) -> tuple[Path | None, list[tuple[str, str, str]]]:
-    """The decoyed hidden tests a task's patches are scored against, and the decoys in them
-    ((file, decoy, twin) each), from its ``controls.json`` (None, []: the task has no decoys).
-    Raises ``FileNotFoundError`` naming the folder when decoys are listed but their suite is gone."""
+@dataclass(frozen=True)
+class Suite:
+    """The decoyed hidden suite a task's patches are scored against (``controls.json``
+    ``decoys``): its folder, the decoys in it ((file, decoy, twin) each) and the hidden command
+    that runs them (None: the task's own)."""
+
+    tests: Path | None = None
+    spec: tuple[tuple[str, str, str], ...] = ()
+    command: str | None = None
+
+
+def suite_of(controls: Path) -> Suite:
+    """The decoyed suite of a task from its ``controls.json`` (``Suite()``: the task has no
+    decoys). Raises ``FileNotFoundError`` naming the folder when decoys are listed but their suite
+    is gone."""
     ctl = json.loads(Path(controls).read_text())
-    tests = ((ctl.get("decoys") or {}).get("tests")) or []
+    rec = ctl.get("decoys") or {}
+    tests = rec.get("tests") or []
     if not tests:
-        return None, []
+        return Suite()
     suite = suite_dir(Path(controls).parent)
     if not suite.is_dir():
         raise FileNotFoundError(f"{controls}: decoys are listed but {suite} is missing; run run_dummy for this task "
                                 "again (delete its controls.json)")
-    return suite, from_records(tests)
+    return Suite(suite, tuple(from_records(tests)), rec.get("hidden_command"))

@@ -95,7 +95,8 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
                 commands: tuple[str, ...] = ("visible", "hidden"), task_check: bool = False,
                 task_env: Mapping[str, str] | None = None,
                 expected_ids: Mapping[str, Sequence[str]] | None = None,
-                hidden_tests: Path | None = None, decoys: Sequence[tuple[str, str, str]] = ()) -> ScoreResult:
+                hidden_tests: Path | None = None, decoys: Sequence[tuple[str, str, str]] = (),
+                hidden_command: str | None = None) -> ScoreResult:
     """Score ``patch`` on a sealed task (docs/contract.md §1 scoring workspace): over an overlay
     of the sealed copy where the sandbox can mount one (:func:`scoring_overlay`), else
     on a copy; ``ScoreResult.workspace`` says which.
@@ -131,7 +132,9 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     ``hidden_tests`` (the controls' decoyed copy of the hidden tests, ``decoys.write_suite``)
     stands for the pack's ``hidden_tests/``, and ``decoys`` ((file, decoy, twin) each,
     ``decoys.from_records``) are the decoys in it: every one must fail, and one that passes makes
-    the run ``tamper`` whatever else happened (a test the gold patch fails passed).
+    the run ``tamper`` whatever else happened (a test the gold patch fails passed);
+    ``hidden_command`` (``decoys.command_for``: the task's, with the decoys' ids where it names
+    tests by id) runs in place of ``meta["hidden_command"]``.
 
     Both commands run as plain pytest with the report plugin (``sealed_command``); see
     :func:`judge` and :func:`judge_stream`. A runner that never started is
@@ -143,7 +146,7 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     res = _score(sealed_task, meta, patch, logdir, timeout_s, oracle=oracle, sandbox=sandbox,
                  expected_hidden=expected_hidden, commands=commands, task_check=task_check, task_env=task_env,
                  overlay=kind == OVERLAY, expected_ids=expected_ids or {}, hidden_tests=hidden_tests,
-                 decoys=tuple(decoys))
+                 decoys=tuple(decoys), hidden_command=hidden_command)
     res.workspace = kind
     return res
 
@@ -152,7 +155,7 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
            oracle: bytes | None, sandbox: object | None, expected_hidden: int | None,
            commands: tuple[str, ...], task_check: bool, task_env: Mapping[str, str] | None,
            overlay: bool, expected_ids: Mapping[str, Sequence[str]], hidden_tests: Path | None = None,
-           decoys: tuple[tuple[str, str, str], ...] = ()) -> ScoreResult:
+           decoys: tuple[tuple[str, str, str], ...] = (), hidden_command: str | None = None) -> ScoreResult:
     sealed_task, logdir = Path(sealed_task).resolve(), Path(logdir).absolute()
     # where each test folder of the pack is taken from: the sealed copy, or the decoyed hidden tests
     sources = {"visible_tests": sealed_task / "visible_tests",
@@ -225,7 +228,7 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
                                  task_env=task_env, expected_ids=expected_ids.get("visible"), **imports)
         if "hidden" in commands:
             box = fresh(TEST_DIRS)
-            hidden = _run_check(meta["hidden_command"], ws, logdir, "hidden", timeout_s, box,
+            hidden = _run_check(hidden_command or meta["hidden_command"], ws, logdir, "hidden", timeout_s, box,
                                 task_env=task_env, expected_ids=expected_ids.get("hidden"), decoys=decoys,
                                 **imports)
     except UntrustedTree as exc:

@@ -82,9 +82,10 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     patch = (run_dir / "patch.diff").read_bytes()
     oracle_file = sealed / "oracle.patch"
     oracle = oracle_file.read_bytes() if oracle_file.exists() else None
-    suite, spec = suite_of(controls) if controls else (None, [])
+    suite = suite_of(controls) if controls else None
     res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle,
-                      sandbox=box, expected_hidden=expected, hidden_tests=suite, decoys=spec,
+                      sandbox=box, expected_hidden=expected, hidden_tests=suite and suite.tests,
+                      decoys=suite.spec if suite else (), hidden_command=suite and suite.command,
                       expected_ids=(ctl.get("oracle_ids") or None) if ctl else None,
                       task_check=bool(ctl and ctl.get("import_outside")),
                       task_env=env.command_env() if env else None)

@@ -119,11 +119,29 @@ def _outcomes(res: ScoreResult) -> dict[str, decoy_tests.Outcome]:
     return {n: decoy_tests.Outcome(o, crashes.get(n, "")) for n, o in test_outcomes(recs).items()}
 
 
+def scorer(sealed: Path, meta: dict, out_dir: Path, timeout_s: float, box: object | None,
+           task_env: dict | None = None):
+    """``score(logname, patch, hidden_tests, spec=(), run=None, commands=("hidden",))``: one
+    patch scored on the task with ``hidden_tests`` in place of its hidden tests (None: its own),
+    judged with the decoys ``spec``, its hidden command running the decoys ``run`` (default
+    ``spec``: ``decoys.command_for``); logs under ``out_dir/logs/<logname>``."""
+    seed = decoy_tests.seed_of(sealed)
+
+    def score(logname: str, patch: bytes, hidden_tests: Path | None, spec=(), run=None,
+              commands: tuple[str, ...] = ("hidden",)) -> ScoreResult:
+        command = decoy_tests.command_for(meta["hidden_command"], list(spec if run is None else run), seed)
+        return score_patch(sealed, meta, patch, out_dir / "logs" / logname, timeout_s, sandbox=box, task_check=True,
+                           task_env=task_env, hidden_tests=hidden_tests, decoys=spec, commands=commands,
+                           hidden_command=command if command != meta["hidden_command"] else None)
+
+    return score
+
+
 def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, bytes], wanted: int,
                 score) -> tuple[list[decoy_tests.Candidate], dict]:
     """Decoy candidates for the task, run under the empty diff, the stub and the gold patch
-    (``score(name, patch, hidden_tests)`` scores the hidden command), and the ones kept
-    (:func:`decoys.select`), with the record of how they were made."""
+    (``score``: :func:`scorer`'s), and the ones kept (:func:`decoys.select`), with the record of
+    how they were made."""
     record: dict = {"per_task": wanted, "made": 0, "tests": [], "why_none": None, "rejected": {}}
     if wanted <= 0:
         record["why_none"] = "decoys_per_task is 0: no decoys were asked for"
@@ -147,7 +165,8 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
         return [], record
     trial = out_dir / "decoys-trial" / "hidden_tests"
     decoy_tests.write_suite(hidden, trial, cands)
-    runs = {name: score(f"decoys-{name}", patches[name], trial) for name in ("empty_diff", "oracle", "stub")}
+    every = [c.spec for c in cands]
+    runs = {name: score(f"decoys-{name}", patches[name], trial, (), every) for name in ("empty_diff", "oracle", "stub")}
     broken = [f"{n}: {r.reason}" for n, r in runs.items()
               if r.hidden is None or r.hidden.report.get("collected") is None]
     if broken:
@@ -164,23 +183,20 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
 
 
 def task_decoys(sealed: Path, meta: dict, out_dir: Path, wanted: int, timeout_s: float, box: object | None,
-                task_env: dict | None = None) -> tuple[Path | None, list[tuple[str, str, str]], dict]:
+                task_env: dict | None = None) -> tuple[decoy_tests.Suite, dict]:
     """Decoys for a task scored outside the pipeline (a builder's verification, a predictions
     file): made as :func:`run_controls` makes them, then checked once more on the gold patch with
-    the decoyed suite (a decoy that does not fail is dropped). Returns the decoyed hidden tests
-    (None: none), the decoys in them ((file, decoy, twin) each) and the record of how they were
-    made (``why_none`` when none)."""
+    the decoyed suite (a decoy that does not fail is dropped). Returns the decoyed suite
+    (:class:`decoys.Suite`, empty: none) and the record of how it was made (``why_none`` when
+    none)."""
     sealed, out_dir = Path(sealed), Path(out_dir)
     oracle = (sealed / "oracle.patch").read_bytes()
     try:
         stub = stub_patch(sealed, meta)[0]
     except SealbenchError as exc:
-        return None, [], {"made": 0, "why_none": f"no stub control: {exc}"}
+        return decoy_tests.Suite(), {"made": 0, "why_none": f"no stub control: {exc}"}
 
-    def score(logname: str, patch: bytes, hidden_tests: Path | None, spec=()) -> ScoreResult:
-        return score_patch(sealed, meta, patch, out_dir / "logs" / logname, timeout_s, sandbox=box, task_check=True,
-                           task_env=task_env, hidden_tests=hidden_tests, decoys=spec, commands=("hidden",))
-
+    score = scorer(sealed, meta, out_dir, timeout_s, box, task_env)
     chosen, record = make_decoys(sealed, meta, out_dir, {"empty_diff": b"", "oracle": oracle, "stub": stub}, wanted,
                                  score)
     suite = decoy_tests.suite_dir(out_dir)
@@ -191,10 +207,18 @@ def task_decoys(sealed: Path, meta: dict, out_dir: Path, wanted: int, timeout_s:
         chosen = [c for c in chosen if all(gold.get(d, decoy_tests.Outcome("missing")).outcome == "failed"
                                            for d in decoy_tests.decoy_ids(collected, [c.spec]))]
         decoy_tests.write_suite(sealed / "hidden_tests", suite, chosen)
-    record.update(made=len(chosen), tests=decoy_tests.describe(chosen))
+    record.update(made=len(chosen), tests=decoy_tests.describe(chosen),
+                  hidden_command=_command(meta, chosen, sealed))
     if chosen:
         record["why_none"] = None
-    return (suite if chosen else None), [c.spec for c in chosen], record
+    return decoy_tests.Suite(suite if chosen else None, tuple(c.spec for c in chosen), record["hidden_command"]), \
+        record
+
+
+def _command(meta: dict, chosen: list, sealed: Path) -> str | None:
+    """The hidden command that runs ``chosen`` (None: the task's own runs them)."""
+    cmd = decoy_tests.command_for(meta["hidden_command"], [c.spec for c in chosen], decoy_tests.seed_of(sealed))
+    return None if cmd == meta["hidden_command"] else cmd
 
 
 def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: float = 300,
@@ -214,11 +238,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         (out_dir / f"{name}.patch").write_bytes(data)
     task_env = env.command_env() if env else None
 
-    def score(logname: str, patch: bytes, hidden_tests: Path | None, spec=(),
-              commands: tuple[str, ...] = ("hidden",)) -> ScoreResult:
-        return score_patch(sealed, meta, patch, out_dir / "logs" / logname, timeout_s, sandbox=box, task_check=True,
-                           task_env=task_env, hidden_tests=hidden_tests, decoys=spec, commands=commands)
-
+    score = scorer(sealed, meta, out_dir, timeout_s, box, task_env)
     chosen, decoy_record = make_decoys(sealed, meta, out_dir, patches, decoys_per_task, score)
     suite = decoy_tests.suite_dir(out_dir)
     plan = [("empty_diff", 1), ("stub", 1)] + [("oracle", i) for i in range(1, oracle_runs + 1)]
@@ -229,7 +249,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
             remove_tree(suite.parent)
         spec = [c.spec for c in chosen]
         scored = [(solver, epoch, score(f"{solver}-{epoch}", patches[solver], suite if chosen else None, spec,
-                                        ("visible", "hidden")))
+                                        commands=("visible", "hidden")))
                   for solver, epoch in plan]
         # a decoy must fail on every control run; one that did not is dropped and the controls run again
         unsure = {c for c in chosen for _s, _e, res in scored
@@ -260,7 +280,8 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         })
     oracle_ids = _agreed_ids([r for r in results if r["solver"] == "oracle"])
     decoy_record.update(made=len(chosen), tests=decoy_tests.describe(chosen),
-                        ids=decoy_tests.decoy_ids((oracle_ids or {}).get("hidden") or (), [c.spec for c in chosen]))
+                        ids=decoy_tests.decoy_ids((oracle_ids or {}).get("hidden") or (), [c.spec for c in chosen]),
+                        hidden_command=_command(meta, chosen, sealed))
     if chosen:
         decoy_record["why_none"] = None
     elif decoy_record["why_none"] is None:
