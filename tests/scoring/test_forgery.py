@@ -1,14 +1,14 @@
 """Forged verdicts: code a patch adds runs inside the pytest process (or instead of it) and tries
 to turn a failing suite into a pass. Each test is one attack on a task whose bug the patch does
-NOT fix; none may come out ``pass``.
-
-Run against the pre-canary scoring (JUnit + exit code), every attack here scored ``pass``
-(see the report of the change that added this file).
+NOT fix, scored as ``hidden_score`` scores it: against the hidden suite the controls decoyed (tests
+the gold patch fails, ``decoys.py``) and the gold runs' collection. None may come out ``pass`` nor
+``infra_fail``: a forgery that turns failures into passes passes a decoy too (``tamper``, rule
+``decoy_passed``); one that does not is a ``fail``. The patch rules (shadowing modules, symlinked
+config, binaries) still refuse what they refuse (``tamper``).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -16,104 +16,82 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from packgen import BUGGY, ORACLE, write_pytest_task  # noqa: E402
-from sealbench.scoring import scoring, sealed_report  # noqa: E402
+from decoyed import Decoyed, build, caught, honest, tamper_by_decoy  # noqa: E402
+from packgen import FIXED, ORACLE  # noqa: E402
 
-PYTEST = "python -m pytest -q -p no:cacheprovider"
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.hooksPath=/dev/null",
-       "-c", "init.defaultBranch=main"]
+pytestmark = pytest.mark.sandbox
 
 
-def task(tmp_path: Path, **meta) -> tuple[Path, dict]:
-    """A pytest task: buggy ``calc.add`` (a - b), 2 visible and 3 hidden tests."""
-    t = write_pytest_task(tmp_path / "tasks", "ft", **meta)
-    return t, json.loads((t / "meta.json").read_text())
-
-
-def git_patch(repo: Path, tmp: Path, change) -> bytes:
-    """The ``git diff --binary`` a worker's workspace would produce after ``change(workdir)``."""
-    wd = tmp / "gitwd"
-    if wd.exists():
-        shutil.rmtree(wd)
-    shutil.copytree(repo, wd)
-    subprocess.run([*GIT, "init", "-q"], cwd=wd, check=True)
-    subprocess.run([*GIT, "add", "-A"], cwd=wd, check=True)
-    subprocess.run([*GIT, "commit", "-q", "-m", "base"], cwd=wd, check=True)
-    change(wd)
-    subprocess.run([*GIT, "add", "-A"], cwd=wd, check=True)
-    return subprocess.run([*GIT, "diff", "--cached", "--binary", "--full-index"], cwd=wd, check=True,
-                          capture_output=True).stdout
-
-
-def calc_patch(tmp: Path, t: Path, prelude: str, body: str = BUGGY) -> bytes:
-    """Replace calc.py with ``prelude`` + the still-buggy ``add``."""
-    return git_patch(t / "repo", tmp, lambda wd: (wd / "calc.py").write_text(prelude + "\n" + body))
-
-
-def score(t: Path, meta: dict, patch: bytes, tmp: Path, timeout_s: float = 60, **kw) -> scoring.ScoreResult:
-    logs = tmp / f"logs-{len(list(tmp.glob('logs-*')))}"
-    return scoring.score_patch(t, meta, patch, logs, timeout_s, **kw)
-
-
-def not_pass(res: scoring.ScoreResult) -> None:
-    assert res.status != "pass", res
-    assert res.status != "infra_fail", f"an attack must not be an abstention: {res.reason}"
+@pytest.fixture(scope="module")
+def task(tmp_path_factory) -> Decoyed:
+    """packgen's task (``add`` computes ``a - b``; hidden ``assert add(3, 4) == 7 and add(-1, 1) == 0``),
+    its controls run with two decoys asked for; the repo also ships a ``colorsys.py`` of its own."""
+    return build(tmp_path_factory.mktemp("forgery"), repo={"colorsys.py": "X = 1\n"})
 
 
 # ----------------------------------------------------------------------------- controls
 
-@pytest.mark.sandbox
-def test_honest_fix_still_passes(tmp_path: Path) -> None:
-    t, meta = task(tmp_path)
-    res = score(t, meta, ORACLE.encode(), tmp_path)
-    assert res.status == "pass", res.reason
-    assert res.hidden.junit == sealed_report.JUnitSummary(tests=3, failures=0, errors=0, skipped=0)
-    assert res.hidden.report["canaries"] == "ok"
+def test_honest_fix_passes_and_fails_every_decoy(task: Decoyed, tmp_path: Path) -> None:
+    good = task.score(ORACLE.encode(), tmp_path)
+    bad = task.score(b"", tmp_path)
+    honest(good, bad)
+    assert good.hidden.report["decoys"] == task.made >= 1
+    assert good.hidden.report["decoys_failed"] == task.made and good.hidden.report["decoys_passed"] == []
+    # the counts are the real tests' (the decoys are not among them)
+    assert (good.hidden.junit.tests, good.hidden.junit.failures) == (1, 0), good.hidden.junit
+    assert set(good.hidden.report["collected"]) == set(task.controls["oracle_ids"]["hidden"])
+    assert bad.hidden.junit.failures == 1 and bad.hidden.report["decoys_failed"] == task.made
 
 
-@pytest.mark.sandbox
-def test_no_fix_fails(tmp_path: Path) -> None:
-    t, meta = task(tmp_path)
-    res = score(t, meta, b"", tmp_path)
-    assert res.status == "fail" and res.hidden.junit.failures == 3
+# ----------------------------------------------------------------------------- forged reports
 
+#: the test ids pytest was asked to run (its command line's files and folders), as a forger finds them
+_TESTS = r'''
+import os, re, sys
 
-# ----------------------------------------------------------------------------- (a)-(e) in-process
-
-FORGE_JUNIT = r'''
-import os, shlex, sys
-def _forge():
-    opts = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
-    path = next((o.split("=", 1)[1] for o in opts if o.startswith("--junitxml=")), None)
-    if path:
-        with open(path, "w") as fh:
-            fh.write('<testsuites><testsuite name="pytest" tests="5" failures="0" errors="0" skipped="0">'
-                     + "".join(f'<testcase classname="t" name="test_{i}"/>' for i in range(5))
-                     + "</testsuite></testsuites>")
-    os._exit(0)
-if "pytest" in sys.modules:
-    _forge()
+def _tests():
+    out = []
+    for arg in sys.argv[1:]:
+        paths = [arg] if os.path.isfile(arg) else [os.path.join(r, f) for r, _d, fs in os.walk(arg) for f in sorted(fs)]
+        for p in paths:
+            if p.endswith(".py") and os.path.basename(p) not in ("conftest.py", "__init__.py"):
+                out += [f"{p}::{n}" for n in re.findall(r"^def (test\w*)\(", open(p).read(), re.M)]
+    return out
 '''
 
+#: a complete report stream of passing tests (exactly the tests pytest collects, decoys among
+#: them) written with the report plugin's own writer, then the process ended with 0
+FORGE_REPORT = _TESTS + r'''
+def _forge():
+    rep = sys.modules.get("sealbench_report")
+    if rep is None:
+        return
+    tests = _tests()
+    rep._record(kind="collected", nodeids=tests)
+    for n in tests:
+        for w in ("setup", "call", "teardown"):
+            rep._record(kind="report", nodeid=n, when=w, outcome="passed", text="", crash="", exception="",
+                        xfail=False, subtest=False)
+    rep._record(kind="finish", exitstatus=0, collected=len(tests))
+    os._exit(0)
 
-@pytest.mark.sandbox
-def test_a_forged_junit_report_and_exit_zero(tmp_path: Path) -> None:
-    t, meta = task(tmp_path)
-    res = score(t, meta, calc_patch(tmp_path, t, FORGE_JUNIT), tmp_path)
-    not_pass(res)
-    assert res.status == "tamper", res.reason
+_forge()
+'''
+#: the name the stream forgery had when the report was a JUnit file
+FORGE_JUNIT = FORGE_REPORT
 
 
-@pytest.mark.sandbox
-def test_b_os_exit_zero_without_report(tmp_path: Path) -> None:
-    t, meta = task(tmp_path)
-    res = score(t, meta, calc_patch(tmp_path, t, "import os\nos._exit(0)\n"), tmp_path)
-    not_pass(res)
-    assert res.status == "tamper" and "exit 0" in res.reason, res.reason
+def test_a_forged_report_stream_and_exit_zero(task: Decoyed, tmp_path: Path) -> None:
+    res = task.attack(task.prelude(tmp_path, FORGE_REPORT), tmp_path)
+    tamper_by_decoy(res)
+
+
+def test_b_os_exit_zero_without_a_report(task: Decoyed, tmp_path: Path) -> None:
+    res = task.attack(task.prelude(tmp_path, "import os\nos._exit(0)\n"), tmp_path)
+    caught(res, "fail")
+    assert "ended before pytest finished (exit 0)" in res.reason, res.reason
 
 
 MONKEYPATCH_REPORT = '''
@@ -127,13 +105,8 @@ TestReport.__init__ = _patched
 '''
 
 
-@pytest.mark.sandbox
-def test_c_testreport_outcome_monkeypatched(tmp_path: Path) -> None:
-    t, meta = task(tmp_path)
-    res = score(t, meta, calc_patch(tmp_path, t, MONKEYPATCH_REPORT), tmp_path)
-    not_pass(res)
-    # the seal's snapshot of pytest's callables names the replaced method (before it, the canaries)
-    assert res.status == "tamper" and "_pytest.reports.TestReport.__init__ was replaced" in res.reason, res.reason
+def test_c_testreport_outcome_monkeypatched(task: Decoyed, tmp_path: Path) -> None:
+    tamper_by_decoy(task.attack(task.prelude(tmp_path, MONKEYPATCH_REPORT), tmp_path))
 
 
 LIVE_CONFIG_PLUGIN = '''
@@ -156,59 +129,37 @@ for _cfg in [o for o in gc.get_objects() if isinstance(o, Config)]:
 '''
 
 
-@pytest.mark.sandbox
-def test_d_plugin_registered_on_the_live_config(tmp_path: Path) -> None:
-    t, meta = task(tmp_path)
-    res = score(t, meta, calc_patch(tmp_path, t, LIVE_CONFIG_PLUGIN), tmp_path)
-    not_pass(res)
-    # the seal's audit hook refuses the gc walk that finds the config (before it, the canaries)
-    assert res.status == "tamper" and "the seal refused gc.get_objects" in res.reason, res.reason
+def test_d_plugin_registered_on_the_live_config(task: Decoyed, tmp_path: Path) -> None:
+    tamper_by_decoy(task.attack(task.prelude(tmp_path, LIVE_CONFIG_PLUGIN), tmp_path))
 
 
-ATEXIT_REWRITE = r'''
-import atexit, os, re, shlex
-def _rewrite():
-    opts = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
-    path = next((o.split("=", 1)[1] for o in opts if o.startswith("--junitxml=")), None)
-    if path and os.path.exists(path):
-        text = open(path).read()
-        text = re.sub(r'(failures|errors)="\d+"', r'\1="0"', text)
-        text = re.sub(r"<failure.*?</failure>", "", text, flags=re.S)
-        open(path, "w").write(text)
+#: at exit, after pytest's own finish record: passed reports of every test, a finish that says 0,
+#: and exit 0 — the stream already holds the failures
+ATEXIT_REWRITE = _TESTS + r'''
+import atexit
+
+def _late():
+    rep = sys.modules.get("sealbench_report")
+    if rep is not None:
+        tests = _tests()
+        for n in tests:
+            rep._record(kind="report", nodeid=n, when="call", outcome="passed", text="", crash="", exception="",
+                        xfail=False, subtest=False)
+        rep._record(kind="finish", exitstatus=0, collected=len(tests))
     os._exit(0)
-atexit.register(_rewrite)
+
+atexit.register(_late)
 '''
 
 
-@pytest.mark.sandbox
-def test_e_atexit_rewrites_the_finished_report(tmp_path: Path) -> None:
-    t, meta = task(tmp_path)
-    res = score(t, meta, calc_patch(tmp_path, t, ATEXIT_REWRITE), tmp_path)
-    not_pass(res)
-    assert res.hidden.junit.failures == 3, "the stream, not the rewritten file, is what counts"
+def test_e_atexit_appends_a_passing_report(task: Decoyed, tmp_path: Path) -> None:
+    res = task.attack(task.prelude(tmp_path, ATEXIT_REWRITE), tmp_path)
+    caught(res, "fail")
+    assert res.hidden.junit.failures == 1, "the failures pytest reported first are what count"
 
 
-@pytest.mark.sandbox
-def test_e2_canary_secret_is_gone_before_tested_code_runs(tmp_path: Path) -> None:
-    """Code imported under pytest finds no trace of the canary secret: no variable, no readable fd."""
-    t, meta = task(tmp_path)
-    spy = ("import os\n"
-           "assert not [k for k in os.environ if 'SEAL' in k], 'secret variable visible'\n"
-           "for fd in map(int, os.listdir('/proc/self/fd')):\n"
-           "    if fd > 2:\n"
-           "        try:\n"
-           "            os.set_blocking(fd, False)\n"
-           "            data = os.read(fd, 65536)\n"
-           "        except OSError:\n"
-           "            continue\n"
-           "        assert b'canar' not in data.lower(), 'secret readable from fd %d' % fd\n")
-    res = score(t, meta, calc_patch(tmp_path, t, spy, "def add(a, b):\n    return a + b\n"), tmp_path)
-    assert res.status == "pass", res.reason
+# ----------------------------------------------------------------------------- patch rules
 
-
-# ----------------------------------------------------------------------------- (f) shadowing
-
-@pytest.mark.sandbox
 @pytest.mark.parametrize("path,text", [
     ("pytest.py", "import sys\nprint('3 passed in 0.01s')\nsys.exit(0)\n"),
     ("argparse.py", "import os\nos._exit(0)\n"),
@@ -216,268 +167,282 @@ def test_e2_canary_secret_is_gone_before_tested_code_runs(tmp_path: Path) -> Non
     ("_pytest/__init__.py", "import os\nos._exit(0)\n"),
     ("iniconfig/__init__.py", "import os\nos._exit(0)\n"),
     ("sealbench/__init__.py", "import os\nos._exit(0)\n"),
+    pytest.param("sealbench_report.py", "import os\nos._exit(0)\n", marks=pytest.mark.xfail(strict=True, reason=(
+        "FINDING: tamper_rules.RESERVED_TOP_LEVEL names 'sealbench' (the old seal's package), not the report "
+        "plugin's module 'sealbench_report': a workspace file of that name is what `-p sealbench_report` "
+        "imports (the workspace comes first on PYTHONPATH)"))),
 ])
-def test_f_top_level_module_shadowing(tmp_path: Path, path: str, text: str) -> None:
-    t, meta = task(tmp_path)
-
+def test_f_top_level_module_shadowing(task: Decoyed, tmp_path: Path, path: str, text: str) -> None:
     def change(wd: Path) -> None:
         (wd / path).parent.mkdir(parents=True, exist_ok=True)
         (wd / path).write_text(text)
 
-    res = score(t, meta, git_patch(t / "repo", tmp_path, change), tmp_path)
-    not_pass(res)
-    assert res.status == "tamper" and path in res.tamper_paths, res
-    assert "shadows" in res.reason
+    res = task.attack(task.patch(tmp_path, change), tmp_path)
+    caught(res, "tamper")
+    assert path in res.tamper_paths and "shadows" in res.reason, res
 
 
-@pytest.mark.sandbox
-def test_f_existing_module_may_be_modified(tmp_path: Path) -> None:
+def test_f_an_existing_module_may_be_modified(task: Decoyed, tmp_path: Path) -> None:
     """A repo that itself ships a module named like a stdlib one may still change it."""
-    t, meta = task(tmp_path)
-    (t / "repo" / "colorsys.py").write_text("X = 1\n")
-    res = score(t, meta, git_patch(t / "repo", tmp_path, lambda wd: (wd / "colorsys.py").write_text("X = 2\n"))
-                 + ORACLE.encode(), tmp_path)
+    res = task.score(task.patch(tmp_path, lambda wd: (wd / "colorsys.py").write_text("X = 2\n")) + ORACLE.encode(),
+                     tmp_path)
     assert res.status == "pass", res.reason
 
-
-# ----------------------------------------------------------------------------- (g) symlinked config
 
 FORCE_PASS_PLUGIN = ("import pytest\n\n@pytest.hookimpl(hookwrapper=True)\n"
                      "def pytest_runtest_makereport(item, call):\n    out = yield\n"
                      "    rep = out.get_result()\n    rep.outcome = 'passed'\n    rep.longrepr = None\n")
 
 
-@pytest.mark.sandbox
 @pytest.mark.parametrize("name,section", [("setup.cfg", "[tool:pytest]\naddopts = -p forcepass\n"),
                                           ("pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-p forcepass'\n")])
-def test_g_symlinked_config_file(tmp_path: Path, name: str, section: str) -> None:
-    t, meta = task(tmp_path)
-
+def test_g_symlinked_config_file(task: Decoyed, tmp_path: Path, name: str, section: str) -> None:
     def change(wd: Path) -> None:
         (wd / "forcepass.py").write_text(FORCE_PASS_PLUGIN)
         (wd / "settings.txt").write_text(section)
         (wd / name).symlink_to("settings.txt")
 
-    res = score(t, meta, git_patch(t / "repo", tmp_path, change), tmp_path)
-    not_pass(res)
-    assert res.status == "tamper" and name in res.tamper_paths and "symlink" in res.reason, res
+    res = task.attack(task.patch(tmp_path, change), tmp_path)
+    caught(res, "tamper")
+    assert name in res.tamper_paths and "symlink" in res.reason, res
 
-
-# ----------------------------------------------------------------------------- (h) binaries
 
 EXT_C = "#include <unistd.h>\nvoid *PyInit_calc(void) { _exit(0); return 0; }\n"
 
 
-@pytest.mark.sandbox
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs a C compiler")
 @pytest.mark.parametrize("soname", ["calc.cpython-311-x86_64-linux-gnu.so", "calc.abi3.so"])
-def test_h_compiled_extension_beside_the_module(tmp_path: Path, soname: str) -> None:
-    t, meta = task(tmp_path)
+def test_h_compiled_extension_beside_the_module(task: Decoyed, tmp_path: Path, soname: str) -> None:
     src = tmp_path / "ext.c"
     src.write_text(EXT_C)
     so = tmp_path / "ext.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
-
-    res = score(t, meta, git_patch(t / "repo", tmp_path, lambda wd: shutil.copyfile(so, wd / soname)), tmp_path)
-    not_pass(res)
-    assert res.status == "tamper" and soname in res.tamper_paths and "extension" in res.reason, res
+    patch = task.patch(tmp_path, lambda wd: shutil.copyfile(so, wd / soname))
+    res = task.attack(patch, tmp_path)
+    caught(res, "tamper")
+    assert soname in res.tamper_paths and "extension" in res.reason, res
     # even a task that allows binary files refuses compiled extensions
-    res = score(t, dict(meta, allow_binary=True),
-                git_patch(t / "repo", tmp_path, lambda wd: shutil.copyfile(so, wd / soname)), tmp_path)
+    res = task.attack(patch, tmp_path, meta=dict(task.meta, allow_binary=True))
     assert res.status == "tamper" and soname in res.tamper_paths, res
 
 
-@pytest.mark.sandbox
-def test_h_binary_files_need_the_task_to_allow_them(tmp_path: Path) -> None:
-    t, meta = task(tmp_path)
-    patch = git_patch(t / "repo", tmp_path, lambda wd: (wd / "data.bin").write_bytes(bytes(range(256))))
+def test_h_binary_files_need_the_task_to_allow_them(task: Decoyed, tmp_path: Path) -> None:
+    patch = task.patch(tmp_path, lambda wd: (wd / "data.bin").write_bytes(bytes(range(256))))
     assert b"GIT binary patch" in patch
-    res = score(t, meta, patch + ORACLE.encode(), tmp_path)
+    res = task.score(patch + ORACLE.encode(), tmp_path)
     assert res.status == "tamper" and "data.bin" in res.tamper_paths and "binary" in res.reason, res
-    res = score(t, dict(meta, allow_binary=True), patch + ORACLE.encode(), tmp_path)
+    res = task.score(patch + ORACLE.encode(), tmp_path, meta=dict(task.meta, allow_binary=True))
     assert res.status == "pass", res.reason
 
 
-@pytest.mark.sandbox
-def test_h_bytecode_is_refused(tmp_path: Path) -> None:
-    t, meta = task(tmp_path)
-    patch = git_patch(t / "repo", tmp_path,
-                      lambda wd: ((wd / "__pycache__").mkdir(), (wd / "__pycache__" / "calc.cpython-311.pyc").write_bytes(b"\0" * 40)))
-    res = score(t, dict(meta, allow_binary=True), patch, tmp_path)
-    assert res.status == "tamper" and "__pycache__/calc.cpython-311.pyc" in res.tamper_paths, res
+def test_h_bytecode_is_refused(task: Decoyed, tmp_path: Path) -> None:
+    patch = task.patch(tmp_path, lambda wd: ((wd / "__pycache__").mkdir(),
+                                             (wd / "__pycache__" / "calc.cpython-311.pyc").write_bytes(b"\0" * 40)))
+    res = task.attack(patch, tmp_path, meta=dict(task.meta, allow_binary=True))
+    caught(res, "tamper")
+    assert "__pycache__/calc.cpython-311.pyc" in res.tamper_paths, res
 
 
-# ----------------------------------------------------------------------------- (i) abstention
+# ----------------------------------------------------------------------------- abstention
 
-@pytest.mark.sandbox
 @pytest.mark.parametrize("code", [5, 4, 3])
-def test_i_patch_making_pytest_exit_with_an_infra_code_is_a_fail(tmp_path: Path, code: int) -> None:
-    t, meta = task(tmp_path)
-    res = score(t, meta, calc_patch(tmp_path, t, f"import pytest\npytest.exit('nothing here', returncode={code})\n"),
-                tmp_path)
-    not_pass(res)
-    assert res.status == "fail" and res.hidden.runner_started is True, res
+def test_i_patch_making_pytest_exit_with_an_infra_code_is_not_infra(task: Decoyed, tmp_path: Path, code: int) -> None:
+    """``pytest.exit`` at import, with an exit code that would read as the harness's: the runner
+    started, so the patch broke it. (Today ``tamper``: the module fails to collect, so the
+    collection is not the gold runs'; see :func:`test_i_an_honest_patch_that_breaks_the_import_fails`.)"""
+    res = task.attack(task.prelude(tmp_path, f"import pytest\npytest.exit('nothing here', returncode={code})\n"),
+                      tmp_path)
+    caught(res)
+    assert res.hidden.runner_started is True, res
 
 
-@pytest.mark.sandbox
-def test_i_runner_that_never_starts_is_infra(tmp_path: Path) -> None:
-    t, meta = task(tmp_path)
-    res = score(t, dict(meta, hidden_command="no-such-interpreter -m pytest hidden_tests"), ORACLE.encode(), tmp_path)
+@pytest.mark.parametrize("source", ["def add(a, b)\n    return a + b\n", "import no_such_helper\n" + FIXED,
+                                    "def add(a, b):\n    return a + b\n\nadd(1)\n"],
+                         ids=["syntax-error", "missing-import", "error-at-import"])
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING: sealed_report.VERDICT_RULES asks gold_collection before collection_errors: a test module that "
+    "fails to collect leaves its tests out of the collection, which then differs from the gold runs' -> "
+    "tamper (CANDIDATE_TAMPERED) for an honest patch whose module does not import"))
+def test_i_an_honest_patch_that_breaks_the_import_fails(task: Decoyed, tmp_path: Path, source: str) -> None:
+    """Not an attack: a wrong patch whose module does not import is a ``fail``, as plain pytest says."""
+    res = task.attack(task.calc(tmp_path, source), tmp_path)
+    assert res.status == "fail", (res.status, res.reason)
+
+
+def test_i_a_runner_that_never_starts_is_infra(task: Decoyed, tmp_path: Path) -> None:
+    """Not an attack: a task whose command cannot start (the harness's or the pack's fault)."""
+    res = task.attack(ORACLE.encode(), tmp_path, meta=dict(task.meta, hidden_command="no-such-interpreter -m pytest x"))
     assert res.status == "infra_fail" and res.hidden.runner_started is False, res
 
 
-@pytest.mark.sandbox
-def test_i_a_plain_command_cannot_pass(tmp_path: Path) -> None:
-    """Without pytest there is no sealed report: exit 0 alone is never a pass."""
-    t, meta = task(tmp_path)
-    res = score(t, dict(meta, hidden_command="python -c 'import calc'"), ORACLE.encode(), tmp_path)
-    assert res.status != "pass", res
+def test_i_a_plain_command_cannot_pass(task: Decoyed, tmp_path: Path) -> None:
+    """Without pytest there is no report: exit 0 alone is never a pass."""
+    res = task.attack(ORACLE.encode(), tmp_path, meta=dict(task.meta, hidden_command="python -c 'import calc'"))
+    assert res.status == "fail" and "not a pytest run" in res.reason, res
 
 
-# ----------------------------------------------------------------------------- canary discipline
+# ----------------------------------------------------------------------------- the visible run
 
-@pytest.mark.sandbox
-def test_canaries_are_new_each_run_and_kept_out_of_the_counts(tmp_path: Path) -> None:
-    t, meta = task(tmp_path)
-    a = score(t, meta, ORACLE.encode(), tmp_path)
-    b = score(t, meta, ORACLE.encode(), tmp_path)
-    assert a.status == b.status == "pass"
-    assert a.hidden.report["canary_names"] and set(a.hidden.report["canary_names"]).isdisjoint(
-        b.hidden.report["canary_names"])
-    assert a.hidden.junit.tests == 3
-
-
-@pytest.mark.unit
-def test_judge_stream_rules() -> None:
-    from sealbench.scoring.sealed_report import judge_stream
-
-    names = {"pass": "test_x_ok", "fail": "test_y_ok"}
-    base = [{"kind": "start", "pid": 1, "secret": True}, {"kind": "configured"}]
-
-    def rec(nodeid, outcome, when="call", text="", kind="report"):
-        return {"kind": kind, "nodeid": nodeid, "when": when, "outcome": outcome, "text": text}
-
-    def both(nodeid, outcome, text=""):
-        return [rec(nodeid, outcome, text=text, kind="raw"), rec(nodeid, outcome, text=text)]
-
-    good = (base + both("m.py::test_real", "passed") + both("m.py::test_x_ok", "passed")
-            + both("m.py::test_y_ok", "failed", "AssertionError: MSG-123") + [{"kind": "finish", "exitstatus": 0}])
-    v = judge_stream(good, names, "MSG-123", 0, 1)
-    assert v.kind == "pass" and v.summary.tests == 1 and v.summary.failures == 0 and v.canaries == "ok"
-    flipped = [dict(r, outcome="passed") if r.get("nodeid") == "m.py::test_y_ok" else r for r in good]
-    assert judge_stream(flipped, names, "MSG-123", 0, 1).problem.startswith("canary")
-    unfinished = good[:-1]
-    assert judge_stream(unfinished, names, "MSG-123", 0, 0).kind == "tamper"
-    assert judge_stream(unfinished, names, "MSG-123", 1, 0).kind == "fail"
-    assert judge_stream([], names, "MSG-123", 0, 0).kind == "tamper"
-    assert judge_stream([], names, "MSG-123", 4, 0).kind == "infra_fail"
-    assert judge_stream(good, names, "MSG-123", 0, 2).kind == "fail", "fewer tests passed than expected"
-    assert judge_stream(good + [{"kind": "report"}], names, "MSG-123", 0, 1).kind == "tamper"
-    lied = [dict(r, outcome="passed") if r.get("nodeid") == "m.py::test_real" and r["kind"] == "report" else r
-            for r in good[:2] + both("m.py::test_real", "failed") + good[4:]]
-    assert judge_stream(lied, names, "MSG-123", 0, 1).kind == "tamper"
+REWRITE_HIDDEN = '''
+import os, sys
+if "pytest" in sys.modules and os.path.isdir("hidden_tests"):
+    for name in os.listdir("hidden_tests"):
+        if name.endswith(".py"):
+            try:
+                with open(os.path.join("hidden_tests", name), "w") as fh:
+                    fh.write("def test_hidden():\\n    pass\\n")
+            except OSError:
+                pass
+'''
 
 
-# ----------------------------------------------------------------------------- found by red-teaming
+def test_j_code_under_test_cannot_rewrite_the_hidden_tests(task: Decoyed, tmp_path: Path) -> None:
+    """Code imported by the visible run finds no hidden tests (not there yet) and leaves nothing
+    for the hidden run (a fresh workspace); in the hidden run the tests are read-only (bwrap)."""
+    res = task.score(task.prelude(tmp_path, REWRITE_HIDDEN), tmp_path)
+    caught(res, "fail" if task.sandbox() is not None else None)
+    assert res.hidden.junit.failures == 1, res.reason
 
+
+def test_j_a_visible_only_check_sees_no_hidden_test(task: Decoyed, tmp_path: Path) -> None:
+    """The sealed time-to-green check runs the visible command only: the hidden tests are not in
+    its workspace (the agent's code must not be able to read them)."""
+    spy = ("import os, sys\nif 'pytest' in sys.modules:\n"
+           "    assert not os.path.exists('hidden_tests'), 'hidden tests are readable'\n")
+    res = task.score(task.prelude(tmp_path, spy, FIXED), tmp_path, commands=("visible",))
+    assert res.status == "pass", res.reason
+
+
+# ----------------------------------------------------------------------------- more in-process routes
+
+#: a plugin that answers pytest_pyfunc_call for every test (nothing runs, nothing fails)
 SKIP_REAL_TESTS = '''
 import gc, pytest
 from _pytest.config import Config
 class _Skip:
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem):
-        mod = getattr(pyfuncitem, "module", None)
-        real = getattr(pyfuncitem.obj, "__wrapped__", pyfuncitem.obj)
-        if mod is not None and getattr(mod, pyfuncitem.originalname, None) is real:
-            return True   # a real test (an attribute of its module): pretend it ran
-        return None       # a canary (built apart from the module): let it run
+        return True
 for _c in [o for o in gc.get_objects() if isinstance(o, Config)]:
     if not _c.pluginmanager.has_plugin("skip-real"):
         _c.pluginmanager.register(_Skip(), "skip-real")
 '''
 
 
-@pytest.mark.sandbox
-def test_k_pyfunc_call_answered_without_running_the_real_tests(tmp_path: Path) -> None:
-    """A plugin that answers pytest_pyfunc_call for real tests only (the canaries run as usual,
-    nothing is raised, every report agrees) is caught: the real tests never ran to their end."""
-    t, meta = task(tmp_path)
-    res = score(t, meta, calc_patch(tmp_path, t, SKIP_REAL_TESTS), tmp_path)
-    not_pass(res)
-    assert res.status == "tamper" and "the seal refused gc.get_objects" in res.reason, res.reason
-    # reached without gc (a module global of pytest's), the plugin is refused when it registers
-    frame_free = SKIP_REAL_TESTS.replace("[o for o in gc.get_objects() if isinstance(o, Config)]",
-                                         "[__import__('_pytest.debugging').debugging.pytestPDB._config]")
-    res = score(t, meta, calc_patch(tmp_path, t, frame_free), tmp_path)
-    not_pass(res)
-    assert res.status == "tamper" and "the seal refused" in res.reason, res.reason
+@pytest.mark.parametrize("route", ["gc", "module-global"])
+def test_k_pyfunc_call_answered_without_running_the_tests(task: Decoyed, tmp_path: Path, route: str) -> None:
+    src = SKIP_REAL_TESTS if route == "gc" else SKIP_REAL_TESTS.replace(
+        "[o for o in gc.get_objects() if isinstance(o, Config)]",
+        "[__import__('_pytest.debugging').debugging.pytestPDB._config]")
+    tamper_by_decoy(task.attack(task.prelude(tmp_path, src), tmp_path))
 
 
-REWRITE_HIDDEN = '''
-import os, sys
-if "pytest" in sys.modules and os.path.isdir("hidden_tests"):
-    for name in os.listdir("hidden_tests"):
-        if name.startswith("test_"):
-            with open(os.path.join("hidden_tests", name), "w") as fh:
-                fh.write("def test_a():\\n    pass\\n\\ndef test_b():\\n    pass\\n\\ndef test_c():\\n    pass\\n")
+#: the report plugin's writer (its module is in sys.modules) wrapped: every failure written as a pass
+FLIP_PLUGIN_WRITER = '''
+import sys
+_p = sys.modules.get("sealbench_report")
+if _p is not None and not hasattr(_p, "_flipped"):
+    _p._flipped = _w = _p._record
+    def _rec(**r):
+        if r.get("outcome") == "failed":
+            r.update(outcome="passed", text="", crash="", exception="")
+        if r.get("kind") == "finish":
+            r["exitstatus"] = 0
+        _w(**r)
+    _p._record = _rec
+    import atexit, os
+    atexit.register(os._exit, 0)
 '''
 
 
-@pytest.mark.sandbox
-def test_j_the_visible_run_cannot_rewrite_the_hidden_tests(tmp_path: Path) -> None:
-    """Code imported by the visible run must not reach the hidden tests (not there yet) nor
-    leave anything behind for the hidden run (each command gets a fresh workspace)."""
-    t, meta = task(tmp_path)
-    res = score(t, meta, calc_patch(tmp_path, t, REWRITE_HIDDEN), tmp_path)
-    not_pass(res)
-    assert res.hidden.junit.failures == 3, res.reason
+def test_l_the_report_plugin_s_writer_flips_failures(task: Decoyed, tmp_path: Path) -> None:
+    tamper_by_decoy(task.attack(task.prelude(tmp_path, FLIP_PLUGIN_WRITER), tmp_path))
 
 
-@pytest.mark.sandbox
-def test_j_a_visible_only_check_sees_no_hidden_test(tmp_path: Path) -> None:
-    """The sealed time-to-green check runs the visible command only: the hidden tests are not
-    in its workspace (the agent's code must not be able to read them, even by timing)."""
-    t, meta = task(tmp_path)
-    spy = ("import os, sys\nif 'pytest' in sys.modules:\n"
-           "    assert not os.path.exists('hidden_tests'), 'hidden tests are readable'\n")
-    res = scoring.score_patch(t, meta, calc_patch(tmp_path, t, spy, body=scoring_fixed()), tmp_path / "l", 60,
-                              commands=("visible",))
-    assert res.status == "pass", res.reason
+#: the same writer, which also drops the ``collected`` record: the stream then names no collection,
+#: and the decoys' ids are read from the stream's own collection (``sealed_command._run_check``)
+DROP_COLLECTED = FLIP_PLUGIN_WRITER.replace(
+    '        if r.get("kind") == "finish":', '        if r.get("kind") == "collected":\n            return\n'
+    '        if r.get("kind") == "finish":')
 
 
-def scoring_fixed() -> str:
-    from packgen import FIXED
-    return FIXED
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING: a stream without a 'collected' record passes: sealed_command._run_check takes the decoys' ids "
+    "from the stream's own collection (decoy_ids(collected_ids(recs) or (), ...)), so with none every decoy "
+    "counts as a real test, and _gold_collection / _collected_not_reported skip a None collection"))
+def test_l_the_writer_drops_the_collection_record_too(task: Decoyed, tmp_path: Path) -> None:
+    assert "collected" in DROP_COLLECTED
+    res = task.attack(task.prelude(tmp_path, DROP_COLLECTED), tmp_path)
+    caught(res, "tamper")
 
 
-REWRITE_LATER_MODULES = '''
-import os, sys
-if "pytest" in sys.modules:
-    for d in ("visible_tests", "hidden_tests"):
-        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-            if name.startswith("test_") and name != "test_a_first.py":
-                try:
-                    with open(os.path.join(d, name), "w") as fh:
-                        fh.write("def test_b():\\n    pass\\n\\ndef test_c():\\n    pass\\n")
-                except OSError:
-                    pass
+#: bytes written into every fd the process has (the report pipe among them): passing reports and a
+#: finish, before pytest's own records
+WRITE_TO_EVERY_FD = _TESTS + r'''
+import json
+_lines = b"".join(json.dumps(r).encode() + b"\n" for r in
+                  [{"kind": "report", "nodeid": n, "when": "call", "outcome": "passed", "text": "", "crash": "",
+                    "xfail": False, "subtest": False} for n in _tests()]
+                  + [{"kind": "finish", "exitstatus": 0, "collected": 0}])
+for _fd in range(3, 64):
+    try:
+        os.write(_fd, _lines)
+    except OSError:
+        pass
 '''
 
 
-@pytest.mark.sandbox
-def test_j_test_modules_collected_later_cannot_be_rewritten(tmp_path: Path) -> None:
-    """The first hidden module imports the code under test, which rewrites the modules pytest
-    collects after it: the sealed test folders are read-only inside the sandbox."""
-    from sealbench.isolation.sandbox import bwrap_problem, make_sandbox
+def test_m_records_written_into_the_stream_do_not_hide_the_failures(task: Decoyed, tmp_path: Path) -> None:
+    res = task.attack(task.prelude(tmp_path, WRITE_TO_EVERY_FD), tmp_path)
+    caught(res, "fail")
+    assert res.hidden.junit.failures == 1 and res.hidden.report["decoys_passed"] == [], res.reason
 
-    if bwrap_problem():
-        pytest.skip(bwrap_problem())
-    t, meta = task(tmp_path)
-    (t / "hidden_tests" / "test_hidden.py").unlink()
-    (t / "hidden_tests" / "test_a_first.py").write_text("from calc import add\n\ndef test_a():\n    assert add(3, 4) == 7\n")
-    (t / "hidden_tests" / "test_b_later.py").write_text(
-        "from calc import add\n\ndef test_b():\n    assert add(-1, 1) == 0\n\ndef test_c():\n    assert add(10, 5) == 15\n")
-    patch = calc_patch(tmp_path, t, REWRITE_LATER_MODULES, body="def add(a, b):\n    return 7 if (a, b) == (3, 4) else a - b\n")
-    res = score(t, meta, patch, tmp_path, sandbox=make_sandbox("bwrap"))
-    not_pass(res)
-    assert res.hidden.junit.failures == 2, res.reason
+
+#: A forger that reads the decoyed suite: tests whose code is the same but for one constant are a
+#: real test and its decoys; a decoy's name is its twin's words shuffled, one swapped, or one word
+#: more — so the member with the fewest words, when it is alone, is taken for the real test and
+#: only it is given an empty body
+SHORTEST_NAME_IS_REAL = _TESTS + r'''
+import ast, inspect, textwrap
+import _pytest.debugging
+from pluggy._hooks import HookImpl
+
+def _shape(fn):
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+    tree.name = "_"
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant):
+            n.value = None
+    return ast.dump(tree)
+
+def _finish(session):
+    groups = {}
+    for it in session.items:
+        try:
+            groups.setdefault((str(it.path), _shape(it.obj)), []).append(it)
+        except (OSError, TypeError, SyntaxError):
+            pass
+    for items in groups.values():
+        if len(items) < 2:
+            continue
+        least = min(len(it.name.split("_")) for it in items)
+        best = [it for it in items if len(it.name.split("_")) == least]
+        if len(best) == 1:
+            best[0].obj = lambda *a, **k: None
+
+class _P:
+    pass
+
+_pytest.debugging.pytestPDB._config.hook.pytest_collection_finish._add_hookimpl(HookImpl(_P(), "p", _finish, dict(
+    wrapper=False, hookwrapper=False, optionalhook=False, tryfirst=False, trylast=False, specname=None)))
+'''
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING: decoy names give their twin away: decoys.decoy_name reorders the twin's words, swaps one or "
+    "inserts one, so a twin is never longer than its decoys; here both decoys got a word inserted "
+    "(test_hidden -> test_hidden_case, test_case_hidden) and the shortest name of the near-duplicate group "
+    "is the real test. Which names a task gets is seeded: on another task the tie may hide it"))
+def test_n_a_forger_that_takes_the_shortest_name_of_a_near_duplicate_group_for_the_real_test(
+        task: Decoyed, tmp_path: Path) -> None:
+    caught(task.attack(task.prelude(tmp_path, SHORTEST_NAME_IS_REAL), tmp_path))

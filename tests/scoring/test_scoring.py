@@ -1,4 +1,4 @@
-"""Tamper-proof scoring (scoring.py): protected paths, JUnit-checked verdicts, gold similarity."""
+"""Tamper-proof scoring (scoring.py): protected paths, verdicts from the report stream, gold similarity."""
 
 from __future__ import annotations
 
@@ -194,7 +194,10 @@ def test_correct_patch_passes_with_junit_summary(pt, tmp_path: Path) -> None:
     assert res.status == "pass", res.reason
     assert res.visible.junit == sealed_report.JUnitSummary(tests=2, failures=0, errors=0, skipped=0)
     assert res.hidden.junit == sealed_report.JUnitSummary(tests=3, failures=0, errors=0, skipped=0)
-    assert (tmp_path / "l" / "hidden.junit.xml").exists()
+    # the report stream, kept beside the logs
+    recs, problem = sealed_report.parse_stream((tmp_path / "l" / "hidden.seal.jsonl").read_bytes())
+    assert problem is None and recs[0]["kind"] == "start" and recs[-1] == {"kind": "finish", "exitstatus": 0,
+                                                                          "collected": 3}
 
 
 @pytest.mark.sandbox
@@ -216,7 +219,6 @@ def test_existing_pytest_addopts_are_kept(pt, tmp_path: Path, monkeypatch) -> No
     res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 60)
     assert res.hidden.junit is not None and res.hidden.junit.tests == 1
     assert res.status == "fail" and "only 1 test passed, 3 expected" in res.reason
-    assert res.hidden.report["canaries"] == "ok", "canaries are added after -k deselects"
 
 
 @pytest.mark.sandbox
@@ -234,7 +236,7 @@ def test_hidden_suite_with_no_test_is_a_fail(tmp_path: Path) -> None:
 
 @pytest.mark.sandbox
 def test_all_tests_collected_but_none_ran_is_not_a_pass(tmp_path: Path) -> None:
-    """``--co`` runs nothing: no canary runs, so no sealed pass (old expectation: infra_fail)."""
+    """``--co`` runs nothing: the collected tests never report, so no pass (old expectation: infra_fail)."""
     t, meta = pytest_task(tmp_path)
     meta = dict(meta, hidden_command=f"{PYTEST} hidden_tests --co")
     res = scoring.score_patch(t, meta, ORACLE.encode(), tmp_path / "l", 60)
@@ -284,40 +286,32 @@ def test_exit_zero_with_failures_in_report_is_fail(pt, tmp_path: Path) -> None:
 
 @pytest.mark.unit
 def test_judge_reasons() -> None:
-    names = {"pass": "test_p", "fail": "test_f"}
-    secret = {"names": names, "message": "M-1", "seed": 1}
+    def rec(nodeid, outcome):
+        return [{"kind": "report", "nodeid": nodeid, "when": w, "outcome": outcome if w == "call" else "passed",
+                 "crash": "assert 1 == 2" if outcome == "failed" and w == "call" else "", "xfail": False,
+                 "subtest": False} for w in ("setup", "call", "teardown")]
 
-    def rec(nodeid, outcome, text=""):
-        return [{"kind": k, "nodeid": nodeid, "when": "call", "outcome": outcome, "text": text}
-                for k in ("raw", "report")]
-
-    stream = ([{"kind": "start", "secret": True}] + rec("t.py::test_a", "failed") + rec("t.py::test_b", "failed")
-              + rec("t.py::test_c", "passed") + rec("t.py::test_p", "passed") + rec("t.py::test_f", "failed", "M-1")
+    ids = ["t.py::test_a", "t.py::test_b", "t.py::test_c", "t.py::test_d"]
+    stream = ([{"kind": "start"}, {"kind": "configured"}, {"kind": "collected", "nodeids": ids}]
+              + rec(ids[0], "failed") + rec(ids[1], "failed") + rec(ids[2], "passed") + rec(ids[3], "failed")
               + [{"kind": "finish", "exitstatus": 1}])
-    out = sealed_command.CommandOutcome("pytest", 0, 0.1, False, None, "", stream=stream, secret=secret)
-    assert sealed_command.judge("hidden", out, 4) == ("fail", "hidden tests: the sealed report shows 2 failures")
-    out.stream = stream[:1] + stream[5:]
-    out.stream[-1] = {"kind": "finish", "exitstatus": 0}
-    assert sealed_command.judge("hidden", out, 4) == ("fail", "hidden tests: only 1 test passed, 4 expected")
+    out = sealed_command.CommandOutcome("pytest", 1, 0.1, False, None, "", stream=stream,
+                                        decoys={ids[3]: ids[2]})
+    assert sealed_command.judge("hidden", out, 3) == ("fail", "hidden tests: the sealed report shows 2 failures")
+    # the decoy (test_d, twin of test_c) failing is as it must be: the others passing is a pass
+    out.stream = stream[:3] + rec(ids[0], "passed") + rec(ids[1], "passed") + stream[9:]
+    assert sealed_command.judge("hidden", out, 3) == ("pass", None)
+    assert sealed_command.judge("hidden", out, 4) == ("fail", "hidden tests: only 3 tests passed, 4 expected")
+    # the decoy passing: tamper, whatever else
+    out.stream = stream[:3] + rec(ids[0], "passed") + rec(ids[1], "passed") + rec(ids[2], "passed") \
+        + rec(ids[3], "passed") + [{"kind": "finish", "exitstatus": 0}]
+    out.returncode = 0
+    kind, why = sealed_command.judge("hidden", out, 3)
+    assert kind == "tamper" and "the gold patch fails passed" in why, why
     out.stream = []
-    assert sealed_command.judge("hidden", out, 4)[0] == "tamper", "exit 0 and no report is never a pass"
-    out.returncode = 4
-    assert sealed_command.judge("hidden", out, 4)[0] == "infra_fail", "the runner never started"
-
-
-@pytest.mark.unit
-def test_parse_junit_both_roots(tmp_path: Path) -> None:
-    a = tmp_path / "a.xml"
-    a.write_text('<testsuites><testsuite tests="3" failures="1" errors="0" skipped="1"/>'
-                 '<testsuite tests="2" failures="0" errors="1" skipped="0"/></testsuites>')
-    assert sealed_report.parse_junit(a) == sealed_report.JUnitSummary(5, 1, 1, 1)
-    b = tmp_path / "b.xml"
-    b.write_text('<testsuite tests="4" failures="0" errors="0" skipped="0"/>')
-    assert sealed_report.parse_junit(b) == sealed_report.JUnitSummary(4, 0, 0, 0)
-    c = tmp_path / "c.xml"
-    c.write_text("<testsuite")
-    with pytest.raises(ValueError):
-        sealed_report.parse_junit(c)
+    assert sealed_command.judge("hidden", out, 3)[0] == "fail", "exit 0 and no report is never a pass"
+    out.returncode, out.infra_reason = 4, "pytest usage error"
+    assert sealed_command.judge("hidden", out, 3)[0] == "infra_fail", "the runner never started"
 
 
 @pytest.mark.sandbox

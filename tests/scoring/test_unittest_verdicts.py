@@ -1,18 +1,12 @@
-"""Scoring judges unittest-style tests as pytest reports them (issue 27, point 2).
+"""Scoring judges unittest-style tests as pytest reports them, decoys beside them.
 
 pytest 9 runs ``unittest.TestCase`` tests with native ``subTest`` support: every subTest gets its
-own report (a ``SubtestReport``, made by a ``pytest_runtest_makereport`` call of its own, so the
-seal writes a ``raw`` record for it), and the test's own report comes last, ``passed`` even when
-one of its subTests failed. The seal compared every ``raw`` record with the FIRST report of the
-same test and phase: a failing subTest after a passing one was "raised … but was reported passed",
-``tamper``, for the empty diff of an honest suite. A skipped subTest made its whole test count as
-skipped (a suite whose every test skips one subTest was "every test skipped", ``fail``, for the gold
-patch). And for a TestCase the ``raw`` record was read before pytest's unittest plugin handed the
-call what ``TestCase.run`` had caught (a tearDown failure, an unexpected success): a report turned
-into ``passed`` for those was not seen.
-
-Every honest suite here: the gold patch ``pass``, the empty diff ``fail`` (never ``tamper``). Beside
-them, attacks on the same suites that must not ``pass``.
+own report, and the test's own report comes last, ``passed`` even when one of its subTests failed;
+a skipped subTest does not skip its test; ``TestCase.run`` catches what a tearDown raises and an
+unexpected success. Every honest suite here: the gold patch ``pass``, the empty diff ``fail`` (never
+``tamper``: no decoy passes), each test's outcome the one pytest gives it. Beside them, attacks on a
+unittest suite (``subTest``, ``assertEqual``, ``assertRaises`` or ``run`` replaced, failed reports
+turned passed) that pass its decoys too: ``tamper``.
 """
 
 from __future__ import annotations
@@ -24,10 +18,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from test_forgery import calc_patch, git_patch, not_pass, score, task  # noqa: E402
+from decoyed import Decoyed, build, git_patch, honest, tamper_by_decoy  # noqa: E402
+from packgen import BUGGY, FIXED, PYTEST  # noqa: E402
 
-from packgen import ORACLE  # noqa: E402
-from sealbench.scoring.sealed_report import judge_stream  # noqa: E402
+pytestmark = pytest.mark.sandbox
 
 HEAD = '''import os
 import sys
@@ -59,8 +53,10 @@ class AddTests(unittest.TestCase):
                 self.assertEqual(add(a, b), a + b)
 '''
 
-#: the shapes real suites use, all in one file (a Django-like base class around the run)
+#: the shapes real suites use, all in one file (a Django-like base class around the run; an
+#: IsolatedAsyncioTestCase)
 SHAPES = HEAD + '''
+import asyncio
 
 def checked(n):
     if n <= 0:
@@ -152,6 +148,15 @@ class ShapeTests(SimpleTestCase):
     @unittest.skipIf(True, "never here")
     def test_skip_decorated(self):
         self.fail("never runs")
+
+
+class AsyncTests(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self):
+        self.base = add(20, 22)
+
+    async def test_async_fixture(self):
+        await asyncio.sleep(0)
+        self.assertEqual(self.base, 42)
 
 
 @unittest.skip("the whole class is for another platform")
@@ -264,87 +269,135 @@ class WindowedTests(TestCase):
 '''
 
 
-def unittest_task(tmp_path: Path, hidden: str, failing_tests: int = 1) -> tuple[Path, dict]:
-    t, meta = task(tmp_path, failing_tests=failing_tests)
-    (t / "hidden_tests" / "test_hidden.py").write_text(hidden)
-    return t, meta
+def _gold(root: Path, repo_files: dict, fixed: dict) -> bytes:
+    repo = root / "oracle-repo"
+    repo.mkdir()
+    for name, text in repo_files.items():
+        (repo / name).write_text(text)
+    return git_patch(repo, root, lambda wd: [(wd / n).write_text(t) for n, t in fixed.items()])
 
 
-def hidden_only(t: Path, meta: dict, patch: bytes, tmp: Path):
-    """The hidden command's verdict alone (the visible tests are plain functions of ``calc``)."""
-    return score(t, meta, patch, tmp, commands=("hidden",))
+@pytest.fixture(scope="module")
+def suites(tmp_path_factory) -> Decoyed:
+    """The honest suites in one task: the subTest loop, the skip in a subTest, the shapes, windowed."""
+    root = tmp_path_factory.mktemp("unittest-honest")
+    repo = {"calc.py": BUGGY, "mi_windowed.py": WINDOWED_BUGGY}
+    gold = _gold(root, repo, {"calc.py": FIXED, "mi_windowed.py": WINDOWED})
+    return build(root, "uh", hidden={"test_loop.py": SUBTEST_LOOP, "test_skip_sub.py": SKIP_IN_SUBTEST,
+                                     "test_shapes.py": SHAPES, "test_windowed.py": WINDOWED_TESTS},
+                 repo=repo, oracle=gold, hidden_command=f"{PYTEST} hidden_tests", failing_tests=16)
 
 
-def honest_verdicts(t: Path, meta: dict, tmp: Path, gold: bytes = ORACLE.encode()) -> None:
-    good = score(t, meta, gold, tmp)
-    assert good.status == "pass", good.reason
-    bad = score(t, meta, b"", tmp)
-    assert bad.status == "fail", bad.reason
-    assert bad.hidden is not None and bad.hidden.junit is not None and bad.hidden.junit.failures >= 1, bad.reason
+@pytest.fixture(scope="module")
+def verdicts(suites: Decoyed, tmp_path_factory):
+    """The gold patch's and the empty diff's verdicts (both commands, as hidden_score scores them)."""
+    tmp = tmp_path_factory.mktemp("unittest-verdicts")
+    gold = suites.patch(tmp, lambda wd: ((wd / "mi_windowed.py").write_text(WINDOWED), (wd / "calc.py").write_text(FIXED)))
+    return suites.score(gold, tmp), suites.score(b"", tmp)
 
 
 # ----------------------------------------------------------------------------- honest suites
 
-@pytest.mark.sandbox
-def test_a_failing_subtest_after_a_passing_one_is_a_failure(tmp_path: Path) -> None:
-    """The empty diff's reported case: ``fail`` (it was ``tamper``, "raised … but was reported
-    passed", the failing subTest's exception set against the passing one's report)."""
-    t, meta = unittest_task(tmp_path, SUBTEST_LOOP)
-    honest_verdicts(t, meta, tmp_path)
-    bad = hidden_only(t, meta, b"", tmp_path)
-    assert bad.status == "fail" and "1 failure" in (bad.reason or ""), bad.reason
-    assert bad.hidden.junit.tests == 1 and bad.hidden.junit.failures == 1, bad.hidden.junit
-
-
-@pytest.mark.sandbox
-def test_b_a_skipped_subtest_does_not_skip_its_test(tmp_path: Path) -> None:
-    """A test that skips one subTest and passes the others passed (it was counted skipped: the
-    gold patch's run was "every one of the collected tests was skipped")."""
-    t, meta = unittest_task(tmp_path, SKIP_IN_SUBTEST)
-    honest_verdicts(t, meta, tmp_path)
-    good = hidden_only(t, meta, ORACLE.encode(), tmp_path)
-    assert good.hidden.junit.skipped == 0, good.hidden.junit
-
-
-@pytest.mark.sandbox
-def test_c_the_shapes_of_real_unittest_suites(tmp_path: Path) -> None:
-    """setUpClass/tearDownClass, a Django-like base class, addCleanup, assertRaises (both forms),
-    subTests that expect errors, a skip inside a subTest, nested subTests, expectedFailure, an
-    unexpected success (with the bug), skipTest and skipped tests and classes."""
-    t, meta = unittest_task(tmp_path, SHAPES, failing_tests=6)
-    honest_verdicts(t, meta, tmp_path)
-    good = hidden_only(t, meta, ORACLE.encode(), tmp_path)
+def test_a_the_honest_suites_keep_their_verdict(verdicts) -> None:
+    good, bad = verdicts
+    honest(good, bad)
+    # the real tests' counts (the decoys are not among them): 21 tests, 16 passed; skipped tests
+    # and expected failures are counted skipped
     j = good.hidden.junit
-    # 11 tests: 6 pass; 2 expected failures, 2 skipped tests and a skipped class (reported skipped)
-    assert (j.tests, j.failures, j.errors, j.skipped) == (11, 0, 0, 5), j
-    bad = hidden_only(t, meta, b"", tmp_path)
-    # with the bug: the class fixture, both assertRaises tests, the loop, the skip-in-subtest
-    # test, the nested subTests and the unexpected success fail
-    assert bad.status == "fail" and bad.hidden.junit.failures == 7, (bad.reason, bad.hidden.junit)
+    assert (j.tests, j.failures, j.errors, j.skipped) == (21, 0, 0, 5), j
+    assert good.hidden.report["passed"] == 16, good.hidden.report
+    # with the bug: the loop, the skip-in-subtest test, 8 shapes (the unexpected success among them)
+    # and 2 of windowed's fail
+    assert bad.hidden.junit.failures == 12, (bad.reason, bad.hidden.junit)
 
 
-def windowed_task(tmp_path: Path) -> tuple[Path, dict, bytes]:
-    t, meta = unittest_task(tmp_path, WINDOWED_TESTS, failing_tests=7)
-    (t / "repo" / "mi_windowed.py").write_text(WINDOWED_BUGGY)
-    # the gold patch: calc's fix and the real ``windowed``
-    gold = git_patch(t / "repo", tmp_path, lambda wd: ((wd / "mi_windowed.py").write_text(WINDOWED),
-                                                       (wd / "calc.py").write_text("def add(a, b):\n    return a + b\n")))
-    return t, meta, gold
+#: test -> (its outcome with the gold patch, with the bug)
+OUTCOMES = {
+    "test_loop.py::AddTests::test_pairs": ("passed", "failed"),        # a failing subTest after a passing one
+    "test_skip_sub.py::AddTests::test_pairs": ("passed", "failed"),    # a skipped subTest does not skip its test
+    "test_shapes.py::ShapeTests::test_class_fixture": ("passed", "failed"),
+    "test_shapes.py::ShapeTests::test_raises_context_manager": ("passed", "failed"),
+    "test_shapes.py::ShapeTests::test_raises_callable": ("passed", "failed"),
+    "test_shapes.py::ShapeTests::test_loop_some_expect_errors": ("passed", "failed"),
+    "test_shapes.py::ShapeTests::test_skip_in_subtest": ("passed", "failed"),
+    "test_shapes.py::ShapeTests::test_nested_subtests": ("passed", "failed"),
+    "test_shapes.py::ShapeTests::test_expected_failure": ("xfailed", "xfailed"),
+    "test_shapes.py::ShapeTests::test_old_behaviour_is_gone": ("xfailed", "failed"),   # an unexpected success
+    "test_shapes.py::ShapeTests::test_skip_test": ("skipped", "skipped"),
+    "test_shapes.py::ShapeTests::test_skip_decorated": ("skipped", "skipped"),
+    "test_shapes.py::AsyncTests::test_async_fixture": ("passed", "failed"),
+    "test_shapes.py::SkippedClass::test_never": ("skipped", "skipped"),
+    "test_windowed.py::WindowedTests::test_basic": ("passed", "passed"),
+    "test_windowed.py::WindowedTests::test_step": ("passed", "failed"),  # later subTests fail after two pass
+    "test_windowed.py::WindowedTests::test_invalid_n": ("passed", "failed"),
+    "test_windowed.py::WindowedTests::test_empty_seq": ("passed", "passed"),
+}
 
 
-@pytest.mark.sandbox
-def test_d_more_itertools_windowed_tests(tmp_path: Path) -> None:
-    """more_itertools 11.2.1 ``WindowedTests`` (copied, with its ``windowed``): the gold patch
-    ``pass``; the empty diff (no check of ``n``, a wrong padding for long steps) ``fail`` (it was
-    "test_step raised (AssertionError: Lists differ …) but was reported passed", ``tamper``)."""
-    t, meta, gold = windowed_task(tmp_path)
-    honest_verdicts(t, meta, tmp_path, gold)
-    bad = hidden_only(t, meta, b"", tmp_path)
-    # test_step fails its later subTests after passing the first two; test_invalid_n raises nothing
-    assert "failure" in (bad.reason or "") and bad.hidden.junit.failures == 2, (bad.reason, bad.hidden.junit)
+@pytest.mark.parametrize("test", sorted(OUTCOMES))
+def test_b_each_test_s_outcome_is_pytest_s(verdicts, test: str) -> None:
+    good, bad = verdicts
+    nid = "hidden_tests/" + test
+    assert (good.hidden.report["outcomes"][nid], bad.hidden.report["outcomes"][nid]) == OUTCOMES[test], (
+        good.hidden.report["failures"].get(nid), bad.hidden.report["failures"].get(nid))
 
 
 # ----------------------------------------------------------------------------- attacks beside them
+
+#: the gold ``add``: the sum, floats refused
+FLOAT_FIXED = ("def add(a, b):\n    if isinstance(a, float) or isinstance(b, float):\n"
+               "        raise TypeError('whole numbers only')\n    return a + b\n")
+#: two tests that fail with the bug, each carrying a decoy: one whose assertEqual calls sit in
+#: subTests, one that expects assertRaises(TypeError); beside them the failures only
+#: ``TestCase.run`` catches after the test method returned (a tearDown that checks what the test
+#: did, an unexpected success)
+ATTACKED = HEAD + '''
+
+class AddTests(unittest.TestCase):
+    def test_sums(self):
+        with self.subTest("small"):
+            self.assertEqual(add(3, 4), 7)
+        with self.subTest("large"):
+            self.assertEqual(add(10, 5), 15)
+
+    def test_floats_refused(self):
+        with self.assertRaises(TypeError):
+            add(1.5, 2)
+
+
+class TeardownChecks(unittest.TestCase):
+    def setUp(self):
+        self.totals = []
+
+    def tearDown(self):
+        self.assertEqual(self.totals, [5, 7][:len(self.totals)])
+
+    def test_totals(self):
+        self.totals.append(add(2, 3))
+        self.totals.append(add(3, 4))
+
+    @unittest.expectedFailure
+    def test_old_behaviour_is_gone(self):
+        self.assertEqual(add(2, 2), 0)
+'''
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory) -> Decoyed:
+    root = tmp_path_factory.mktemp("unittest-attacked")
+    return build(root, "ua", hidden={"test_hidden.py": ATTACKED}, oracle=_gold(root, {"calc.py": BUGGY},
+                                                                               {"calc.py": FLOAT_FIXED}),
+                 hidden_command=f"{PYTEST} hidden_tests", failing_tests=3)
+
+
+def test_c_the_attacked_suite_is_honest_and_each_failing_test_has_a_decoy(attacked: Decoyed, tmp_path: Path) -> None:
+    assert {t for _f, _d, t in attacked.spec} == {"AddTests.test_sums", "AddTests.test_floats_refused"}, attacked.spec
+    good = attacked.score(attacked.calc(tmp_path, FLOAT_FIXED), tmp_path)
+    bad = attacked.score(b"", tmp_path)
+    honest(good, bad)
+    outcomes = {n.rsplit("::", 1)[1]: o for n, o in bad.hidden.report["outcomes"].items()}
+    assert outcomes["test_totals"] == "failed" and outcomes["test_old_behaviour_is_gone"] == "failed", outcomes
+
 
 SWALLOW_SUBTEST = '''
 import contextlib, unittest
@@ -369,10 +422,14 @@ import unittest
 unittest.TestCase.run = lambda self, result=None: None
 '''
 
+REPLACE_ASSERT_EQUAL = '''
+import unittest
+unittest.TestCase.assertEqual = lambda self, *a, **k: None
+'''
+
 #: a hook implementation slipped into the live config's ``pytest_runtest_logreport`` (reached through
 #: a pytest module global; added to the hook caller directly, so no plugin is registered) that turns
-#: failed reports of TestCase tests (``path::Class::test``; the canaries are module-level functions)
-#: into passed ones before the seal's own hook reads them
+#: failed reports of TestCase tests (``path::Class::test``), subTests' included, into passed ones
 FLIP_REPORTS = '''
 import _pytest.debugging
 from pluggy._hooks import HookImpl
@@ -394,127 +451,14 @@ if _cfg is not None:
          "specname": None}))
 '''
 
-#: only the failures ``TestCase.run`` catches after the test method returned: a tearDown that
-#: checks what the test did, and an unexpected success
-TEARDOWN_CHECKS = HEAD + '''
 
-class TeardownChecks(unittest.TestCase):
-    def setUp(self):
-        self.totals = []
-
-    def tearDown(self):
-        self.assertEqual(self.totals, [5, 7][:len(self.totals)])
-
-    def test_totals(self):
-        self.totals.append(add(2, 3))
-        self.totals.append(add(3, 4))
-
-    @unittest.expectedFailure
-    def test_old_behaviour_is_gone(self):
-        self.assertEqual(add(2, 2), 0)
-'''
+ATTACKS = {"swallow-subtest": SWALLOW_SUBTEST, "assert-raises": REPLACE_ASSERT_RAISES, "run": REPLACE_RUN,
+           "assert-equal": REPLACE_ASSERT_EQUAL, "flip-reports": FLIP_REPORTS}
 
 
-@pytest.mark.sandbox
-@pytest.mark.parametrize("attack", ["swallow-subtest", "assert-raises", "run"])
-def test_e_patching_unittest_does_not_pass(tmp_path: Path, attack: str) -> None:
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_d_patching_unittest_or_its_reports_passes_a_decoy(attacked: Decoyed, tmp_path: Path, attack: str) -> None:
     """A patch that leaves the bug and replaces ``TestCase.subTest`` (to swallow the failures),
-    ``assertRaises`` or ``run``: ``tamper``, named."""
-    prelude, name = {"swallow-subtest": (SWALLOW_SUBTEST, "subTest"),
-                     "assert-raises": (REPLACE_ASSERT_RAISES, "assertRaises"),
-                     "run": (REPLACE_RUN, "run")}[attack]
-    t, meta = unittest_task(tmp_path, SHAPES, failing_tests=6)
-    res = score(t, meta, calc_patch(tmp_path, t, prelude), tmp_path)
-    not_pass(res)
-    assert res.status == "tamper" and f"{name} was replaced" in (res.reason or ""), res.reason
-
-
-@pytest.mark.sandbox
-def test_f_failed_subtest_reports_turned_passed(tmp_path: Path) -> None:
-    """The failing subTests of the loop turned into passed reports: ``tamper`` (each subTest's
-    exception is set against its own report)."""
-    t, meta = unittest_task(tmp_path, SUBTEST_LOOP)
-    res = hidden_only(t, meta, calc_patch(tmp_path, t, FLIP_REPORTS), tmp_path)
-    not_pass(res)
-    assert res.status == "tamper" and "but was reported passed" in (res.reason or ""), res.reason
-    assert "AssertionError: -1 != 3" in res.reason, res.reason
-
-
-@pytest.mark.sandbox
-def test_g_failures_caught_by_testcase_run_turned_passed(tmp_path: Path) -> None:
-    """A tearDown failure and an unexpected success (the test method returned both times) turned
-    into passed reports: ``tamper``. The honest suite: gold ``pass``, empty diff ``fail``."""
-    t, meta = unittest_task(tmp_path, TEARDOWN_CHECKS, failing_tests=1)
-    honest_verdicts(t, meta, tmp_path)
-    res = hidden_only(t, meta, calc_patch(tmp_path, t, FLIP_REPORTS), tmp_path)
-    not_pass(res)
-    assert res.status == "tamper" and "but was reported passed" in (res.reason or ""), res.reason
-
-
-# ----------------------------------------------------------------------------- the judge alone
-
-NAMES = {"pass": "test_p_canary", "fail": "test_f_canary"}
-MSG = "expected 1, got 2 [abc]"
-NID = "t/test_x.py::AddTests::test_pairs"
-
-
-def stream(body: list[dict]) -> list[dict]:
-    """A finished stream: start, collection, the canaries as expected, ``body``, finish."""
-    pc, fc = "t/test_x.py::" + NAMES["pass"], "t/test_x.py::" + NAMES["fail"]
-
-    def phases(nid: str, call: str, text: str = "") -> list[dict]:
-        out = []
-        for when in ("setup", "call", "teardown"):
-            o = call if when == "call" else "passed"
-            t = text if when == "call" else ""
-            out += [{"kind": "raw", "nodeid": nid, "when": when, "outcome": o, "text": t},
-                    {"kind": "report", "nodeid": nid, "when": when, "outcome": o, "text": t, "xfail": False,
-                     "subtest": False}]
-        return out
-
-    return ([{"kind": "start", "secret": True}, {"kind": "configured"},
-             {"kind": "collected", "nodeids": [NID], "wrapped": [NID]}]
-            + phases(pc, "passed") + [{"kind": "ran", "nodeid": pc, "event": "returned"}]
-            + phases(fc, "failed", "AssertionError: " + MSG) + body
-            + [{"kind": "finish", "exitstatus": 1 if any(r.get("outcome") == "failed" for r in body) else 0}])
-
-
-def sub(outcome: str, text: str = "", reported: str | None = None) -> list[dict]:
-    """One subTest: what its call raised, then its report (``reported``: a forged outcome)."""
-    return [{"kind": "raw", "nodeid": NID, "when": "call", "outcome": outcome, "text": text},
-            {"kind": "report", "nodeid": NID, "when": "call", "outcome": reported or outcome, "text": text,
-             "xfail": False, "subtest": True}]
-
-
-def own(call: str = "passed") -> list[dict]:
-    """The test's own reports (after its subTests') and its witnessed return."""
-    return ([{"kind": "raw", "nodeid": NID, "when": "setup", "outcome": "passed", "text": ""},
-             {"kind": "report", "nodeid": NID, "when": "setup", "outcome": "passed", "text": "", "xfail": False,
-              "subtest": False}], [{"kind": "ran", "nodeid": NID, "event": "returned"}] + [
-        r for w in ("call", "teardown") for r in (
-            {"kind": "raw", "nodeid": NID, "when": w, "outcome": call if w == "call" else "passed", "text": ""},
-            {"kind": "report", "nodeid": NID, "when": w, "outcome": call if w == "call" else "passed", "text": "",
-             "xfail": False, "subtest": False})])
-
-
-def judged(subs: list[list[dict]], call: str = "passed"):
-    before, after = own(call)
-    recs = stream(before + [r for s in subs for r in s] + after)
-    rc = recs[-1]["exitstatus"]
-    return judge_stream(recs, NAMES, MSG, rc)
-
-
-@pytest.mark.unit
-def test_h_each_subtest_is_judged_by_its_own_report() -> None:
-    ok = judged([sub("passed"), sub("passed")])
-    assert ok.kind == "pass" and ok.passed == 1, ok
-    # a failing subTest after a passing one: the test failed, it is not counted passed
-    v = judged([sub("passed"), sub("failed", "AssertionError: -1 != 3"), sub("passed")])
-    assert v.kind == "fail" and v.passed == 0, v
-    assert (v.summary.tests, v.summary.failures, v.summary.skipped) == (1, 1, 0), v.summary
-    # the same subTest's exception under a report forged to passed: tamper, named
-    forged = judged([sub("passed"), sub("failed", "AssertionError: -1 != 3", reported="passed")])
-    assert forged.kind == "tamper" and "AssertionError: -1 != 3" in (forged.problem or ""), forged
-    # a skipped subTest: the test still passed
-    sk = judged([sub("passed"), sub("skipped", "Skipped: two"), sub("passed")])
-    assert sk.kind == "pass" and sk.passed == 1 and sk.summary.skipped == 0, sk
+    ``assertEqual``, ``assertRaises`` or ``run``, or turns failed reports into passed ones: the
+    test it frees passes, and so does its decoy."""
+    tamper_by_decoy(attacked.attack(attacked.prelude(tmp_path, ATTACKS[attack]), tmp_path))

@@ -1,10 +1,12 @@
-"""The score verdict as an ordered table of named rules (issue 28, point 3).
+"""The score verdict as an ordered table of named rules (``sealed_report.VERDICT_RULES``).
 
-``sealed_report.judge_stream`` reads a sealed-report stream into facts once, then asks the rules of
-``sealed_report.VERDICT_RULES`` in order; the first that gives a verdict decides. Here: the table
-is in the order its docstring lists, and each rule has a hand-built stream (the smallest change
-to an honest one) that it is the first to refuse, with its exact reason. The streams are built
-the way the seal writes them (``pytest_seal``): a ``raw`` record then a ``report`` per phase.
+``judge_stream`` reads a report stream into facts once, then asks the rules in order; the first
+that gives a verdict decides, a stream none refuses passes. Here, on hand-made streams written the
+way the report plugin (``report_site/sealbench_report.py``) writes them — ``start``,
+``configured``, ``collected``, a ``report`` per test phase, ``finish`` — each rule decides its own
+case (the smallest change to an honest stream) with its exact reason, and gives no verdict on an
+honest stream. The decoys are part of the stream: an honest pass has every real test green and
+every decoy red (so pytest itself exits 1).
 """
 
 from __future__ import annotations
@@ -21,155 +23,146 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from sealbench.scoring import sealed_report  # noqa: E402
 from sealbench.scoring.sealed_report import judge_stream  # noqa: E402
 
-NAMES = {"pass": "test_p_canary", "fail": "test_f_canary"}
-MSG = "expected 1, got 2 [abc]"
+pytestmark = pytest.mark.unit
+
 REAL = "t/test_x.py::test_real"
-PC, FC = "t/test_x.py::" + NAMES["pass"], "t/test_x.py::" + NAMES["fail"]
+DECOY = "t/test_x.py::test_real_case"        # REAL's twin with one expectation changed
+DECOYS = {DECOY: REAL}
+GOLD_IDS = [REAL, DECOY]
 
 
-def phases(nid: str, call: str = "passed", text: str = "", *, report: str | None = None,
-           teardown: str = "passed") -> list[dict]:
-    """One test's three phases as the seal writes them: per phase what the test raised
-    (``raw``), then pytest's report of it (``report``: a forged call outcome when given)."""
-    out: list[dict] = []
-    for when in ("setup", "call", "teardown"):
-        o = call if when == "call" else teardown if when == "teardown" else "passed"
-        t = text if when == "call" else ""
-        out += [{"kind": "raw", "nodeid": nid, "when": when, "outcome": o, "text": t},
-                {"kind": "report", "nodeid": nid, "when": when,
-                 "outcome": (report or o) if when == "call" else o, "text": t, "xfail": False, "subtest": False}]
+def phases(nid: str, call: str = "passed", crash: str = "", *, setup: str = "passed",
+           teardown: str = "passed", xfail: bool = False) -> list[dict]:
+    """One test's three phase reports as the plugin writes them."""
+    out = []
+    for when, outcome in (("setup", setup), ("call", call), ("teardown", teardown)):
+        if when == "call" and setup != "passed":
+            continue          # a test whose setup failed or skipped has no call
+        failed = outcome == "failed"
+        out.append({"kind": "report", "nodeid": nid, "when": when, "outcome": outcome,
+                    "text": crash if failed else "", "crash": crash if failed else "",
+                    "exception": "AssertionError" if failed else "", "xfail": xfail, "subtest": False})
     return out
 
 
-def canaries() -> list[dict]:
-    """The two canaries as expected: the passing one passes, the failing one fails with MSG."""
-    return (phases(PC) + [{"kind": "ran", "nodeid": PC, "event": "returned"}]
-            + phases(FC, "failed", "AssertionError: " + MSG))
+def stream(real: str = "passed", decoy: str | None = "failed", *, collected: list[str] | None = None,
+           exitstatus: int | None = None, extra: list[dict] = ()) -> list[dict]:
+    """A finished stream: the real test's call ``real``, the decoy's ``decoy`` (None: no decoy in
+    the suite), ``extra`` records before the finish; pytest's exit status as its reports call for
+    unless given."""
+    ids = [REAL] + ([DECOY] if decoy is not None else [])
+    body = phases(REAL, real, "assert -1 == 7" if real == "failed" else "")
+    if decoy is not None:
+        body += phases(DECOY, decoy, "assert 7 == 12" if decoy == "failed" else "")
+    body += list(extra)
+    if exitstatus is None:
+        exitstatus = 1 if any(r.get("outcome") == "failed" for r in body) else 0
+    return ([{"kind": "start", "pid": 1}, {"kind": "configured"},
+             {"kind": "imports", "when": "collected", "modules": {}},
+             {"kind": "collected", "nodeids": collected if collected is not None else ids}]
+            + body + [{"kind": "imports", "when": "finish", "modules": {}},
+                      {"kind": "finish", "exitstatus": exitstatus, "collected": len(ids)}])
 
 
-def honest(call: str = "passed", text: str = "") -> list[dict]:
-    """A finished honest stream of one real test whose call is ``call``: start, collection,
-    the canaries, the test (and its witnessed return when it passed), finish."""
-    return ([{"kind": "start", "pid": 1, "secret": True}, {"kind": "configured"},
-             {"kind": "collected", "nodeids": [REAL], "wrapped": [REAL]}]
-            + canaries() + phases(REAL, call, text)
-            + ([{"kind": "ran", "nodeid": REAL, "event": "returned"}] if call == "passed" else [])
-            + [{"kind": "finish", "exitstatus": 0 if call == "passed" else 1}])
-
-
-def replace(recs: list[dict], nodeid: str, when: str, kind: str, **change: object) -> list[dict]:
-    """``recs`` with the ``kind`` record of ``nodeid``'s ``when`` phase changed."""
-    return [dict(r, **change) if (r.get("nodeid"), r.get("when"), r.get("kind")) == (nodeid, when, kind) else r
-            for r in recs]
+def replace(recs: list[dict], nodeid: str, when: str, **change: object) -> list[dict]:
+    return [dict(r, **change) if (r.get("nodeid"), r.get("when")) == (nodeid, when) else r for r in recs]
 
 
 def without(recs: list[dict], drop) -> list[dict]:
-    """``recs`` without the records ``drop`` says yes to."""
     return [r for r in recs if not drop(r)]
 
 
-def _before_finish(recs: list[dict], *extra: dict) -> list[dict]:
-    return recs[:-1] + list(extra) + recs[-1:]
+HONEST = stream()                       # the real test passes, the decoy fails: exit 1
+HONEST_RC = 1
 
-
-#: (case, the rule that must decide it, stream, exit code, expected, expected_ids, kind, reason)
-CASES: list[tuple[str, str, list[dict], int | None, int, list[str] | None, str, str | None]] = [
-    ("no start, exit 0", "never_started", [], 0, 0, None, "tamper",
-     ("exit 0 but the test runner never reported starting (no sealed report: the process was replaced or "
-      "ended from inside)")),
-    ("no start, exit 4", "never_started", [], 4, 0, None, "infra_fail", "the test runner never started (exit 4)"),
-    ("no secret", "no_secret", [dict(honest()[0], secret=False)] + honest()[1:], 0, 0, None, "infra_fail",
-     "the sealbench pytest plugin got no canary secret"),
-    ("seal refused", "seal_refused", _before_finish(honest(), {"kind": "tamper", "problem": "a frame write"}),
-     0, 0, None, "tamper", "the seal refused a frame write"),
-    ("two sessions", "two_sessions", honest()[:1] + honest(), 0, 0, None, "tamper",
-     "stream: 2 pytest sessions reported in one command"),
-    ("unfinished, exit 0", "unfinished_exit_0", honest()[:-1], 0, 0, None, "tamper",
-     "exit 0 but pytest never reported finishing (the process was ended from inside)"),
-    ("usage error", "stopped_before_configured", honest()[:1], 4, 0, None, "infra_fail",
+#: (case, the rule that must decide it, stream, exit code, expected, expected ids, decoys, kind, reason)
+CASES = [
+    ("no start, exit 0", "never_started", [], 0, 0, None, {}, "fail",
+     "exit 0 but the test runner never reported starting (no report)"),
+    ("no start, exit 4", "never_started", [], 4, 0, None, {}, "infra_fail", "the test runner never started (exit 4)"),
+    ("usage error", "stopped_before_configured", HONEST[:1], 4, 0, None, {}, "infra_fail",
      "pytest stopped before it was configured (exit 4; usage error?)"),
-    ("unfinished", "ended_before_finish", honest()[:-1], 1, 0, None, "fail",
+    ("unfinished", "ended_before_finish", HONEST[:-1], 1, 0, GOLD_IDS, DECOYS, "fail",
      "the test process ended before pytest finished (exit 1)"),
-    ("after finish", "records_after_finish", honest() + [{"kind": "report"}], 0, 0, None, "tamper",
-     "stream: records after pytest reported finishing"),
+    ("unfinished, exit 0", "ended_before_finish", HONEST[:5], 0, 0, GOLD_IDS, DECOYS, "fail",
+     "the test process ended before pytest finished (exit 0)"),
+    ("a gold test not collected", "gold_collection", HONEST, HONEST_RC, 1, GOLD_IDS + ["t/test_x.py::test_gone"],
+     DECOYS, "tamper",
+     "the collection differs from the gold patch's: 1 of the gold patch's tests not collected (t/test_x.py::test_gone)"),
+    ("a test the gold runs lacked", "gold_collection", HONEST, HONEST_RC, 1, [REAL], {}, "tamper",
+     f"the collection differs from the gold patch's: 1 tests the gold patch's run did not have ({DECOY})"),
+    ("decoy passed", "decoy_passed", stream("passed", "passed"), 0, 1, GOLD_IDS, DECOYS, "tamper",
+     f"1 test that the gold patch fails passed: {DECOY} (twin of {REAL}) — a decoy, a real test's twin with one "
+     "expectation changed, passes only when failures are turned into passes"),
+    ("decoy passed, real failed", "decoy_passed", stream("failed", "passed"), 1, 1, GOLD_IDS, DECOYS, "tamper",
+     f"1 test that the gold patch fails passed: {DECOY} (twin of {REAL}) — a decoy, a real test's twin with one "
+     "expectation changed, passes only when failures are turned into passes"),
     ("collection error", "collection_errors",
-     _before_finish(honest(), {"kind": "collect", "nodeid": "t/test_y.py", "outcome": "failed"}), 0, 0, None,
-     "fail", "collection errors (t/test_y.py)"),
-    ("no test", "no_test_ran", without(honest(), lambda r: r.get("nodeid") == REAL), 0, 0, None, "fail",
-     "no test ran: pytest collected no test"),
+     stream(extra=[{"kind": "collect", "nodeid": "t/test_y.py", "outcome": "failed", "text": "ImportError"}]),
+     HONEST_RC, 0, GOLD_IDS, DECOYS, "fail", "collection errors (t/test_y.py)"),
+    ("no test", "no_test_ran", without(stream(decoy=None), lambda r: r.get("nodeid") == REAL), 0, 0, None, {},
+     "fail", "no test ran: pytest collected no test"),
     ("modules skipped", "no_test_ran",
-     _before_finish(without(honest(), lambda r: r.get("nodeid") == REAL),
-                    {"kind": "collect", "nodeid": "t/test_x.py", "outcome": "skipped"}), 0, 0, None, "fail",
-     "no test ran: every test module was skipped"),
-    ("all skipped", "all_skipped", honest("skipped", "Skipped: no")[:-1] + [{"kind": "finish", "exitstatus": 0}],
-     0, 0, None, "fail", "every one of the 1 collected test was skipped"),
-    ("canary missing", "canary_never_ran", without(honest(), lambda r: r.get("nodeid") == FC), 0, 0, None,
-     "tamper", "canary: a canary test never ran"),
-    ("passing canary failed", "passing_canary_failed", replace(honest(), PC, "call", "raw", outcome="failed"),
-     0, 0, None, "tamper", "canary: the passing canary did not pass"),
-    ("failing canary passed", "failing_canary_failed", replace(honest(), FC, "call", "report", outcome="passed"),
-     0, 0, None, "tamper", "canary: the failing canary was reported passed"),
-    ("canary message", "canary_message_kept",
-     replace(honest(), FC, "call", "raw", text="AssertionError: expected 1, got 1"), 0, 0, None, "tamper",
-     "canary: the failing canary's message was altered"),
-    ("canary teardown", "canary_setup_teardown", replace(honest(), PC, "teardown", "report", outcome="failed"),
-     0, 0, None, "tamper", "canary: a canary's setup or teardown failed"),
-    ("raised, reported passed", "raised_but_passed",
-     replace(honest(), REAL, "call", "raw", outcome="failed", text="AssertionError: 3 != 4"), 0, 0, None,
-     "tamper", f"stream: {REAL} raised (AssertionError: 3 != 4) but was reported passed"),
-    ("gold test missing", "gold_collection", honest(), 0, 0, [REAL, "t/test_x.py::test_gone"], "tamper",
-     "stream: 1 of the gold patch's tests not collected (t/test_x.py::test_gone)"),
-    ("test the gold run lacked", "gold_collection", honest(), 0, 0, [], "tamper",
-     f"stream: 1 tests the gold patch's run did not have ({REAL})"),
-    ("reported, not collected", "reported_not_collected",
-     _before_finish(honest(), *phases("t/test_x.py::test_ghost")), 0, 0, None, "tamper",
-     "stream: t/test_x.py::test_ghost was reported but never collected (1 such test)"),
+     without(stream(decoy=None, extra=[{"kind": "collect", "nodeid": "t/test_x.py", "outcome": "skipped"}]),
+             lambda r: r.get("nodeid") == REAL), 0, 0, None, {}, "fail", "no test ran: every test module was skipped"),
+    ("all skipped", "all_skipped", stream("skipped"), HONEST_RC, 0, GOLD_IDS, DECOYS, "fail",
+     "every one of the 1 collected test was skipped"),
+    ("all xfailed", "all_skipped", replace(stream("skipped"), REAL, "call", xfail=True), HONEST_RC, 0, GOLD_IDS,
+     DECOYS, "fail", "every one of the 1 collected test was skipped"),
     ("collected, never reported", "collected_not_reported",
-     [dict(r, nodeids=[REAL, "t/test_x.py::test_later"]) if r["kind"] == "collected" else r for r in honest()],
-     0, 0, None, "fail",
-     "1 collected test never ran to a report (t/test_x.py::test_later): the session ended before them"),
-    ("never returned", "passed_not_returned", without(honest(), lambda r: r["kind"] == "ran" and r["nodeid"] == REAL),
-     0, 0, None, "tamper",
-     f"stream: {REAL} was reported passed but its test function never ran to its end (1 such test)"),
-    ("honest failure", "tests_failed", honest("failed", "AssertionError: 3 != 4"), 1, 0, None, "fail",
+     stream(collected=GOLD_IDS + ["t/test_x.py::test_later"]), HONEST_RC, 0, None, DECOYS, "fail",
+     "1 collected test never ran to a report (t/test_x.py::test_later)"),
+    ("decoy never reported", "collected_not_reported", without(HONEST, lambda r: r.get("nodeid") == DECOY),
+     0, 0, GOLD_IDS, DECOYS, "fail", f"1 collected test never ran to a report ({DECOY})"),
+    ("real failure", "tests_failed", stream("failed"), 1, 1, GOLD_IDS, DECOYS, "fail",
      "the sealed report shows 1 failure"),
-    ("teardown error", "tests_failed", replace(replace(honest(), REAL, "teardown", "raw", outcome="failed"),
-                                               REAL, "teardown", "report", outcome="failed"), 1, 0, None, "fail",
-     "the sealed report shows 1 error"),
-    ("exit 0 over a failure", "exit_code_differs", honest()[:-1] + [{"kind": "finish", "exitstatus": 1}], 0, 0,
-     None, "tamper", "exit 0 but pytest finished with exit 1"),
-    ("exit 1 over a pass", "exit_code_differs", honest(), 1, 0, None, "fail",
+    ("teardown error", "tests_failed", replace(HONEST, REAL, "teardown", outcome="failed", crash="boom"), 1, 1,
+     GOLD_IDS, DECOYS, "fail", "the sealed report shows 1 error"),
+    ("decoy skipped", "decoy_not_failed", stream("passed", "skipped"), 0, 1, GOLD_IDS, DECOYS, "fail",
+     f"1 test that the gold patch fails did not run to a failure ({DECOY}: skipped)"),
+    ("decoy xfailed", "decoy_not_failed", replace(stream("passed", "skipped"), DECOY, "call", xfail=True), 0, 1,
+     GOLD_IDS, DECOYS, "fail", f"1 test that the gold patch fails did not run to a failure ({DECOY}: xfailed)"),
+    ("pytest says 0 over a failed decoy", "exit_status", stream(exitstatus=0), 0, 1, GOLD_IDS, DECOYS, "fail",
+     "pytest finished with exit 0"),
+    ("pytest exit 5", "exit_status", stream(decoy=None, exitstatus=5), 5, 1, None, {}, "fail",
+     "pytest finished with exit 5"),
+    ("exit 0 after pytest's 1", "exit_status", HONEST, 0, 1, GOLD_IDS, DECOYS, "fail",
+     "exit 0 after pytest finished with exit 1"),
+    ("exit 1 after pytest's 0", "exit_status", stream(decoy=None), 1, 1, [REAL], {}, "fail",
      "exit 1 after pytest finished with exit 0"),
-    ("pytest exit 5", "pytest_exit_nonzero", honest()[:-1] + [{"kind": "finish", "exitstatus": 5}], 5, 0, None,
-     "fail", "pytest finished with exit 5"),
-    ("too few passed", "too_few_passed", honest(), 0, 2, None, "fail", "only 1 test passed, 2 expected"),
-    ("honest pass", "", honest(), 0, 1, [REAL], "pass", None),
+    ("too few passed", "too_few_passed", HONEST, HONEST_RC, 2, GOLD_IDS, DECOYS, "fail",
+     "only 1 test passed, 2 expected"),
+    ("honest pass", "", HONEST, HONEST_RC, 1, GOLD_IDS, DECOYS, "pass", None),
+    ("honest pass, no decoys", "", stream(decoy=None), 0, 1, [REAL], {}, "pass", None),
 ]
 
 #: the rules in the order they are asked (the order decides a stream that several refuse)
-ORDER = ["never_started", "no_secret", "seal_refused", "two_sessions", "unfinished_exit_0",
-         "stopped_before_configured", "ended_before_finish", "records_after_finish", "collection_errors",
-         "no_test_ran", "all_skipped", "canary_never_ran", "passing_canary_failed", "failing_canary_failed",
-         "canary_message_kept", "canary_setup_teardown", "raised_but_passed", "gold_collection",
-         "reported_not_collected", "collected_not_reported", "passed_not_returned", "tests_failed",
-         "exit_code_differs", "pytest_exit_nonzero", "too_few_passed"]
+ORDER = ["never_started", "stopped_before_configured", "ended_before_finish", "gold_collection", "decoy_passed",
+         "collection_errors", "no_test_ran", "all_skipped", "collected_not_reported", "tests_failed",
+         "decoy_not_failed", "exit_status", "too_few_passed"]
 
 
 def _documented_names() -> list[str]:
     """The rule names the table's docstring lists (``- name: what it refuses``), in order."""
     tree = ast.parse((ROOT / "scripts" / "sealbench" / "scoring" / "sealed_report.py").read_text("utf-8"))
-    body = tree.body
-    for i, node in enumerate(body):
+    for i, node in enumerate(tree.body):
         targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
         if any(isinstance(t, ast.Name) and t.id == "VERDICT_RULES" for t in targets):
-            doc = body[i + 1]
+            doc = tree.body[i + 1]
             assert isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant), "VERDICT_RULES has no docstring"
-            return [ln.strip()[2:].split(":", 1)[0] for ln in str(doc.value.value).splitlines()
-                    if ln.strip().startswith("- ")]
+            names = []
+            for ln in str(doc.value.value).splitlines():
+                if ln.strip().startswith("- "):
+                    names += [n.strip() for n in ln.strip()[2:].split(":", 1)[0].split("/")]
+            return names
     raise AssertionError("no VERDICT_RULES in sealed_report.py")
 
 
-@pytest.mark.unit
+def _first_rule(recs, rc, expected, expected_ids, decoys) -> str:
+    facts = sealed_report.stream_facts(recs, rc, expected, expected_ids, decoys)
+    return next((name for name, rule in sealed_report.VERDICT_RULES if rule(facts) is not None), "")
+
+
 def test_table_names_unique_and_in_documented_order() -> None:
     names = [name for name, _ in sealed_report.VERDICT_RULES]
     assert len(names) == len(set(names)), names
@@ -177,48 +170,131 @@ def test_table_names_unique_and_in_documented_order() -> None:
     assert all(callable(rule) for _, rule in sealed_report.VERDICT_RULES)
 
 
-@pytest.mark.unit
 def test_every_rule_has_a_case() -> None:
     assert {rule for _, rule, *_ in CASES} - {""} == set(ORDER)
 
 
-def _first_rule(recs: list[dict], rc: int | None, expected: int, expected_ids: list[str] | None) -> str:
-    facts = sealed_report.stream_facts(recs, NAMES, MSG, rc, expected, expected_ids)
-    return next((name for name, rule in sealed_report.VERDICT_RULES if rule(facts) is not None), "")
-
-
-@pytest.mark.unit
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_each_rule_decides_its_stream(case) -> None:
-    _, rule, recs, rc, expected, expected_ids, kind, reason = case
-    v = judge_stream(recs, NAMES, MSG, rc, expected, expected_ids)
+    _, rule, recs, rc, expected, expected_ids, decoys, kind, reason = case
+    v = judge_stream(recs, rc, expected, expected_ids, decoys)
     assert (v.kind, v.problem) == (kind, reason), v
-    assert _first_rule(recs, rc, expected, expected_ids) == rule
+    assert _first_rule(recs, rc, expected, expected_ids, decoys) == rule
 
 
-@pytest.mark.unit
-def test_honest_pass_and_fail() -> None:
-    ok = judge_stream(honest(), NAMES, MSG, 0, 1, [REAL])
-    assert (ok.started, ok.finished, ok.kind, ok.problem, ok.passed, ok.canaries) == (True, True, "pass", None, 1, "ok")
+@pytest.mark.parametrize("honest", ["decoyed", "no decoys"])
+def test_no_rule_fires_on_an_honest_passing_stream(honest: str) -> None:
+    recs, rc, ids, decoys = ((HONEST, HONEST_RC, GOLD_IDS, DECOYS) if honest == "decoyed"
+                             else (stream(decoy=None), 0, [REAL], {}))
+    facts = sealed_report.stream_facts(recs, rc, 1, ids, decoys)
+    assert {name: rule(facts) for name, rule in sealed_report.VERDICT_RULES} == dict.fromkeys(ORDER)
+
+
+def test_honest_pass_and_fail_with_a_decoy() -> None:
+    ok = judge_stream(HONEST, HONEST_RC, 1, GOLD_IDS, DECOYS)
+    assert (ok.started, ok.finished, ok.kind, ok.problem, ok.passed) == (True, True, "pass", None, 1)
+    assert (ok.decoys_passed, ok.decoys_failed) == ([], 1)
+    # the counts are the real tests' (the decoy is not one)
     assert ok.summary == sealed_report.JUnitSummary(tests=1, failures=0, errors=0, skipped=0)
-    bad = judge_stream(honest("failed", "AssertionError: 3 != 4"), NAMES, MSG, 1, 1, [REAL])
-    assert (bad.kind, bad.passed, bad.canaries) == ("fail", 0, "ok"), bad
+    bad = judge_stream(stream("failed"), 1, 1, GOLD_IDS, DECOYS)
+    assert (bad.kind, bad.passed, bad.decoys_failed) == ("fail", 0, 1), bad
     assert bad.summary == sealed_report.JUnitSummary(tests=1, failures=1, errors=0, skipped=0)
 
 
-@pytest.mark.unit
+def test_a_passed_decoy_is_tamper_whatever_else_the_stream_says() -> None:
+    """A decoy that passed decides before any failure, skip or exit status: the report or the values
+    were forged (the gold patch fails it)."""
+    for recs, rc in ((stream("passed", "passed"), 0), (stream("failed", "passed"), 1),
+                     (stream("skipped", "passed"), 0), (stream("passed", "passed", exitstatus=3), 3),
+                     (stream("passed", "passed", extra=[{"kind": "collect", "nodeid": "t/y.py", "outcome": "failed"}]),
+                      0)):
+        v = judge_stream(recs, rc, 1, GOLD_IDS, DECOYS)
+        assert v.kind == "tamper" and "the gold patch fails" in v.problem, v
+        assert v.decoys_passed == [f"{DECOY} (twin of {REAL})"], v
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING: gold_collection is asked before collection_errors: a module that fails to collect leaves its "
+    "tests out of the collection, so an honest patch whose module does not import is tamper, not fail"))
+def test_a_module_that_fails_to_collect_is_a_failure_not_tamper() -> None:
+    """The stream pytest writes when the module under test does not import (a SyntaxError in the
+    patch): the test module fails to collect, so neither the real test nor the decoy is collected."""
+    recs = ([{"kind": "start", "pid": 1}, {"kind": "configured"},
+             {"kind": "collect", "nodeid": "t/test_x.py", "outcome": "failed", "text": "SyntaxError: invalid syntax"},
+             {"kind": "collected", "nodeids": []}, {"kind": "finish", "exitstatus": 2, "collected": 0}])
+    v = judge_stream(recs, 2, 1, GOLD_IDS, DECOYS)
+    assert (v.kind, v.problem) == ("fail", "collection errors (t/test_x.py)"), v
+
+
+def test_a_stream_without_its_collection_record_is_not_a_pass() -> None:
+    """``judge_stream`` given the decoys: a stream that drops its ``collected`` record but reports the
+    decoy passed is still tamper here (the decoys were given by id). Through ``sealed_command._run_check``
+    the decoys' ids come from the stream's own collection (see test_forgery's
+    ``test_l_the_writer_drops_the_collection_record_too``)."""
+    recs = without(stream("passed", "passed"), lambda r: r.get("kind") == "collected")
+    v = judge_stream(recs, 0, 1, GOLD_IDS, DECOYS)
+    assert v.kind == "tamper", v
+
+
 def test_verdict_fields_by_stage() -> None:
-    """Before the counts are read a verdict has none; the collection rules give the counts but
-    no passes and no canaries; from the canaries on a verdict has all three."""
-    early = judge_stream(honest()[:1], NAMES, MSG, 4)
+    """Before the counts are read a verdict has none; from the collection on it has them. A stop
+    before pytest was configured counts as a runner that never started (no code of the patch ran)."""
+    early = judge_stream(HONEST[:1], 4)
     assert (early.started, early.finished, early.summary) == (False, False, None)
-    after = judge_stream(honest() + [{"kind": "report"}], NAMES, MSG, 0)
-    assert (after.started, after.finished, after.summary, after.passed, after.canaries) == (
-        True, True, None, 0, "not run")
-    coll = judge_stream(_before_finish(honest(), {"kind": "collect", "nodeid": "t/y.py", "outcome": "failed"}),
-                        NAMES, MSG, 0)
-    assert (coll.summary.tests, coll.passed, coll.canaries) == (1, 0, "not run")
-    canary = judge_stream(replace(honest(), PC, "call", "raw", outcome="failed"), NAMES, MSG, 0)
-    assert (canary.passed, canary.canaries) == (1, "wrong")
-    late = judge_stream(honest(), NAMES, MSG, 0, 2)
-    assert (late.passed, late.canaries) == (1, "ok")
+    unfinished = judge_stream(HONEST[:-1], 1, 0, GOLD_IDS, DECOYS)
+    assert (unfinished.started, unfinished.finished, unfinished.summary) == (True, False, None)
+    coll = judge_stream(HONEST, HONEST_RC, 1, GOLD_IDS + ["t/x.py::test_gone"], DECOYS)
+    assert (coll.kind, coll.summary.tests, coll.passed) == ("tamper", 1, 1)
+
+
+# ----------------------------------------------------------------------------- outcomes as pytest judges them
+
+SUB = "t/test_x.py::AddTests::test_pairs"
+
+
+def sub(outcome: str, crash: str = "") -> dict:
+    """One subTest's report (pytest 9 reports each subTest apart, before the test's own)."""
+    return {"kind": "report", "nodeid": SUB, "when": "call", "outcome": outcome, "text": crash, "crash": crash,
+            "exception": "AssertionError" if outcome == "failed" else "", "xfail": False, "subtest": True}
+
+
+def judged_subtests(*subs: dict):
+    own = phases(SUB)
+    recs = ([{"kind": "start", "pid": 1}, {"kind": "configured"}, {"kind": "collected", "nodeids": [SUB]}]
+            + own[:1] + list(subs) + own[1:])
+    failed = any(s["outcome"] == "failed" for s in subs)
+    recs.append({"kind": "finish", "exitstatus": int(failed)})
+    return judge_stream(recs, int(failed), 1, [SUB], {})
+
+
+def test_each_subtest_is_judged_by_its_own_report() -> None:
+    ok = judged_subtests(sub("passed"), sub("passed"))
+    assert ok.kind == "pass" and ok.passed == 1, ok
+    # a failing subTest after a passing one: the test failed (its own report says passed)
+    v = judged_subtests(sub("passed"), sub("failed", "AssertionError: -1 != 3"), sub("passed"))
+    assert v.kind == "fail" and v.passed == 0, v
+    assert (v.summary.tests, v.summary.failures, v.summary.skipped) == (1, 1, 0), v.summary
+    # a skipped subTest: the test still passed
+    sk = judged_subtests(sub("passed"), sub("skipped", "Skipped: two"), sub("passed"))
+    assert sk.kind == "pass" and sk.passed == 1 and sk.summary.skipped == 0, sk
+
+
+def test_outcomes_and_failure_lines() -> None:
+    recs = (phases("m.py::test_p") + phases("m.py::test_f", "failed", "assert -1 == 7")
+            + phases("m.py::test_s", "skipped") + phases("m.py::test_e", setup="failed")
+            + replace(phases("m.py::test_x", "skipped"), "m.py::test_x", "call", xfail=True)
+            + replace(phases("m.py::test_xp"), "m.py::test_xp", "call", xfail=True)
+            + phases("m.py::test_u")[:1])
+    assert sealed_report.test_outcomes(recs) == {
+        "m.py::test_p": "passed", "m.py::test_f": "failed", "m.py::test_s": "skipped", "m.py::test_e": "failed",
+        "m.py::test_x": "xfailed", "m.py::test_xp": "xpassed", "m.py::test_u": "unfinished"}
+    # a failure's kind is the exception the plugin saw (a rewritten assert's first line has none)
+    assert sealed_report.failure_lines(recs)["m.py::test_f"] == "AssertionError: assert -1 == 7"
+
+
+def test_parse_stream() -> None:
+    good = b'{"kind": "start", "pid": 1}\n\n{"kind": "finish", "exitstatus": 0}\n'
+    assert sealed_report.parse_stream(good) == ([{"kind": "start", "pid": 1}, {"kind": "finish", "exitstatus": 0}],
+                                                None)
+    assert sealed_report.parse_stream(good + b"not json\n")[1] == "record 3 is not JSON"
+    assert sealed_report.parse_stream(b'[1, 2]\n')[1] == "record 1 is not a sealbench record"
