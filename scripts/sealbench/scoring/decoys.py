@@ -18,6 +18,8 @@ How decoys are made (:func:`candidates`, then :func:`select` on the controls' ru
   would tell which of the pair is real); names are made from the file's own words in the file's own
   style; decoys go at random places among the file's tests (in the same class for methods); the
   twin's comments are removed from both copies (a comment could say which value is right).
+- **Tried** in a copy of the hidden suite with every candidate in it (one per test that could be
+  a twin, up to :data:`MAX_TWINS`, at least :data:`CANDIDATES_PER_DECOY` per decoy wanted).
 - **Kept** only when, on the controls' own runs of the suite with the candidates in it, the twin
   fails without the fix and passes with the gold patch, and the decoy fails under the gold patch
   on every run, under the empty diff the way its twin fails there, and under every other
@@ -36,6 +38,7 @@ import random
 import re
 import shutil
 import tokenize
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -55,6 +58,8 @@ VALUE_CALLS = frozenset({"date", "datetime", "time", "timedelta", "frozenset", "
                          "bytes", "bytearray", "complex", "float", "int", "str", "timezone"})
 #: how many candidates are tried per decoy kept (a task's suite carries at most this many more)
 CANDIDATES_PER_DECOY = 3
+#: the most twins a trial gives one candidate each (a larger suite gets CANDIDATES_PER_DECOY per decoy)
+MAX_TWINS = 12
 _NUMERIC = re.compile(r"^(-?)(\d+)(?:\.(\d+))?$")
 _WORD = re.compile(r"[A-Za-z]+|\d+")
 
@@ -130,6 +135,18 @@ def _test_functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.A
             for sub in node.body:
                 if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub.name.startswith("test"):
                     out.append((node.name, sub, node))
+    return out
+
+
+def test_names(folder: Path) -> list[str]:
+    """The test function names of every Python file under ``folder`` (one per definition)."""
+    out: list[str] = []
+    for f in sorted(Path(folder).rglob("*.py")) if Path(folder).is_dir() else []:
+        try:
+            tree = ast.parse(f.read_text("utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        out += [fn.name for _scope, fn, _cls in _test_functions(tree)]
     return out
 
 
@@ -428,10 +445,12 @@ def decoy_name(rng: random.Random, twin: str, vocabulary: Sequence[str], taken: 
     for _ in range(60):
         choice = rng.random()
         new = list(words)
-        if len(new) >= 2 and choice < 0.34:
+        if len(new) >= 2 and choice < 0.25:
             rng.shuffle(new)
-        elif new and choice < 0.67:
+        elif new and choice < 0.5:
             new[rng.randrange(len(new))] = rng.choice(pool)
+        elif len(new) >= 3 and choice < 0.75:      # shorter too: a twin's name is not always the shortest
+            del new[rng.randrange(len(new))]
         else:
             new.insert(rng.randint(0, len(new)), rng.choice(pool))
         name = _join(new, style, lead)
@@ -452,14 +471,15 @@ def _insert_points(tree: ast.Module, cls: ast.ClassDef | None, nlines: int) -> l
 
 
 def candidates(hidden_dir: Path, seen: set[str], forbidden: str, seed: bytes, wanted: int,
-               eligible: Iterable[tuple[str, str]] | None = None) -> list[Candidate]:
-    """Decoy candidates for the test files under ``hidden_dir``: at most
-    ``wanted * CANDIDATES_PER_DECOY``, spread over the twins (see the module docstring). ``seen``:
-    :func:`seen_bodies` of the visible tests; ``forbidden``: the prompt and the visible tests'
-    text (no changed value may appear in it); ``eligible``: (file, qualified test name) pairs that
-    may be twinned (None: every test with an expectation)."""
+               visible_names: Iterable[str] = ()) -> list[Candidate]:
+    """Decoy candidates for the test files under ``hidden_dir``: at least
+    ``wanted * CANDIDATES_PER_DECOY`` and two for each twin (up to :data:`MAX_TWINS`), spread over
+    the twins (see the module docstring). ``seen``: :func:`seen_bodies` of the visible tests;
+    ``forbidden``: the prompt and the visible tests' text (no value a decoy changes or sets may
+    appear in it); ``visible_names``: the visible tests' names (a test whose name is defined
+    twice — in a visible file, another hidden file or another class — is never twinned: a decoy's
+    name is defined once, so the repeat would tell which is real)."""
     hidden_dir = Path(hidden_dir)
-    allowed = None if eligible is None else set(eligible)
     files = sorted(p for p in hidden_dir.rglob("*.py") if p.is_file() and is_test_file(p.name))
     pool: list[str] = []
     parsed: dict[str, tuple[str, ast.Module]] = {}
@@ -475,21 +495,23 @@ def candidates(hidden_dir: Path, seen: set[str], forbidden: str, seed: bytes, wa
                  and len(n.value) <= 40 and "\n" not in n.value]
         pool += [w for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
                  for w in re.findall(r"[A-Za-z]{3,}", n.value)]
+    names = Counter(visible_names)
+    for _rel, (_text, tree) in parsed.items():
+        names.update(fn.name for _scope, fn, _cls in _test_functions(tree))
     # (file, scope, function, expectations) of every twin, in a seeded order
     twins = []
     for rel, (_text, tree) in parsed.items():
         for scope, fn, _cls in _test_functions(tree):
-            qual = f"{scope}.{fn.name}" if scope else fn.name
-            if allowed is not None and not any(q == qual and _in_file(path, rel) for path, q in allowed):
-                continue
-            if _body_key(fn) in seen:
+            if _body_key(fn) in seen or names[fn.name] > 1:
                 continue
             exps = _expectations(fn)
             if exps:
                 twins.append((rel, scope, fn, exps))
     rng = _rng(seed, "order")
     rng.shuffle(twins)
-    limit = max(0, wanted) * CANDIDATES_PER_DECOY
+    # three per decoy wanted, and at least one for each twin (up to MAX_TWINS): which twins find
+    # the bug only the controls' runs tell
+    limit = max(max(0, wanted) * CANDIDATES_PER_DECOY, min(2 * len(twins), MAX_TWINS)) if wanted > 0 else 0
     out: list[Candidate] = []
     taken: dict[tuple[str, str], set[str]] = {}
     rounds = 0
@@ -541,6 +563,8 @@ def _one(parsed: tuple[str, ast.Module], rel: str, scope: str, fn: ast.AST, exps
         edits.append((nodes[0], "builtins." + new if old.startswith("builtins.") else new))
         change = f"expects {new} instead of {old}"
     elif kind == "truth":
+        # the last condition: without the fix an earlier assertion fails first, as in the twin
+        nodes = [e for k, e in exps if k == "truth"][-1]
         new = _turned(text, nodes[0])
         if new is None:
             return None
@@ -754,17 +778,6 @@ def command_for(command: str, spec: Sequence[tuple[str, str, str]], seed: bytes 
     first = named[0]
     rest = [w for i, w in enumerate(words) if i not in named]
     return shlex.join(rest[:first] + ids + rest[first:])
-
-
-def failing_functions(outcomes: Mapping[str, Outcome]) -> set[tuple[str, str]]:
-    """(file, qualified name) of each test function every one of whose ids failed in a run (the
-    tests that find the bug, in a run without the fix). The file is the node id's path; a
-    candidate's file matches it by suffix (:func:`candidates`)."""
-    by_fn: dict[tuple[str, str], list[str]] = {}
-    for nid, o in outcomes.items():
-        path, qual, _params = _parts(nid)
-        by_fn.setdefault((path, qual), []).append(o.outcome)
-    return {k for k, outs in by_fn.items() if outs and all(o == "failed" for o in outs)}
 
 
 def decoy_ids(collected: Iterable[str], spec: Sequence[tuple[str, str, str]]) -> dict[str, str]:

@@ -156,7 +156,10 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
         unreadable = f"the report stream exceeds {STREAM_CAP} bytes"
     elif reader.is_alive():
         unreadable = "the report stream was still open 30 s after the command ended"
-    decoys = decoy_ids(collected_ids(recs) or (), decoys) if decoys else {}
+    # decoy ids from what the run collected and what the gold patch's runs did (a run that hides its
+    # collection still has its decoys judged)
+    known = [*(collected_ids(recs) or ()), *(expected_ids or ()), *test_outcomes(recs)]
+    decoys = decoy_ids(dict.fromkeys(known), decoys) if decoys else {}
     sv = judge_stream(recs, res.returncode, expected=0, expected_ids=expected_ids, decoys=decoys)
     report = {"records": len(recs), "started": sv.started, "finished": sv.finished, "problem": sv.problem,
               "kind": sv.kind, "passed": sv.passed, "unreadable": unreadable,

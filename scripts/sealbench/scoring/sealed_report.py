@@ -273,6 +273,9 @@ def _all_skipped(f: StreamFacts) -> StreamVerdict | None:
 def _gold_collection(f: StreamFacts) -> StreamVerdict | None:
     """The tests collected are not the tests the gold patch's runs collected (decoys included)."""
     got_ids, expected_ids = f.collected, f.expected_ids
+    if expected_ids is not None and got_ids is None:
+        return _full(f, "tamper", "no collection was reported, while the gold patch's runs collected "
+                                  f"{_plural(len(expected_ids), 'test')}: the report was cut")
     if expected_ids is not None and got_ids is not None and set(got_ids) != set(expected_ids):
         missing, extra = sorted(set(expected_ids) - set(got_ids)), sorted(set(got_ids) - set(expected_ids))
         parts = ([f"{len(missing)} of the gold patch's tests not collected ({', '.join(missing[:3])})"] if missing
@@ -347,9 +350,9 @@ VERDICT_RULES: tuple[tuple[str, Callable[[StreamFacts], StreamVerdict | None]], 
     ("never_started", _never_started),
     ("stopped_before_configured", _stopped_before_configured),
     ("ended_before_finish", _ended_before_finish),
+    ("collection_errors", _collection_errors),
     ("gold_collection", _gold_collection),
     ("decoy_passed", _decoy_passed),
-    ("collection_errors", _collection_errors),
     ("no_test_ran", _no_test_ran),
     ("all_skipped", _all_skipped),
     ("collected_not_reported", _collected_not_reported),
@@ -364,9 +367,11 @@ gives a verdict decides, and a stream none refuses passes. Each is ``(StreamFact
 - never_started: no ``start`` record: ``infra_fail`` (exit 0 without it: ``fail``)
 - stopped_before_configured: no ``finish``, nothing after ``start`` (a usage error): ``infra_fail``
 - ended_before_finish: no ``finish`` record otherwise: ``fail``
-- gold_collection: not the gold patch's runs' collection (decoys included): ``tamper``
+- collection_errors: a test module failed to collect: ``fail`` (a patch that breaks an import
+  is a wrong patch, before its collection is compared)
+- gold_collection: not the gold patch's runs' collection (decoys included), or no collection
+  reported where the gold patch's is known: ``tamper``
 - decoy_passed: a decoy passed (a test the gold patch fails): ``tamper``
-- collection_errors: a test module failed to collect: ``fail``
 - no_test_ran / all_skipped: no real test reported, or every one skipped: ``fail``
 - collected_not_reported: a collected test never reported to its end: ``fail``
 - tests_failed: a real test failed or errored: ``fail``

@@ -142,7 +142,8 @@ def _post_apply_reason(relpath: str, text: bytes | None) -> str | None:
 
 #: Names of the sealed-report plugin's package: a module of that name in the workspace would
 #: be imported instead of the plugin.
-RESERVED_TOP_LEVEL = ("sealbench",)
+#: sealbench's own: its package and the report plugin every scoring command loads by name
+RESERVED_TOP_LEVEL = ("sealbench", "sealbench_report")
 _EXTENSION = re.compile(r"\.(so|pyd|dll|dylib)(\.[0-9.]+)?$", re.IGNORECASE)
 _BYTECODE = re.compile(r"\.py[co]$", re.IGNORECASE)
 _SYMLINK_MODE = re.compile(rb"^(?:new file mode|new mode|index [0-9a-f]+\.\.[0-9a-f]+) 120000\s*$", re.MULTILINE)
@@ -168,7 +169,9 @@ def shadowed_names() -> frozenset[str]:
         names |= {m.name for m in pkgutil.iter_modules(paths)}
     except Exception:  # noqa: BLE001 - an unreadable folder must not stop scoring
         pass
-    return frozenset(n.lower() for n in names if n and not n.startswith("__"))
+    # dunder names too: a workspace ``__future__.py`` stands for the standard library's when the
+    # current folder is first on sys.path (``python -m pytest``), and pytest dies before it starts
+    return frozenset(n.lower() for n in names if n and n != "__main__")
 
 
 def _top_level_import(relpath: str, ws: Path) -> str | None:

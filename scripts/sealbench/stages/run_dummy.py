@@ -152,12 +152,9 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
     prompt = sealed / "prompt.md"
     forbidden = (prompt.read_text("utf-8", "replace") if prompt.exists() else "") + "\n" + seen_text
     seed = decoy_tests.seed_of(sealed)
-    # the tests that find the bug: every one of their ids fails without the fix
-    bare = score("decoys-find", patches["empty_diff"], None)
-    found = _outcomes(bare)
-    eligible = decoy_tests.failing_functions(found)
+    # a candidate for every test that could be a twin (which of them find the bug, the trial runs tell)
     cands = decoy_tests.candidates(hidden, decoy_tests.seen_bodies(visible), forbidden, seed, wanted,
-                                   eligible=eligible)
+                                   visible_names=decoy_tests.test_names(visible))
     if not cands:
         record["why_none"] = ("no hidden test that the agent did not also see as a visible test has an expectation "
                               "a decoy can change (an == literal, an assertEqual argument, an asserted condition, "
