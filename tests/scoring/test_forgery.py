@@ -167,10 +167,8 @@ def test_e_atexit_appends_a_passing_report(task: Decoyed, tmp_path: Path) -> Non
     ("_pytest/__init__.py", "import os\nos._exit(0)\n"),
     ("iniconfig/__init__.py", "import os\nos._exit(0)\n"),
     ("sealbench/__init__.py", "import os\nos._exit(0)\n"),
-    pytest.param("sealbench_report.py", "import os\nos._exit(0)\n", marks=pytest.mark.xfail(strict=True, reason=(
-        "FINDING: tamper_rules.RESERVED_TOP_LEVEL names 'sealbench' (the old seal's package), not the report "
-        "plugin's module 'sealbench_report': a workspace file of that name is what `-p sealbench_report` "
-        "imports (the workspace comes first on PYTHONPATH)"))),
+    # found by this file's rewrite (the report plugin's own name was not reserved): refused now
+    ("sealbench_report.py", "import os\nos._exit(0)\n"),
 ])
 def test_f_top_level_module_shadowing(task: Decoyed, tmp_path: Path, path: str, text: str) -> None:
     def change(wd: Path) -> None:
@@ -259,12 +257,9 @@ def test_i_patch_making_pytest_exit_with_an_infra_code_is_not_infra(task: Decoye
 @pytest.mark.parametrize("source", ["def add(a, b)\n    return a + b\n", "import no_such_helper\n" + FIXED,
                                     "def add(a, b):\n    return a + b\n\nadd(1)\n"],
                          ids=["syntax-error", "missing-import", "error-at-import"])
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: sealed_report.VERDICT_RULES asks gold_collection before collection_errors: a test module that "
-    "fails to collect leaves its tests out of the collection, which then differs from the gold runs' -> "
-    "tamper (CANDIDATE_TAMPERED) for an honest patch whose module does not import"))
 def test_i_an_honest_patch_that_breaks_the_import_fails(task: Decoyed, tmp_path: Path, source: str) -> None:
-    """Not an attack: a wrong patch whose module does not import is a ``fail``, as plain pytest says."""
+    """Not an attack: a wrong patch whose module does not import is a ``fail``, as plain pytest says
+    (found by this file's rewrite: the collection was compared first, so it was tamper)."""
     res = task.attack(task.calc(tmp_path, source), tmp_path)
     assert res.status == "fail", (res.status, res.reason)
 
@@ -366,10 +361,6 @@ DROP_COLLECTED = FLIP_PLUGIN_WRITER.replace(
     '        if r.get("kind") == "finish":')
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: a stream without a 'collected' record passes: sealed_command._run_check takes the decoys' ids "
-    "from the stream's own collection (decoy_ids(collected_ids(recs) or (), ...)), so with none every decoy "
-    "counts as a real test, and _gold_collection / _collected_not_reported skip a None collection"))
 def test_l_the_writer_drops_the_collection_record_too(task: Decoyed, tmp_path: Path) -> None:
     assert "collected" in DROP_COLLECTED
     res = task.attack(task.prelude(tmp_path, DROP_COLLECTED), tmp_path)

@@ -92,24 +92,25 @@ FAKE_REPORT_PLUGIN = FORGE_BEFORE_PYTEST.replace("all_feature_names = []\n", "")
 
 
 def test_a_a_module_run_before_pytest_forges_the_stream(task: Decoyed, tmp_path: Path) -> None:
+    """A ``__future__.py`` at the root would run before pytest (``python -m pytest`` puts the
+    current folder first on sys.path): the patch rules refuse it as a shadowing module."""
     patch = task.patch(tmp_path, lambda wd: (wd / "__future__.py").write_text(FORGE_BEFORE_PYTEST))
-    tamper_by_decoy(task.attack(patch, tmp_path))
+    caught(task.attack(patch, tmp_path), "tamper")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDING: a workspace __future__.py is not refused (tamper_rules.shadowed_names drops every name that "
-    "starts with '__') and `python -m pytest` imports it first: pytest dies before the report plugin loads, "
-    "and score_patch says infra_fail (hidden_score._scoring_infra turns it into fail when the controls ran)"))
 def test_a_a_module_that_breaks_pytest_s_start_is_not_an_abstention(task: Decoyed, tmp_path: Path) -> None:
+    """Found by this file's rewrite: a workspace ``__future__.py`` was not refused (dunder names were
+    left out of the shadowing rule), pytest died before the report plugin loaded and scoring said
+    infra_fail. Now refused: tamper."""
     patch = task.patch(tmp_path, lambda wd: (wd / "__future__.py").write_text("all_feature_names = []\n"))
-    caught(task.attack(patch, tmp_path))
+    caught(task.attack(patch, tmp_path), "tamper")
 
 
 def test_a_a_workspace_module_named_like_the_report_plugin(task: Decoyed, tmp_path: Path) -> None:
-    """``sealbench_report.py`` at the root is what ``-p sealbench_report`` imports (the patch rules
-    let it through: see test_forgery's shadowing test); it writes a whole passing stream."""
+    """``sealbench_report.py`` at the root would be what ``-p sealbench_report`` imports (found by
+    this file's rewrite: the patch rules let it through); refused now as sealbench's own name."""
     patch = task.patch(tmp_path, lambda wd: (wd / "sealbench_report.py").write_text(FAKE_REPORT_PLUGIN))
-    tamper_by_decoy(task.attack(patch, tmp_path))
+    caught(task.attack(patch, tmp_path), "tamper")
 
 
 def test_a_a_workspace_module_named_like_an_installed_one(task: Decoyed, tmp_path: Path) -> None:
