@@ -68,10 +68,11 @@ def test_candidates_change_one_expectation_and_never_twin_what_the_agent_saw(tmp
     h, v = hidden_folder(tmp_path)
     cands = decoys.candidates(h, decoys.seen_bodies(v), VISIBLE + "prompt: prices of fruit", b"seed", 3)
     assert cands
-    twins = {c.twin for c in cands}
+    twins = {c.original for c in cands}
     assert "test_seen_by_the_agent" not in twins           # its code is a visible test's
     for c in cands:
         assert c.name != c.twin and c.name.startswith("test")
+        assert c.twin != c.original          # the twin is renamed as its decoys are: neither name is the pack's
         assert "# " not in c.text and "# " not in c.twin_text   # comments gone from both copies
         # the decoy is the twin with one expectation changed: same shape, one literal different
         real, fake = ast.parse(c.twin_text.strip() if not c.scope else "class X:\n" + c.twin_text), \
@@ -92,7 +93,7 @@ def test_a_real_value_the_prompt_quotes_is_never_twinned(tmp_path: Path) -> None
     h, v = hidden_folder(tmp_path)
     prompt = 'Two apples should cost "2.50", a refund of one apple "-1.25"; parse("3") gives 3 and 12 for "12".'
     cands = decoys.candidates(h, decoys.seen_bodies(v), prompt + VISIBLE, b"seed", 5)
-    assert not [c for c in cands if c.kind == "value" and c.twin in ("test_price_of_two_apples",
+    assert not [c for c in cands if c.kind == "value" and c.original in ("test_price_of_two_apples",
                                                                      "test_refund_is_negative",
                                                                      "test_parse_counts")], cands
 
@@ -113,7 +114,7 @@ def test_the_decoyed_suite_is_valid_python_with_decoys_among_the_tests(tmp_path:
         if c.scope:
             assert c.name in [m.name for m in cls.body if isinstance(m, ast.FunctionDef)]
     # the comment that named the right value is gone from the twinned test
-    if any(c.twin == "test_price_of_two_apples" for c in cands):
+    if any(c.original == "test_price_of_two_apples" for c in cands):
         assert "2 apples at 1.25 each" not in text
 
 
@@ -157,6 +158,11 @@ def test_a_command_that_names_tests_by_id_runs_the_decoys_beside_them() -> None:
     assert sorted(words[6:]) == sorted(["tests/t.py::test_a", "tests/t.py::K::test_m[x y]", "tests/u.py::test_z",
                                         "tests/t.py::test_a2", "tests/t.py::K::test_n"])
     assert decoys.command_for(cmd, spec, b"s") == out                      # seeded: the same every run
+    # a twin named by parameter set gets its decoy's set of the same place, in the same form
+    collected = ["tests/t.py::K::test_m[x y]", "tests/t.py::K::test_m[z]", "tests/t.py::K::test_n[x w]",
+                 "tests/t.py::K::test_n[q]", "tests/t.py::test_a", "tests/t.py::test_a2"]
+    words = __import__("shlex").split(decoys.command_for(cmd, spec, b"s", collected))
+    assert "tests/t.py::K::test_n[x w]" in words and "tests/t.py::K::test_n" not in words
     folders = "python -m pytest -q hidden_tests"
     assert decoys.command_for(folders, spec, b"s") == folders               # a folder collects them as it is
 

@@ -124,12 +124,13 @@ def scorer(sealed: Path, meta: dict, out_dir: Path, timeout_s: float, box: objec
     """``score(logname, patch, hidden_tests, spec=(), run=None, commands=("hidden",))``: one
     patch scored on the task with ``hidden_tests`` in place of its hidden tests (None: its own),
     judged with the decoys ``spec``, its hidden command running the decoys ``run`` (default
-    ``spec``: ``decoys.command_for``); logs under ``out_dir/logs/<logname>``."""
+    ``spec``: ``decoys.command_for``; ``command``: that command, given); logs under
+    ``out_dir/logs/<logname>``."""
     seed = decoy_tests.seed_of(sealed)
 
     def score(logname: str, patch: bytes, hidden_tests: Path | None, spec=(), run=None,
-              commands: tuple[str, ...] = ("hidden",)) -> ScoreResult:
-        command = decoy_tests.command_for(meta["hidden_command"], list(spec if run is None else run), seed)
+              commands: tuple[str, ...] = ("hidden",), command: str | None = None) -> ScoreResult:
+        command = command or decoy_tests.command_for(meta["hidden_command"], list(spec if run is None else run), seed)
         return score_patch(sealed, meta, patch, out_dir / "logs" / logname, timeout_s, sandbox=box, task_check=True,
                            task_env=task_env, hidden_tests=hidden_tests, decoys=spec, commands=commands,
                            hidden_command=command if command != meta["hidden_command"] else None)
@@ -157,8 +158,8 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
                                    visible_names=decoy_tests.test_names(visible))
     if not cands:
         record["why_none"] = ("no hidden test that the agent did not also see as a visible test has an expectation "
-                              "a decoy can change (an == literal, an assertEqual argument, an asserted condition, "
-                              "a raises type)")
+                              "a decoy can change (a literal compared with, an assertEqual argument, a parametrized "
+                              "expected value)")
         return [], record
     trial = out_dir / "decoys-trial" / "hidden_tests"
     decoy_tests.write_suite(hidden, trial, cands)
@@ -173,6 +174,7 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
     chosen, why = decoy_tests.select(cands, collected, _outcomes(runs["empty_diff"]), [_outcomes(runs["oracle"])],
                                      [_outcomes(runs["stub"])], wanted, seed)
     record["rejected"] = why
+    record["trial_collected"] = collected      # for the hidden command's decoy ids (_command); not kept
     if not chosen:
         record["why_none"] = ("no candidate held: " + "; ".join(sorted(set(why.values())))) if why else \
             "no candidate held"
@@ -199,22 +201,26 @@ def task_decoys(sealed: Path, meta: dict, out_dir: Path, wanted: int, timeout_s:
     suite = decoy_tests.suite_dir(out_dir)
     if chosen:
         decoy_tests.write_suite(sealed / "hidden_tests", suite, chosen)
-        gold = _outcomes(score("decoys-check", oracle, suite, [c.spec for c in chosen]))
+        gold = _outcomes(score("decoys-check", oracle, suite, [c.spec for c in chosen],
+                               command=_command(meta, chosen, sealed, record, keep=True)))
         collected = list(gold)
         chosen = [c for c in chosen if all(gold.get(d, decoy_tests.Outcome("missing")).outcome == "failed"
                                            for d in decoy_tests.decoy_ids(collected, [c.spec]))]
         decoy_tests.write_suite(sealed / "hidden_tests", suite, chosen)
     record.update(made=len(chosen), tests=decoy_tests.describe(chosen),
-                  hidden_command=_command(meta, chosen, sealed))
+                  hidden_command=_command(meta, chosen, sealed, record))
     if chosen:
         record["why_none"] = None
     return decoy_tests.Suite(suite if chosen else None, tuple(c.spec for c in chosen), record["hidden_command"]), \
         record
 
 
-def _command(meta: dict, chosen: list, sealed: Path) -> str | None:
-    """The hidden command that runs ``chosen`` (None: the task's own runs them)."""
-    cmd = decoy_tests.command_for(meta["hidden_command"], [c.spec for c in chosen], decoy_tests.seed_of(sealed))
+def _command(meta: dict, chosen: list, sealed: Path, record: dict, keep: bool = False) -> str | None:
+    """The hidden command that runs ``chosen`` (None: the task's own runs them), its decoy ids in
+    their twins' form (``record``'s trial collection, which it then drops unless ``keep``)."""
+    trial = record.get("trial_collected") if keep else record.pop("trial_collected", None)
+    cmd = decoy_tests.command_for(meta["hidden_command"], [c.spec for c in chosen], decoy_tests.seed_of(sealed),
+                                  trial)
     return None if cmd == meta["hidden_command"] else cmd
 
 
@@ -245,8 +251,9 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         elif suite.parent.exists():
             remove_tree(suite.parent)
         spec = [c.spec for c in chosen]
+        command = _command(meta, chosen, sealed, decoy_record, keep=True)
         scored = [(solver, epoch, score(f"{solver}-{epoch}", patches[solver], suite if chosen else None, spec,
-                                        commands=("visible", "hidden")))
+                                        commands=("visible", "hidden"), command=command))
                   for solver, epoch in plan]
         # a decoy must fail on every control run; one that did not is dropped and the controls run again
         unsure = {c for c in chosen for _s, _e, res in scored
@@ -278,7 +285,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
     oracle_ids = _agreed_ids([r for r in results if r["solver"] == "oracle"])
     decoy_record.update(made=len(chosen), tests=decoy_tests.describe(chosen),
                         ids=decoy_tests.decoy_ids((oracle_ids or {}).get("hidden") or (), [c.spec for c in chosen]),
-                        hidden_command=_command(meta, chosen, sealed))
+                        hidden_command=_command(meta, chosen, sealed, decoy_record))
     if chosen:
         decoy_record["why_none"] = None
     elif decoy_record["why_none"] is None:
