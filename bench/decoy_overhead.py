@@ -1,10 +1,10 @@
 """What decoys cost a scoring command: the hidden command of bundled tasks run three ways, N times
 each (alternating, unsandboxed, in the same process) — plain pytest with the pack's hidden tests,
 sealbench's scoring command (the report plugin) with the same tests, and the scoring command with
-the task's decoyed hidden tests (``decoys.write_suite`` with every candidate made for the task: up
-to three per decoy wanted, more than a run keeps, so an upper bound) — all on the gold patch's code.
+the task's decoyed hidden tests (``decoys.write_suite`` with ``--decoys`` of the candidates made
+for the task, default 2 as ``decoys_per_task``) — all on the gold patch's code.
 
-    python bench/decoy_overhead.py [--n 10] [--tasks m01-high-season-surcharge,xs03-cargo-amount-whitespace]
+    python bench/decoy_overhead.py [--n 10] [--decoys 2] [--tasks m01-high-season-surcharge,xs03-cargo-amount-whitespace]
 
 Prints the median wall time of each way per task and the ratios (``report/plain``: the plugin's
 cost; ``decoys/report``: what the decoys add), and appends one JSON line to
@@ -49,6 +49,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10)
     ap.add_argument("--tasks", default=",".join(DEFAULT_TASKS))
+    ap.add_argument("--decoys", type=int, default=2, help="decoys in the suite (config decoys_per_task)")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="decoy-bench-") as tmp:
@@ -58,7 +59,7 @@ def main() -> int:
             visible_text = "\n".join(p.read_text() for p in (task / "visible_tests").rglob("*.py"))
             forbidden = (task / "prompt.md").read_text() + visible_text
             cands = decoys.candidates(task / "hidden_tests", decoys.seen_bodies(task / "visible_tests"), forbidden,
-                                      decoys.seed_of(task), 2)
+                                      decoys.seed_of(task), args.decoys)[:args.decoys]
             suite = Path(tmp) / tid / "decoyed"
             decoys.write_suite(task / "hidden_tests", suite, cands)
             plain_ws = workspace(task, Path(tmp) / tid / "plain", task / "hidden_tests")
