@@ -8,7 +8,8 @@ tested code sees changes.
 A test's outcome folds its phases (:func:`fold`): ``failed`` when any phase or subTest failed,
 ``xfailed`` or ``skipped`` when one was skipped, ``xpassed`` for a non-strict unexpected pass,
 else ``passed``. A collector that failed or was skipped is recorded as ``collect:<nodeid>`` ->
-``error`` or ``skipped``. :func:`fold` and :func:`phase_outcome` are what the census also
+``error`` or ``skipped``. Beside it, ``$CENSUS_OUTCOMES.texts`` gets each skipped or failed
+test's reason (a skip's reason, a failure's last lines). :func:`fold` and :func:`phase_outcome` are what the census also
 applies to a sealed run's report stream, so both sides are counted alike.
 """
 
@@ -48,19 +49,32 @@ class _Recorder:
     def __init__(self, path: str) -> None:
         self.path = path
         self.outcomes: dict[str, str] = {}
+        self.texts: dict[str, str] = {}
 
     def pytest_runtest_logreport(self, report) -> None:  # noqa: ANN001 - pytest's TestReport
         new = phase_outcome(str(report.when), str(report.outcome), hasattr(report, "wasxfail"),
                             type(report).__name__ != "TestReport")
         self.outcomes[report.nodeid] = fold(self.outcomes.get(report.nodeid), new)
+        if new in ("skipped", "failed"):
+            self.texts[report.nodeid] = _reason(report)
 
     def pytest_collectreport(self, report) -> None:  # noqa: ANN001 - pytest's CollectReport
         if report.outcome != "passed":
             self.outcomes[f"collect:{report.nodeid}"] = "error" if report.outcome == "failed" else "skipped"
+            self.texts[f"collect:{report.nodeid}"] = _reason(report)
 
     def pytest_sessionfinish(self, session) -> None:  # noqa: ANN001, ARG002 - pytest's Session
         with open(self.path, "w") as fh:
             json.dump(self.outcomes, fh, sort_keys=True)
+        with open(f"{self.path}.texts", "w") as fh:
+            json.dump(self.texts, fh, sort_keys=True)
+
+
+def _reason(report) -> str:  # noqa: ANN001 - pytest's TestReport or CollectReport
+    """A skip's reason, or the last lines of a failure."""
+    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        return str(report.longrepr[2])
+    return "\n".join(report.longreprtext.strip().splitlines()[-6:])
 
 
 def pytest_configure(config) -> None:  # noqa: ANN001 - pytest's Config

@@ -1,40 +1,49 @@
 """Honest census: does sealbench's scoring command judge real, honest test suites exactly as
-plain pytest does?
+plain pytest does, and what does it cost?
 
 For each library of :data:`SUITES` (pinned versions, chosen so that together they cover async
-tests, doctests, hypothesis, ctypes, gc utilities, subTests and test factories):
+tests (pytest-asyncio, anyio's plugin, aiounittest), doctests, hypothesis, ctypes, gc, subTests,
+pytester and test factories):
 
 1. download its sdist (``pip download --no-binary :all: --no-deps``) into the cache and unpack
    it (``<cache>/src/``);
-2. make one venv per library (``<cache>/venvs/``, the interpreter running this script), with
+2. make one venv per library (``<cache>/venvs/``, from the interpreter running this script), with
    the library installed from the unpacked sdist, its pinned test dependencies and the pytest of
-   sealbench's own venv; kept while its marker file (``.census-installed``, the install spec)
+   sealbench's own venv; kept while its marker file (``.census-installed``: the install spec)
    still matches;
-3. run the suite PLAINLY (no sandbox, no seal) on a fresh copy of the unpacked source, with
-   ``harness_env`` plus the venv's PATH/VIRTUAL_ENV, recording each test's outcome with the
+3. run the suite PLAINLY (no sandbox, no report plugin) on a fresh copy of the unpacked source,
+   with ``harness_env`` plus the venv's PATH/VIRTUAL_ENV, recording each test's outcome with the
    listen-only plugin ``bench/_census_outcomes.py`` (``-p _census_outcomes``);
 4. run the same command on another fresh copy through sealbench's scoring command
    (``sealed_command._run_check``) in the bubblewrap sandbox the copy path of scoring builds
-   (workspace and report folder writable, the suite's test folders frozen read-only, the venv
-   readable), and take the outcomes from its report (``report["outcomes"]``, else the stream);
-5. compare: a test differs when it is in one run only or its outcomes differ. A library with
-   differences has its plain run repeated (``--recheck``, 2) to tell flakiness apart.
+   (workspace writable, the suite's test folders frozen read-only, the venv readable), and take
+   the outcomes from its report (``report["outcomes"]``, else from the stream);
+5. repeat both ``--repeat`` times (3; who goes first alternates) and compare the first pair: a
+   test differs when it is in one run only or its outcomes differ. A library with differences
+   gets plain reruns (up to ``1 + --recheck`` plain runs) to tell flakiness apart, and one plain
+   run inside the scoring sandbox, which says whether the sandbox or the report plugin makes
+   the difference (``--boxed``: that run for every library, to time the sandbox alone).
 
-Run it (the first run downloads and builds, about ten minutes; the logs of the last runs stay in
-``<cache>/logs/<library>/``)::
+Run it (the first run downloads and builds, about ten minutes; a census then takes 25-35 minutes
+on 2 cores; the logs of the last runs stay in ``<cache>/logs/<library>/``)::
 
     .venv/bin/python bench/honest_census.py [--only wrapt] [--cache DIR] [--timeout 600] [--jobs 1]
+                                            [--repeat 3] [--recheck 2] [--boxed] [--build-only]
 
-Columns: ``library``/``version``; ``plain``/``sealed``: tests (and collection errors) each run
-reported; ``differ``: tests in one run only or with another outcome (``flaky`` of them: a plain
-rerun disagreed with the first plain run or agreed with the sealed one); ``plain s``/``sealed s``:
-wall time of each run; ``ratio``: sealed / plain (target <= 1.15); ``verdict``: the sealed
-report's own verdict kind; ``subset``: the test files run when the full suite is too slow.
-Totals: libraries judged identically, tests differing, worst ratio. Each difference is listed
-with both outcomes and the sealed run's text for that test.
+Columns: ``library``/``version``; ``plain``/``sealed``: tests (and collection errors or skips,
+as ``collect:<nodeid>``) each run reported; ``plain outcomes``: the plain run's counts (p passed,
+f failed, s skipped, xf xfailed, xp xpassed, e collection error); ``differ``: tests in one run
+only or with another outcome (``flaky`` of them: another run agreed with the other side, or the
+plain runs disagreed); ``plain s``/``sealed s``: median wall time; ``ratio``: sealed / plain
+(target <= 1.15); ``cpu ratio``: the same for the CPU time (user + system) of the runs'
+processes, which the machine's other load disturbs less; ``verdict``: the sealed report's own
+verdict kind (``fail`` where the suite fails plainly too); ``subset``: when not the whole suite
+(its command is printed under the table). Totals: libraries judged identically, tests
+differing, worst ratio. Each difference is listed with its cause (``sandbox``, ``report
+plugin``, ``flaky``), every run's outcome, and the reason each run gave.
 
 Prints a table and appends one JSON line to ``bench/results/honest_census.jsonl``.
-Not a test: nothing here asserts a time.
+Not a test: nothing here asserts a time. ``--jobs`` above 1 makes the times unfair.
 """
 
 from __future__ import annotations
@@ -45,12 +54,14 @@ import inspect
 import json
 import os
 import platform
-import shlex
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -76,6 +87,10 @@ MARKER = ".census-installed"
 # runs have PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, so a suite names each plugin it needs with ``-p``
 HYPOTHESIS = "-p _hypothesis_pytestplugin"
 ASYNCIO = "-p pytest_asyncio.plugin"
+#: the test files of the anyio subset (its whole suite takes over 3 minutes here)
+ANYIO_FILES = ("synchronization", "taskgroups", "to_thread", "from_thread", "pytest_plugin", "fileio")
+#: dateutil's one file left out: 10 tests of the tz database, a third of the suite's time
+DATEUTIL_SKIPPED = "tests/test_tzpath_data.py"
 
 
 @dataclass(frozen=True)
@@ -107,9 +122,10 @@ SUITES: tuple[Suite, ...] = (
     Suite("attrs", "26.1.0", ("attr", "attrs"), f"{HYPOTHESIS} tests", ("tests",),
           deps=("hypothesis==6.170.27", "Pympler==1.1", "cloudpickle==3.1.3"),
           covers="hypothesis @given, parametrized fixtures, slots/gc, xfail_strict"),
-    Suite("python-dateutil", "4.0.0", ("dateutil",), f"{HYPOTHESIS} tests docs", ("tests", "docs"),
-          deps=("hypothesis==6.170.27", "freezegun==1.5.5", "attrs==26.1.0"),
-          covers="hypothesis, warnings as errors, tz data, xfail_strict"),
+    Suite("python-dateutil", "4.0.0", ("dateutil",), f"{HYPOTHESIS} -p pytest_cov.plugin tests docs --ignore={DATEUTIL_SKIPPED}",
+          ("tests", "docs"), deps=("hypothesis==6.170.27", "freezegun==1.5.5", "attrs==26.1.0", "pytest-cov==7.1.0"),
+          covers="hypothesis, warnings as errors, tz files, xfail_strict",
+          subset="without test_tzpath_data.py"),
     Suite("structlog", "26.1.0", ("structlog",), f"{ASYNCIO} tests", ("tests",),
           deps=("pytest-asyncio==1.5.0", "simplejson==4.3.0", "time-machine==3.6.0", "rich==15.0.0",
                 "freezegun==1.5.5"),
@@ -130,14 +146,11 @@ SUITES: tuple[Suite, ...] = (
     Suite("asgiref", "3.13.0", ("asgiref",), f"{ASYNCIO} tests", ("tests",),
           deps=("pytest-asyncio==1.5.0", "packaging==26.4"),
           covers="pytest-asyncio (strict), threads <-> loops, gc of locals"),
-    Suite("anyio", "4.16.0", ("anyio",),
-          "tests/test_synchronization.py tests/test_taskgroups.py tests/test_to_thread.py "
-          "tests/test_from_thread.py tests/test_pytest_plugin.py tests/test_fileio.py",
-          ("tests",),
+    Suite("anyio", "4.16.0", ("anyio",), " ".join(f"tests/test_{n}.py" for n in ANYIO_FILES), ("tests",),
           deps=("hypothesis==6.170.27", "pytest-mock==3.17.0", "pytest-timeout==2.4.0", "trustme==1.2.1",
                 "psutil==7.2.2", "blockbuster==1.5.29", "truststore==0.10.5", "uvloop==0.23.0"),
           covers="anyio's pytest plugin (asyncio, uvloop), pytester, threads",
-          subset="6 files: synchronization, taskgroups, to_thread, from_thread, pytest_plugin, fileio"),
+          subset="6 of 24 test files"),
     Suite("sniffio", "1.3.1", ("sniffio",), "sniffio", ("sniffio/_tests",), deps=("curio==1.6",),
           covers="asyncio and curio event loops"),
 )
@@ -230,30 +243,46 @@ class Run:
     outcomes: dict[str, str]
     wall_s: float
     returncode: int | None
+    #: CPU time (user + system) of the run's processes
+    cpu_s: float = 0.0
     #: the sealed report's verdict kind and problem (sealed runs only)
     verdict: str | None = None
     problem: str | None = None
-    #: the sealed stream's failure text per test (sealed runs only)
+    #: why a test failed or was skipped, where the run says (the sealed stream: failures only)
     texts: dict[str, str] = field(default_factory=dict)
     logdir: str = ""
 
 
-def run_plain(suite: Suite, source: Path, venv: Path, cache: Path, timeout_s: float, tag: str = "plain") -> Run:
-    """The suite as plain pytest runs it: no sandbox, no seal; outcomes from ``_census_outcomes``."""
+def children_cpu() -> float:
+    """CPU time (user + system) of this process's finished children so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_plain(suite: Suite, source: Path, venv: Path, cache: Path, timeout_s: float, tag: str = "plain",
+              boxed: bool = False) -> Run:
+    """The suite as plain pytest runs it: no seal, no sandbox (``boxed``: in the scoring sandbox,
+    to tell what the sandbox changes from what the report plugin changes); outcomes from
+    ``_census_outcomes``."""
     work, logdir = cache / "work" / suite.name / tag, cache / "logs" / suite.name
     plugin_dir = cache / "plugin"
     plugin_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(RECORDER, plugin_dir / RECORDER.name)
     ws = fresh_copy(source, work / "ws")
-    record = work / "outcomes.json"
+    record = work / "out" / "outcomes.json"
+    record.parent.mkdir(exist_ok=True)
     record.unlink(missing_ok=True)
+    box = scoring_box(ws, [record.parent], venv, suite).with_readable(plugin_dir) if boxed else None
     env = harness_env({**task_env(venv), "PYTHONPATH": str(plugin_dir), "CENSUS_OUTCOMES": str(record),
                        "PYTEST_ADDOPTS": f"-p {RECORDER.stem}"})
-    t0 = time.perf_counter()
-    res = run_process(suite.command, ws, env, timeout_s, logdir / f"{tag}.stdout", logdir / f"{tag}.stderr")
-    wall = time.perf_counter() - t0
+    cpu0, t0 = children_cpu(), time.perf_counter()
+    res = run_process(suite.command, ws, env, timeout_s, logdir / f"{tag}.stdout", logdir / f"{tag}.stderr",
+                      sandbox=box)
+    wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
     outcomes = json.loads(record.read_text()) if record.is_file() else {}
-    return Run(outcomes, wall, res.returncode, logdir=str(logdir))
+    texts_file = record.with_name(record.name + ".texts")
+    texts = json.loads(texts_file.read_text()) if texts_file.is_file() else {}
+    return Run(outcomes, wall, res.returncode, cpu_s=cpu, texts=texts, logdir=str(logdir))
 
 
 def _stream_outcomes(stream: list[dict]) -> dict[str, str]:
@@ -310,11 +339,11 @@ def scoring_box(ws: Path, writable: list[Path], venv: Path, suite: Suite) -> Any
     return box.with_frozen(*frozen) if frozen else box
 
 
-def run_sealed(suite: Suite, source: Path, venv: Path, cache: Path, timeout_s: float) -> Run:
+def run_sealed(suite: Suite, source: Path, venv: Path, cache: Path, timeout_s: float, tag: str = "sealed") -> Run:
     """The suite through sealbench's scoring command (``sealed_command._run_check``), sandboxed."""
     from sealbench.scoring.sealed_command import _run_check
 
-    work, logdir = cache / "work" / suite.name / "sealed", cache / "logs" / suite.name
+    work, logdir = cache / "work" / suite.name / tag, cache / "logs" / suite.name
     ws = fresh_copy(source, work / "ws")
     extra: dict[str, Any] = {}
     if "junit_dir" in inspect.signature(_run_check).parameters:   # the scoring command before the rewrite
@@ -324,12 +353,12 @@ def run_sealed(suite: Suite, source: Path, venv: Path, cache: Path, timeout_s: f
         reports.mkdir(parents=True)
         extra["junit_dir"] = reports
     box = scoring_box(ws, list(extra.values()), venv, suite)
-    t0 = time.perf_counter()
-    out = _run_check(suite.command, ws, logdir, "sealed", timeout_s, box, **extra,
+    cpu0, t0 = children_cpu(), time.perf_counter()
+    out = _run_check(suite.command, ws, logdir, tag, timeout_s, box, **extra,
                      import_paths=(), packages=suite.packages, task_env=task_env(venv), expected_ids=None)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
     report = out.report or {}
-    return Run(sealed_outcomes(out), wall, out.returncode, verdict=report.get("kind"),
+    return Run(sealed_outcomes(out), wall, out.returncode, cpu_s=cpu, verdict=report.get("kind"),
                problem=report.get("problem") or out.infra_reason or out.junit_error,
                texts=_failure_texts(out.stream or []), logdir=str(logdir))
 
@@ -341,11 +370,33 @@ def run_sealed(suite: Suite, source: Path, venv: Path, cache: Path, timeout_s: f
 @dataclass
 class Difference:
     test: str
-    plain: str          #: "-" when the plain run did not report it
-    sealed: str         #: "-" when the sealed run did not report it
-    flaky: bool = False
-    plain_reruns: list[str] = field(default_factory=list)
+    plain: str          #: the first plain run's outcome ("-": not reported)
+    sealed: str         #: the first sealed run's outcome ("-": not reported)
+    #: the other runs' outcomes (repeats, then the rechecks)
+    plain_again: list[str] = field(default_factory=list)
+    sealed_again: list[str] = field(default_factory=list)
+    #: plain pytest in the scoring sandbox ("" when not run): says whether the sandbox or the
+    #: report plugin makes the difference
+    boxed: str = ""
+    #: why, where the runs say: the first plain run, the sealed run, the plain run in the sandbox
+    plain_text: str = ""
     sealed_text: str = ""
+    boxed_text: str = ""
+
+    @property
+    def flaky(self) -> bool:
+        """A plain run disagreed with the first one or agreed with the sealed one, or a sealed run
+        agreed with the plain one."""
+        return (any(o != self.plain or o == self.sealed for o in self.plain_again)
+                or any(o == self.plain for o in self.sealed_again))
+
+    @property
+    def cause(self) -> str:
+        if self.flaky:
+            return "flaky"
+        if not self.boxed:
+            return "?"
+        return {self.sealed: "sandbox", self.plain: "report plugin"}.get(self.boxed, "?")
 
 
 def differences(plain: Mapping[str, str], sealed: Mapping[str, str]) -> list[Difference]:
@@ -360,10 +411,16 @@ class Row:
     covers: str
     subset: str
     command: str
+    runs: int = 0
     plain_tests: int = 0
     sealed_tests: int = 0
+    #: medians over the runs
     plain_s: float = 0.0
     sealed_s: float = 0.0
+    plain_cpu_s: float = 0.0
+    sealed_cpu_s: float = 0.0
+    #: the plain run in the scoring sandbox (None: not run)
+    boxed_s: float | None = None
     plain_rc: int | None = None
     sealed_rc: int | None = None
     plain_counts: dict[str, int] = field(default_factory=dict)
@@ -378,45 +435,68 @@ class Row:
         return self.sealed_s / self.plain_s if self.plain_s and self.sealed_s else None
 
     @property
+    def cpu_ratio(self) -> float | None:
+        return self.sealed_cpu_s / self.plain_cpu_s if self.plain_cpu_s and self.sealed_cpu_s else None
+
+    @property
     def stable_diffs(self) -> list[Difference]:
         return [d for d in self.diffs if not d.flaky]
 
 
-def counts(outcomes: Mapping[str, str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for o in outcomes.values():
-        out[o] = out.get(o, 0) + 1
-    return dict(sorted(out.items()))
-
-
-def census_one(suite: Suite, cache: Path, timeout_s: float, recheck: int,
-               say: Callable[[str], None]) -> Row:
+def census_one(suite: Suite, cache: Path, timeout_s: float, repeat: int, recheck: int,
+               say: Callable[[str], None], boxed_always: bool = False) -> Row:
+    """Plain and sealed runs of one suite, ``repeat`` times each (taking turns: which goes first
+    alternates), compared on the first pair; a library with differences gets plain reruns up to
+    ``1 + recheck`` plain runs in all, and a plain run in the scoring sandbox (``boxed_always``:
+    every library gets one, for its time)."""
     row = Row(suite.name, suite.version, suite.covers, suite.subset or "all", suite.command)
+    plains: list[Run] = []
+    sealeds: list[Run] = []
     try:
         source = fetch_source(suite, cache)
         venv = build_venv(suite, source, cache)
-        say(f"{suite.name}: plain run")
-        plain = run_plain(suite, source, venv, cache, timeout_s)
-        say(f"{suite.name}: sealed run ({plain.wall_s:.1f} s plain, {len(plain.outcomes)} tests)")
-        sealed = run_sealed(suite, source, venv, cache, timeout_s)
+        for i in range(repeat):
+            say(f"{suite.name}: run {i + 1}/{repeat}")
+            pair = [lambda i=i: plains.append(run_plain(suite, source, venv, cache, timeout_s, _tag("plain", i))),
+                    lambda i=i: sealeds.append(run_sealed(suite, source, venv, cache, timeout_s, _tag("sealed", i)))]
+            for step in pair if i % 2 == 0 else pair[::-1]:
+                step()
+        plain, sealed = plains[0], sealeds[0]
+        row.diffs = differences(plain.outcomes, sealed.outcomes)
+        while row.diffs and len(plains) < 1 + recheck:
+            say(f"{suite.name}: {len(row.diffs)} differences; plain rerun")
+            plains.append(run_plain(suite, source, venv, cache, timeout_s, _tag("plain", len(plains))))
+        if boxed_always or any(not d.flaky for d in row.diffs):
+            say(f"{suite.name}: plain run in the scoring sandbox")
+            boxed = run_plain(suite, source, venv, cache, timeout_s, "boxed", boxed=True)
+            row.boxed_s = boxed.wall_s
+            for d in row.diffs:
+                d.boxed, d.boxed_text = boxed.outcomes.get(d.test, "-"), boxed.texts.get(d.test, "")
     except (subprocess.CalledProcessError, OSError) as exc:
         row.error = f"{type(exc).__name__}: {exc}"
         return row
+    for d in row.diffs:
+        d.plain_again = [r.outcomes.get(d.test, "-") for r in plains[1:]]
+        d.sealed_again = [r.outcomes.get(d.test, "-") for r in sealeds[1:]]
+        d.plain_text, d.sealed_text = plain.texts.get(d.test, ""), sealed.texts.get(d.test, "")
+    row.runs = repeat
     row.plain_tests, row.sealed_tests = len(plain.outcomes), len(sealed.outcomes)
-    row.plain_s, row.sealed_s = plain.wall_s, sealed.wall_s
+    row.plain_s = statistics.median(r.wall_s for r in plains[:repeat])
+    row.sealed_s = statistics.median(r.wall_s for r in sealeds)
+    row.plain_cpu_s = statistics.median(r.cpu_s for r in plains[:repeat])
+    row.sealed_cpu_s = statistics.median(r.cpu_s for r in sealeds)
     row.plain_rc, row.sealed_rc = plain.returncode, sealed.returncode
     row.plain_counts = counts(plain.outcomes)
     row.verdict, row.problem, row.logdir = sealed.verdict, sealed.problem, sealed.logdir
-    row.diffs = differences(plain.outcomes, sealed.outcomes)
-    for i in range(recheck if row.diffs else 0):
-        say(f"{suite.name}: {len(row.diffs)} differences; plain rerun {i + 1}/{recheck}")
-        again = run_plain(suite, source, venv, cache, timeout_s, tag=f"plain-rerun{i + 1}")
-        for d in row.diffs:
-            d.plain_reruns.append(again.outcomes.get(d.test, "-"))
-    for d in row.diffs:
-        d.flaky = any(o != d.plain or o == d.sealed for o in d.plain_reruns)
-        d.sealed_text = sealed.texts.get(d.test, "")
     return row
+
+
+def _tag(kind: str, i: int) -> str:
+    return kind if i == 0 else f"{kind}-{i + 1}"
+
+
+def counts(outcomes: Mapping[str, str]) -> dict[str, int]:
+    return dict(sorted(Counter(outcomes.values()).items()))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -428,17 +508,23 @@ def git_commit() -> str:
     return res.stdout.strip() or "?"
 
 
-HEADERS = ("library", "version", "plain", "sealed", "differ", "plain s", "sealed s", "ratio", "verdict", "subset")
+HEADERS = ("library", "version", "plain", "sealed", "plain outcomes", "differ", "plain s", "sealed s", "ratio",
+           "cpu ratio", "verdict", "subset")
+SHORT = {"passed": "p", "failed": "f", "skipped": "s", "xfailed": "xf", "xpassed": "xp", "error": "e"}
 
 
 def cells(r: Row) -> tuple[str, ...]:
     if r.error:
-        return (r.library, r.version, "-", "-", "-", "-", "-", "-", "error", r.error[:60])
+        return (r.library, r.version, "-", "-", "-", "-", "-", "-", "-", "-", "error", r.error[:60])
     flaky = sum(d.flaky for d in r.diffs)
     differ = f"{len(r.diffs)}" + (f" ({flaky} flaky)" if flaky else "")
-    ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
-    return (r.library, r.version, str(r.plain_tests), str(r.sealed_tests), differ, f"{r.plain_s:.1f}",
-            f"{r.sealed_s:.1f}", ratio, str(r.verdict), r.subset)
+    seen = " ".join(f"{n}{SHORT.get(o, ' ' + o)}" for o, n in r.plain_counts.items())
+
+    def ratio(x: float | None) -> str:
+        return f"{x:.2f}" if x is not None else "-"
+
+    return (r.library, r.version, str(r.plain_tests), str(r.sealed_tests), seen, differ, f"{r.plain_s:.1f}",
+            f"{r.sealed_s:.1f}", ratio(r.ratio), ratio(r.cpu_ratio), str(r.verdict), r.subset)
 
 
 def print_table(rows: list[Row], title: str) -> None:
@@ -453,11 +539,12 @@ def print_table(rows: list[Row], title: str) -> None:
             print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)))
         return
     t = Table(title=title)
-    for i, h in enumerate(HEADERS):
-        t.add_column(h, justify="right" if 2 <= i <= 7 else "left")
+    for h in HEADERS:
+        t.add_column(h, justify="right" if h in ("plain", "sealed", "plain s", "sealed s", "ratio", "cpu ratio")
+                     else "left")
     for r in rows:
         t.add_row(*cells(r))
-    Console(width=max(shutil.get_terminal_size().columns, 150)).print(t)
+    Console(width=max(shutil.get_terminal_size().columns, 160)).print(t)
 
 
 def print_differences(rows: list[Row], limit: int) -> None:
@@ -465,14 +552,19 @@ def print_differences(rows: list[Row], limit: int) -> None:
         if not r.diffs and not r.error:
             continue
         print(f"\n{r.library} {r.version}: {r.command}")
-        print(f"  plain exit {r.plain_rc} {r.plain_counts}; sealed exit {r.sealed_rc}, verdict {r.verdict}"
+        if r.error:
+            print(f"  {r.error}")
+            continue
+        print(f"  plain exit {r.plain_rc}; sealed exit {r.sealed_rc}, verdict {r.verdict}"
               + (f": {r.problem}" if r.problem else "") + f"; logs {r.logdir}")
         for d in r.diffs[:limit]:
-            rerun = f" (plain reruns: {', '.join(d.plain_reruns)})" if d.plain_reruns else ""
-            print(f"  {'flaky ' if d.flaky else ''}{d.test}: plain {d.plain}, sealed {d.sealed}{rerun}")
-            if d.sealed_text:
-                text = d.sealed_text.strip().splitlines()
-                print("      " + "\n      ".join(text[-6:]))
+            again = ", ".join(filter(None, [f"plain reruns {'/'.join(d.plain_again)}" if d.plain_again else "",
+                                            f"sealed reruns {'/'.join(d.sealed_again)}" if d.sealed_again else "",
+                                            f"plain in the sandbox {d.boxed}" if d.boxed else ""]))
+            print(f"  [{d.cause}] {d.test}: plain {d.plain}, sealed {d.sealed}" + (f" ({again})" if again else ""))
+            for side, text in (("plain", d.plain_text), ("sealed", d.sealed_text), ("in the sandbox", d.boxed_text)):
+                if text:
+                    print(f"      {side}: " + "\n      ".join(text.strip().splitlines()[-6:]))
         if len(r.diffs) > limit:
             print(f"  ... and {len(r.diffs) - limit} more (--show N)")
 
@@ -483,8 +575,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=[], help="a library's name (repeatable)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per run")
     ap.add_argument("--jobs", type=int, default=1, help="libraries at once (times are fair only with 1)")
-    ap.add_argument("--recheck", type=int, default=2, help="plain reruns of a library with differences")
+    ap.add_argument("--repeat", type=int, default=3, help="plain and sealed runs per library (times: the median)")
+    ap.add_argument("--recheck", type=int, default=2,
+                    help="a library with differences gets plain runs up to 1 + RECHECK in all")
     ap.add_argument("--show", type=int, default=8, help="differences listed per library")
+    ap.add_argument("--boxed", action="store_true",
+                    help="also time plain pytest in the scoring sandbox (what the sandbox alone costs)")
     ap.add_argument("--build-only", action="store_true", help="download and build the venvs, run nothing")
     args = ap.parse_args(argv)
     suites = [s for s in SUITES if not args.only or s.name in args.only]
@@ -493,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown library: {', '.join(sorted(unknown))} (known: {', '.join(s.name for s in SUITES)})")
     cache = args.cache.expanduser().absolute()
     level = resolve_level("auto")
-    commit, started = git_commit(), time.perf_counter()
+    commit, started, load_before = git_commit(), time.perf_counter(), os.getloadavg()[0]
     if args.build_only:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             for venv in pool.map(lambda s: build_venv(s, fetch_source(s, cache), cache), suites):
@@ -504,14 +600,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - started:6.0f} s] {msg}", file=sys.stderr, flush=True)
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        rows = list(pool.map(lambda s: census_one(s, cache, args.timeout, args.recheck, say), suites))
-    total_s = time.perf_counter() - started
+        rows = list(pool.map(lambda s: census_one(s, cache, args.timeout, max(1, args.repeat), args.recheck, say, args.boxed), suites))
+    total_s, load_after = time.perf_counter() - started, os.getloadavg()[0]
     same = [r for r in rows if not r.error and not r.diffs]
     ratios = [(r.ratio, r.library) for r in rows if r.ratio is not None]
     worst = max(ratios) if ratios else None
     title = (f"honest census {time.strftime('%Y-%m-%d %H:%M')}, sealbench {commit}, sandbox {level}, "
-             f"pytest {pytest_version()}, {os.cpu_count()} cores")
+             f"pytest {pytest_version()}, {os.cpu_count()} cores, load {load_before:.1f} -> {load_after:.1f}, "
+             f"{args.repeat} runs each")
     print_table(rows, title)
+    for r in rows:
+        if r.subset != "all":
+            print(f"{r.library} ({r.subset}): {r.command}")
+        if r.boxed_s is not None:
+            print(f"{r.library}: plain pytest in the scoring sandbox took {r.boxed_s:.1f} s "
+                  f"(plain {r.plain_s:.1f} s, sealed {r.sealed_s:.1f} s)")
     print_differences(rows, args.show)
     n_diff = sum(len(r.diffs) for r in rows)
     n_stable = sum(len(r.stable_diffs) for r in rows)
@@ -523,10 +626,14 @@ def main(argv: list[str] | None = None) -> int:
     with open(out, "a") as fh:
         fh.write(json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "commit": commit, "sandbox": level,
                              "machine": platform.machine(), "cores": os.cpu_count(), "pytest": pytest_version(),
+                             "load_before": load_before, "load_after": load_after,
                              "total_s": round(total_s, 1), "identical": len(same), "libraries": len(rows),
                              "differing": n_diff, "stable_differing": n_stable,
                              "worst_ratio": round(worst[0], 3) if worst else None,
-                             "rows": [{**asdict(r), "ratio": r.ratio} for r in rows]}, default=str) + "\n")
+                             "repeat": args.repeat,
+                             "rows": [{**asdict(r), "ratio": r.ratio, "cpu_ratio": r.cpu_ratio,
+                                       "diffs": [{**asdict(d), "flaky": d.flaky, "cause": d.cause} for d in r.diffs]}
+                                      for r in rows]}, default=str) + "\n")
     return 0
 
 
