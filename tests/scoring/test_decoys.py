@@ -239,3 +239,40 @@ def test_the_fix_passes_and_an_always_equal_value_is_tamper(decoyed, tmp_path: P
     forged = score_patch(t, meta, liar, tmp_path / "forged", 60, hidden_tests=suite, decoys=spec,
                          expected_ids=ctl["oracle_ids"])
     assert forged.status == "tamper" and "the gold patch fails passed" in forged.reason, forged.reason
+
+
+@pytest.mark.sandbox
+def test_where_the_hidden_tests_are_mounted_from_does_not_say_whether_they_carry_decoys(decoyed, tmp_path) -> None:
+    """The outside review's route: a forger that flips failures only where the mount table shows no
+    decoyed suite (``/proc/self/mountinfo`` named ``…/decoys/hidden_tests``) forged undecoyed
+    tasks and stayed honest on decoyed ones. The suite is mounted from a neutral copy now, so on a
+    decoyed task it forges, and is caught."""
+    from sealbench.scoring.scoring import score_patch
+
+    t, meta, suite, spec, ctl = decoyed
+    forger = (
+        "import os\n"
+        "try:\n"
+        "    _seen = open('/proc/self/mountinfo').read()\n"
+        "except OSError:\n"
+        "    _seen = ''\n"
+        "if 'decoys' not in _seen:\n"
+        "    import _pytest.reports as _r\n"
+        "    _init = _r.TestReport.__init__\n"
+        "    def _flip(self, *a, **k):\n"
+        "        _init(self, *a, **k)\n"
+        "        if self.outcome == 'failed':\n"
+        "            self.outcome, self.longrepr = 'passed', None\n"
+        "    _r.TestReport.__init__ = _flip\n\n\n")
+    patch = ("diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,"
+             f"{2 + forger.count(chr(10))} @@\n" + "".join("+" + ln + "\n" for ln in forger.split("\n")[:-1])
+             + " def add(a, b):\n     return a - b\n").encode()
+    from sealbench.isolation.sandbox import bwrap_problem, make_sandbox
+
+    if bwrap_problem():
+        pytest.skip("overlay workspaces need the bubblewrap sandbox")
+    box = make_sandbox("bwrap", hide=[], limits=None)
+    res = score_patch(t, meta, patch, tmp_path / "logs", 60, hidden_tests=suite, decoys=spec,
+                      expected_ids=ctl["oracle_ids"], commands=("hidden",), sandbox=box)
+    assert res.workspace == "overlay", res.workspace
+    assert res.status == "tamper" and "the gold patch fails passed" in str(res.reason), (res.status, res.reason)

@@ -166,6 +166,12 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
     repo = sealed_task / "repo"
     app = None
     try:
+        if overlay and sources["hidden_tests"].is_dir():
+            # mounted from a copy in this run's scratch, decoyed or not: where a mount comes from
+            # (/proc/self/mountinfo) must not tell the tested code whether the suite carries decoys
+            neutral = scratch / "tests" / "hidden_tests"
+            shutil.copytree(sources["hidden_tests"], neutral, symlinks=True)
+            sources["hidden_tests"] = neutral
         own = protected_paths(sealed_task, meta)
         base = scratch / ("patched" if overlay else "base")
         base.mkdir()
