@@ -35,7 +35,7 @@ TASKS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("flaky", "bool", False, "oracle runs disagreed"),
     ("control_infra_fail", "bool", False, "a control run ended in infra_fail"),
     ("import_outside", "string", True, "a control's tests imported the package under test from outside the workspace: `package from path` (null: from inside)"),
-    ("decoys", "int64", False, "decoy tests the task's hidden suite carries (copies of tests that find the bug with one expectation changed; every scored patch must fail them)"),
+    ("decoys", "int64", True, "decoy tests the task's hidden suite carries (copies of tests that find the bug with one expectation changed; every scored patch must fail them); null: not known (a table not made by stratify)"),
     ("decoys_why_none", "string", True, "why the task carries no decoy (null: it carries some)"),
 ]
 

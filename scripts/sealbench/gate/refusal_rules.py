@@ -159,7 +159,8 @@ def _over_envelope(s: Slice) -> dict | None:
 def _decoys_none(s: Slice) -> dict | None:
     """DECOYS_NONE: no task of the scored slice carries a decoy."""
     t = s.slice_tasks
-    if "decoys" not in t or not len(t) or (t.decoys > 0).any():
+    t = t[t.decoys.notna()] if "decoys" in t else t.iloc[0:0]     # null: not known (not stratify's table)
+    if not len(t) or (t.decoys > 0).any():
         return None
     why = sorted({str(w) for w in t.decoys_why_none.dropna()})
     return refusal("DECOYS_NONE", f"None of the {len(t)} scored tasks carries a decoy test (decoys_per_task "
@@ -207,7 +208,8 @@ def decoys_note(s: Slice) -> dict | None:
     """The DECOYS_PARTIAL note: the scored tasks that carry no decoy, named (a pass there rests on
     the tests alone); nothing when every one carries some, or none does (DECOYS_NONE)."""
     t = s.slice_tasks
-    if "decoys" not in t or not len(t):
+    t = t[t.decoys.notna()] if "decoys" in t else t.iloc[0:0]     # null: not known (not stratify's table)
+    if not len(t):
         return None
     bare = t[t.decoys == 0]
     if not len(bare) or len(bare) == len(t):

@@ -35,6 +35,15 @@ def build_card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
     return card
 
 
+def _decoy_coverage(cfg: Mapping, tasks) -> dict:
+    """The decoys the hidden suites carry: pre-registered per task, and the coverage reached
+    (``tasks_known``: tasks whose count is known; a table not made by stratify has none)."""
+    known = tasks[tasks.decoys.notna()] if "decoys" in tasks else tasks.iloc[0:0]
+    return {"per_task": cfg.get("decoys_per_task"), "tasks": int(len(tasks)), "tasks_known": int(len(known)),
+            "tasks_covered": int((known.decoys > 0).sum()), "decoys": int(known.decoys.sum()),
+            "uncovered": sorted(str(t) for t in known.task_id[known.decoys == 0])}
+
+
 def _card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
     cfg = exp["config_full"]
     deny_lines = exp["denylist_lines"]
@@ -63,12 +72,7 @@ def _card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
                        "not every test skipped, and at least as many hidden tests passed as the task's "
                        "failing_tests and as the gold patch ran",
             # the decoys the hidden suites carry: pre-registered per task, and the coverage they reached
-            "decoys": {"per_task": cfg["decoys_per_task"],
-                       "tasks_covered": int((tasks.decoys > 0).sum()) if "decoys" in tasks else 0,
-                       "tasks": int(len(tasks)),
-                       "decoys": int(tasks.decoys.sum()) if "decoys" in tasks else 0,
-                       "uncovered": sorted(tasks.task_id[tasks.decoys == 0]) if "decoys" in tasks
-                       else sorted(tasks.task_id)},
+            "decoys": _decoy_coverage(cfg, tasks),
             "commands": exp["oracle_commands"],
             "gold_patch_runs": cfg["oracle_runs"],
             "oracle_sanity": float(tasks.oracle_ok.mean()) if len(tasks) else None,
