@@ -437,14 +437,15 @@ def _insert_points(tree: ast.Module, cls: ast.ClassDef | None, nlines: int) -> l
 
 
 def candidates(hidden_dir: Path, seen: set[str], forbidden: str, seed: bytes, wanted: int,
-               visible_names: Iterable[str] = ()) -> list[Candidate]:
+               visible_names: Iterable[str] = (), rename_twins: bool = True) -> list[Candidate]:
     """Decoy candidates for the test files under ``hidden_dir``: at least
     ``wanted * CANDIDATES_PER_DECOY`` and two for each twin (up to :data:`MAX_TWINS`), spread over
     the twins (see the module docstring). ``seen``: :func:`seen_bodies` of the visible tests;
     ``forbidden``: the prompt and the visible tests' text (no value a decoy changes or sets may
     appear in it); ``visible_names``: the visible tests' names (a test whose name is defined
     twice — in a visible file, another hidden file or another class — is never twinned: a decoy's
-    name is defined once, so the repeat would tell which is real)."""
+    name is defined once, so the repeat would tell which is real); ``rename_twins`` False: twins
+    keep their names (a command that names tests by id runs them by those names)."""
     hidden_dir = Path(hidden_dir)
     files = sorted(p for p in hidden_dir.rglob("*.py") if p.is_file() and is_test_file(p.name))
     pool: list[str] = []
@@ -490,7 +491,8 @@ def candidates(hidden_dir: Path, seen: set[str], forbidden: str, seed: bytes, wa
             names_taken = taken.setdefault((rel, scope), _names_in(parsed[rel][1], scope))
             key = (rel, scope, fn.name)
             if key not in renamed:      # the twin gets a new name too, made the same way as its decoys'
-                renamed[key] = _twin_name(parsed[rel][1], fn, _rng(seed, "twin", rel, scope, fn.name), names_taken)
+                renamed[key] = (_twin_name(parsed[rel][1], fn, _rng(seed, "twin", rel, scope, fn.name), names_taken)
+                                if rename_twins else fn.name)
                 names_taken.add(renamed[key])
             c = _one(parsed[rel], rel, scope, fn, exps, pool, forbidden, _rng(seed, rel, scope, fn.name, str(rounds)),
                      names_taken, renamed[key])
