@@ -40,7 +40,9 @@ processes, which the machine's other load disturbs less; ``verdict``: the sealed
 verdict kind (``fail`` where the suite fails plainly too); ``subset``: when not the whole suite
 (its command is printed under the table). Totals: libraries judged identically, tests
 differing, worst ratio. Each difference is listed with its cause (``sandbox``, ``report
-plugin``, ``flaky``), every run's outcome, and the reason each run gave.
+plugin``, ``flaky``), every run's outcome, and the reason each run gave; then the tests whose
+outcome changed between the repeats though the first pair agreed (``unsteady``: load-sensitive
+tests, not differences).
 
 Prints a table and appends one JSON line to ``bench/results/honest_census.jsonl``.
 Not a test: nothing here asserts a time. ``--jobs`` above 1 makes the times unfair.
@@ -56,6 +58,7 @@ import os
 import platform
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -87,9 +90,10 @@ MARKER = ".census-installed"
 # runs have PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, so a suite names each plugin it needs with ``-p``
 HYPOTHESIS = "-p _hypothesis_pytestplugin"
 ASYNCIO = "-p pytest_asyncio.plugin"
-#: the test files of the anyio subset (its whole suite takes over 3 minutes here)
+#: the anyio subset: 6 of its 24 test files, the async core, its pytest plugin (pytester) and file
+#: I/O (these alone take ~45 s here; sockets, subprocesses and signals are left out)
 ANYIO_FILES = ("synchronization", "taskgroups", "to_thread", "from_thread", "pytest_plugin", "fileio")
-#: dateutil's one file left out: 10 tests of the tz database, a third of the suite's time
+#: dateutil's one file left out: 10 tests over the whole tz database, two thirds of its tests' own time
 DATEUTIL_SKIPPED = "tests/test_tzpath_data.py"
 
 
@@ -427,6 +431,9 @@ class Row:
     verdict: str | None = None
     problem: str | None = None
     diffs: list[Difference] = field(default_factory=list)
+    #: tests whose outcome changed between the repeats though the first pair agreed: test ->
+    #: (plain outcomes, sealed outcomes), run by run (load-sensitive tests, on either side)
+    unsteady: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
     error: str | None = None
     logdir: str = ""
 
@@ -479,6 +486,11 @@ def census_one(suite: Suite, cache: Path, timeout_s: float, repeat: int, recheck
         d.plain_again = [r.outcomes.get(d.test, "-") for r in plains[1:]]
         d.sealed_again = [r.outcomes.get(d.test, "-") for r in sealeds[1:]]
         d.plain_text, d.sealed_text = plain.texts.get(d.test, ""), sealed.texts.get(d.test, "")
+    differing = {d.test for d in row.diffs}
+    for test in sorted({t for r in plains + sealeds for t in r.outcomes} - differing):
+        seen = ([r.outcomes.get(test, "-") for r in plains], [r.outcomes.get(test, "-") for r in sealeds])
+        if len(set(seen[0] + seen[1])) > 1:
+            row.unsteady[test] = seen
     row.runs = repeat
     row.plain_tests, row.sealed_tests = len(plain.outcomes), len(sealed.outcomes)
     row.plain_s = statistics.median(r.wall_s for r in plains[:repeat])
@@ -549,7 +561,7 @@ def print_table(rows: list[Row], title: str) -> None:
 
 def print_differences(rows: list[Row], limit: int) -> None:
     for r in rows:
-        if not r.diffs and not r.error:
+        if not r.diffs and not r.error and not r.unsteady:
             continue
         print(f"\n{r.library} {r.version}: {r.command}")
         if r.error:
@@ -567,6 +579,8 @@ def print_differences(rows: list[Row], limit: int) -> None:
                     print(f"      {side}: " + "\n      ".join(text.strip().splitlines()[-6:]))
         if len(r.diffs) > limit:
             print(f"  ... and {len(r.diffs) - limit} more (--show N)")
+        for test, (plain, sealed) in list(r.unsteady.items())[:limit]:
+            print(f"  [unsteady, first runs agree] {test}: plain {'/'.join(plain)}, sealed {'/'.join(sealed)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -588,6 +602,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown library: {', '.join(sorted(unknown))} (known: {', '.join(s.name for s in SUITES)})")
     cache = args.cache.expanduser().absolute()
+    # a census started in the background (``cmd &`` in a script) has SIGINT ignored, and every test
+    # process would inherit that (anyio's test_keyboard_interrupt_does_not_resume_test then fails,
+    # plainly and sealed alike): a handler of our own is reset to the default in each child
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     level = resolve_level("auto")
     commit, started, load_before = git_commit(), time.perf_counter(), os.getloadavg()[0]
     if args.build_only:
@@ -605,6 +623,8 @@ def main(argv: list[str] | None = None) -> int:
     same = [r for r in rows if not r.error and not r.diffs]
     ratios = [(r.ratio, r.library) for r in rows if r.ratio is not None]
     worst = max(ratios) if ratios else None
+    cpu_ratios = [(r.cpu_ratio, r.library) for r in rows if r.cpu_ratio is not None]
+    worst_cpu = max(cpu_ratios) if cpu_ratios else None
     title = (f"honest census {time.strftime('%Y-%m-%d %H:%M')}, sealbench {commit}, sandbox {level}, "
              f"pytest {pytest_version()}, {os.cpu_count()} cores, load {load_before:.1f} -> {load_after:.1f}, "
              f"{args.repeat} runs each")
@@ -620,7 +640,8 @@ def main(argv: list[str] | None = None) -> int:
     n_stable = sum(len(r.stable_diffs) for r in rows)
     print(f"\njudged identically: {len(same)}/{len(rows)} libraries; tests differing: {n_diff} "
           f"({n_stable} stable, {n_diff - n_stable} flaky); worst ratio: "
-          + (f"{worst[0]:.2f} ({worst[1]})" if worst else "-") + f"; census took {total_s:.0f} s")
+          + (f"{worst[0]:.2f} ({worst[1]})" if worst else "-") + "; worst cpu ratio: "
+          + (f"{worst_cpu[0]:.2f} ({worst_cpu[1]})" if worst_cpu else "-") + f"; census took {total_s:.0f} s")
     out = ROOT / "bench" / "results" / "honest_census.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "a") as fh:
@@ -630,6 +651,7 @@ def main(argv: list[str] | None = None) -> int:
                              "total_s": round(total_s, 1), "identical": len(same), "libraries": len(rows),
                              "differing": n_diff, "stable_differing": n_stable,
                              "worst_ratio": round(worst[0], 3) if worst else None,
+                             "worst_cpu_ratio": round(worst_cpu[0], 3) if worst_cpu else None,
                              "repeat": args.repeat,
                              "rows": [{**asdict(r), "ratio": r.ratio, "cpu_ratio": r.cpu_ratio,
                                        "diffs": [{**asdict(d), "flaky": d.flaky, "cause": d.cause} for d in r.diffs]}
