@@ -150,32 +150,32 @@ def test_select_keeps_a_decoy_only_where_every_control_agrees() -> None:
 
 @pytest.mark.unit
 def test_a_command_that_names_tests_by_id_runs_the_decoys_beside_them() -> None:
-    cmd = "python -m pytest -q -p no:cacheprovider tests/t.py::test_a 'tests/t.py::K::test_m[x y]' tests/u.py::test_z"
-    spec = [("tests/t.py", "test_a2", "test_a"), ("tests/t.py", "K.test_n", "K.test_m")]
+    cmd = "python -m pytest -q -p no:cacheprovider spec/t.py::test_a 'spec/t.py::K::test_m[x y]' spec/u.py::test_z"
+    spec = [("spec/t.py", "test_a2", "test_a"), ("spec/t.py", "K.test_n", "K.test_m")]
     out = decoys.command_for(cmd, spec, b"s")
     words = __import__("shlex").split(out)
     assert words[:6] == ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    assert sorted(words[6:]) == sorted(["tests/t.py::test_a", "tests/t.py::K::test_m[x y]", "tests/u.py::test_z",
-                                        "tests/t.py::test_a2", "tests/t.py::K::test_n"])
+    assert sorted(words[6:]) == sorted(["spec/t.py::test_a", "spec/t.py::K::test_m[x y]", "spec/u.py::test_z",
+                                        "spec/t.py::test_a2", "spec/t.py::K::test_n"])
     assert decoys.command_for(cmd, spec, b"s") == out                      # seeded: the same every run
     # a twin named by parameter set gets its decoy's set of the same place, in the same form
-    collected = ["tests/t.py::K::test_m[x y]", "tests/t.py::K::test_m[z]", "tests/t.py::K::test_n[x w]",
-                 "tests/t.py::K::test_n[q]", "tests/t.py::test_a", "tests/t.py::test_a2"]
+    collected = ["spec/t.py::K::test_m[x y]", "spec/t.py::K::test_m[z]", "spec/t.py::K::test_n[x w]",
+                 "spec/t.py::K::test_n[q]", "spec/t.py::test_a", "spec/t.py::test_a2"]
     words = __import__("shlex").split(decoys.command_for(cmd, spec, b"s", collected))
-    assert "tests/t.py::K::test_n[x w]" in words and "tests/t.py::K::test_n" not in words
+    assert "spec/t.py::K::test_n[x w]" in words and "spec/t.py::K::test_n" not in words
     folders = "python -m pytest -q hidden_tests"
     assert decoys.command_for(folders, spec, b"s") == folders               # a folder collects them as it is
 
 
 @pytest.mark.unit
 def test_decoy_ids_pair_parameter_sets_in_collection_order() -> None:
-    collected = ["hidden_tests/t.py::test_p[1-a]", "hidden_tests/t.py::test_p[2-b]",
-                 "hidden_tests/t.py::test_q[1-zz]", "hidden_tests/t.py::test_q[2-yy]",
-                 "hidden_tests/t.py::K::test_m", "hidden_tests/t.py::K::test_n"]
+    collected = ["hidden_spec/t.py::test_p[1-a]", "hidden_spec/t.py::test_p[2-b]",
+                 "hidden_spec/t.py::test_q[1-zz]", "hidden_spec/t.py::test_q[2-yy]",
+                 "hidden_spec/t.py::K::test_m", "hidden_spec/t.py::K::test_n"]
     assert decoys.decoy_ids(collected, [("t.py", "test_q", "test_p"), ("t.py", "K.test_n", "K.test_m")]) == {
-        "hidden_tests/t.py::test_q[1-zz]": "hidden_tests/t.py::test_p[1-a]",
-        "hidden_tests/t.py::test_q[2-yy]": "hidden_tests/t.py::test_p[2-b]",
-        "hidden_tests/t.py::K::test_n": "hidden_tests/t.py::K::test_m"}
+        "hidden_spec/t.py::test_q[1-zz]": "hidden_spec/t.py::test_p[1-a]",
+        "hidden_spec/t.py::test_q[2-yy]": "hidden_spec/t.py::test_p[2-b]",
+        "hidden_spec/t.py::K::test_n": "hidden_spec/t.py::K::test_m"}
 
 
 # ----------------------------------------------------------------------------- on a real task
@@ -233,9 +233,9 @@ def test_the_fix_passes_and_an_always_equal_value_is_tamper(decoyed, tmp_path: P
     fixed = score_patch(t, meta, _patch("return a + b"), tmp_path / "fixed", 60, hidden_tests=suite, decoys=spec,
                         expected_ids=ctl["oracle_ids"])
     assert fixed.status == "pass", fixed.reason
-    liar = ("diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,6 @@\n"
-            "+class Any(int):\n+    __eq__ = lambda self, other: True\n+\n+\n def add(a, b):\n"
-            "-    return a - b\n+    return Any(a - b)\n").encode()
+    liar = (b"diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,6 @@\n"
+            b"+class Any(int):\n+    __eq__ = lambda self, other: True\n+\n+\n def add(a, b):\n"
+            b"-    return a - b\n+    return Any(a - b)\n")
     forged = score_patch(t, meta, liar, tmp_path / "forged", 60, hidden_tests=suite, decoys=spec,
                          expected_ids=ctl["oracle_ids"])
     assert forged.status == "tamper" and "the gold patch fails passed" in forged.reason, forged.reason
