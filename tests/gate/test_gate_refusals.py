@@ -284,6 +284,12 @@ def candidate_tampers(spec: dict) -> None:
     _rows(spec, "s03", CAND)[0].update(status="tamper", tamper_paths="hidden_tests/test_x.py")
 
 
+def no_task_carries_decoys(spec: dict) -> None:
+    # every task's controls made no decoy (decoys_per_task 0, or none held): a forged pass would pass
+    for t in spec["tasks"]:
+        t.update(decoys=0, decoys_why_none="no candidate held")
+
+
 def baseline_tampers(spec: dict) -> None:
     _rows(spec, "s03", BASE)[0].update(status="tamper", tamper_paths="hidden_tests/test_x.py")
 
@@ -307,7 +313,24 @@ MUTATORS: dict[str, tuple[Callable[[dict], None], set[str]]] = {
     "OVER_ENVELOPE": (candidate_over_envelope, {"OVER_ENVELOPE"}),
     "EXCLUSIONS_DECIDE": (candidate_abstains_on_failures, {"EXCLUSIONS_DECIDE"}),
     "CANDIDATE_TAMPERED": (candidate_tampers, {"CANDIDATE_TAMPERED"}),
+    "DECOYS_NONE": (no_task_carries_decoys, {"DECOYS_NONE"}),
 }
+
+
+@pytest.mark.unit
+def test_tasks_without_decoys_beside_covered_ones_are_a_note_not_a_refusal(tmp_path: Path) -> None:
+    """The honest case beside DECOYS_NONE: most tasks carry decoys, two do not — publishable, with
+    the DECOYS_PARTIAL note naming the two."""
+    spec = build_spec()
+    for t in spec["tasks"]:
+        t.update(decoys=2, decoys_why_none=None)
+    bare = [t for t in spec["tasks"] if t["split"] == "holdout"][:2]
+    for t in bare:
+        t.update(decoys=0, decoys_why_none="no candidate held")
+    d = decide(tmp_path, spec)
+    assert d["publishable"] is True and "DECOYS_NONE" not in codes(d), d["reasons"]
+    note = next(n for n in d["notes"] if n["code"] == "DECOYS_PARTIAL")
+    assert all(t["task_id"] in note["sentence"] for t in bare), note
 
 
 @pytest.mark.unit
