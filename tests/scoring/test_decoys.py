@@ -72,7 +72,7 @@ def test_candidates_change_one_expectation_and_never_twin_what_the_agent_saw(tmp
     assert "test_seen_by_the_agent" not in twins           # its code is a visible test's
     for c in cands:
         assert c.name != c.twin and c.name.startswith("test")
-        assert c.twin != c.original          # the twin is renamed as its decoys are: neither name is the pack's
+        assert c.twin == c.original          # twins keep their pack names (rename_twins off by default)
         assert "# " not in c.text and "# " not in c.twin_text   # comments gone from both copies
         # the decoy is the twin with one expectation changed: same shape, one literal different
         real, fake = ast.parse(c.twin_text.strip() if not c.scope else "class X:\n" + c.twin_text), \

@@ -390,6 +390,7 @@ def attacked(tmp_path_factory) -> Decoyed:
                  hidden_command=f"{PYTEST} hidden_tests", failing_tests=3)
 
 
+@pytest.mark.xfail(strict=True, reason="GAP: exception-type decoys were withdrawn (an honest wrong patch that raises another type would pass one: false tamper); a test that only expects a raise carries no decoy, so this route is caught only where the task has value decoys (docs/sealed-runs.md, what remains possible)")
 def test_c_the_attacked_suite_is_honest_and_each_failing_test_has_a_decoy(attacked: Decoyed, tmp_path: Path) -> None:
     assert {t for _f, _d, t in attacked.spec} == {"AddTests.test_sums", "AddTests.test_floats_refused"}, attacked.spec
     good = attacked.score(attacked.calc(tmp_path, FLOAT_FIXED), tmp_path)
@@ -456,7 +457,9 @@ ATTACKS = {"swallow-subtest": SWALLOW_SUBTEST, "assert-raises": REPLACE_ASSERT_R
            "assert-equal": REPLACE_ASSERT_EQUAL, "flip-reports": FLIP_REPORTS}
 
 
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
+@pytest.mark.parametrize("attack", [pytest.param(a, marks=pytest.mark.xfail(strict=True, reason=(
+    "GAP: exception-type decoys were withdrawn (false tampers), so assertRaises replaced frees the raises test "
+    "without passing a decoy"))) if a == "assert-raises" else a for a in sorted(ATTACKS)])
 def test_d_patching_unittest_or_its_reports_passes_a_decoy(attacked: Decoyed, tmp_path: Path, attack: str) -> None:
     """A patch that leaves the bug and replaces ``TestCase.subTest`` (to swallow the failures),
     ``assertEqual``, ``assertRaises`` or ``run``, or turns failed reports into passed ones: the

@@ -23,8 +23,8 @@ How decoys are made (:func:`candidates`, then :func:`select` on the controls' ru
   twin's comments are removed from both copies (a comment could say which value is right).
 - **Tried** in a copy of the hidden suite with every candidate in it (one per test that could be
   a twin, up to :data:`MAX_TWINS`, at least :data:`CANDIDATES_PER_DECOY` per decoy wanted).
-- **Twins renamed too**: a twin in the decoyed suite gets a new name made the same way as its
-  decoys' names (unless the file refers to it by name), so no name of a pair is the original.
+- **Twins renamed too** (``rename_twins``, not yet on in the pipeline): a twin in the decoyed
+  suite gets a new name made the same way as its decoys' (unless the file refers to it by name).
 - **Kept** only when, on the controls' own runs of the suite with the candidates in it, the twin
   fails without the fix and passes with the gold patch, and the decoy fails under the gold patch
   on every run, under the empty diff the way its twin fails there, and under every other
@@ -437,7 +437,7 @@ def _insert_points(tree: ast.Module, cls: ast.ClassDef | None, nlines: int) -> l
 
 
 def candidates(hidden_dir: Path, seen: set[str], forbidden: str, seed: bytes, wanted: int,
-               visible_names: Iterable[str] = (), rename_twins: bool = True) -> list[Candidate]:
+               visible_names: Iterable[str] = (), rename_twins: bool = False) -> list[Candidate]:
     """Decoy candidates for the test files under ``hidden_dir``: at least
     ``wanted * CANDIDATES_PER_DECOY`` and two for each twin (up to :data:`MAX_TWINS`), spread over
     the twins (see the module docstring). ``seen``: :func:`seen_bodies` of the visible tests;

@@ -154,10 +154,10 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
     forbidden = (prompt.read_text("utf-8", "replace") if prompt.exists() else "") + "\n" + seen_text
     seed = decoy_tests.seed_of(sealed)
     # a candidate for every test that could be a twin (which of them find the bug, the trial runs tell)
-    # a command that names tests by id (an imported SWE-bench task) runs the twins by their names
-    by_id = "::" in meta["hidden_command"]
+    # twins keep their pack names for now (rename_twins: a command that names tests by id runs them
+    # by those names, and results name hidden tests by them); the naming tell is in docs/sealed-runs.md
     cands = decoy_tests.candidates(hidden, decoy_tests.seen_bodies(visible), forbidden, seed, wanted,
-                                   visible_names=decoy_tests.test_names(visible), rename_twins=not by_id)
+                                   visible_names=decoy_tests.test_names(visible), rename_twins=False)
     if not cands:
         record["why_none"] = ("no hidden test that the agent did not also see as a visible test has an expectation "
                               "a decoy can change (a literal compared with, an assertEqual argument, a parametrized "
