@@ -14,6 +14,7 @@ Attacks, each against the stage that used to reward it:
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -162,6 +163,7 @@ def test_any_scoring_infra_fail_is_the_patch_when_controls_ran(pyt, tmp_path: Pa
     assert score["status"] == "fail" and why in score["reason"] and "controls" in score["reason"]
     ctl = core.read_json(controls)
     broken = tmp_path / "controls.json"
+    shutil.copytree(Path(controls).parent / "decoys", tmp_path / "decoys")   # its decoyed suite beside it
     core.write_json(broken, dict(ctl, control_infra_fail=True,
                                  results=[dict(r, status="infra_fail") if r["solver"] == "empty_diff" else r
                                           for r in ctl["results"]]))
