@@ -163,7 +163,7 @@ def test_a_package_installed_into_sealbenchs_venv_reruns_nothing_of_a_task_with_
     before, after = toolchain_digest(toolchain()), toolchain_digest(toolchain(task_modules=["hypothesis"]))
     assert before != after
     harness = toolchain_digest(toolchain())
-    cfg = dict(oracle_runs=1, score_timeout_s=60, sandbox="auto", limits="{}", envelope="{}", stop_on_green=False,
+    cfg = dict(oracle_runs=1, decoys_per_task=2, score_timeout_s=60, sandbox="auto", limits="{}", envelope="{}", stop_on_green=False,
                log_cap_bytes=1000, max_wall_s=60, denylist_digest="d" * 64, corpus_sha="",
                harness_toolchain_digest=harness)
     old, new = steps.StepConfig(toolchain_digest=before, **cfg), steps.StepConfig(toolchain_digest=after, **cfg)

@@ -268,11 +268,10 @@ def test_patch_deleting_the_package_so_an_installed_copy_loads_is_tamper(tmp_pat
                                                                          layout: str) -> None:
     over = folders(outside_env) if layout == "folders" else {}
     sealed, meta = seal(write_task(tmp_path, python=outside_env, **over), tmp_path)
-    # the workspace and its import paths come after the environment's packages (the seal's
-    # bootstrap: no workspace file stands for an installed module), so an environment that
-    # installs the package under test is the task's error: its controls say so, naming the path
+    # the task's import paths come first (PYTHONPATH, as plain pytest runs it), so the controls
+    # test the workspace's copy even with one installed; deleting it lets the installed copy load
     ok = score(tmp_path, sealed, meta, b"", "empty", task_check=True)
-    assert ok.status == "infra_fail" and "the tests import numlib from" in ok.reason, ok.reason
+    assert ok.status == "fail" and ok.import_outside is None, ok.reason
     res = score(tmp_path, sealed, meta, diff("src/numlib/__init__.py", BUGGY, None), "delete")
     assert res.status == "tamper", res.reason
     assert "imported numlib from" in res.reason and str(tmp_path / "installed") in res.reason

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -118,6 +119,17 @@ def _read_stream(fd: int, sink: dict) -> None:
     sink["data"], sink["size"] = b"".join(chunks), size
 
 
+def _fresh_log(path: Path) -> None:
+    """Remove whatever stands where a log file is about to be written, unless it is a plain file:
+    code that ran earlier without a sandbox may have planted a folder (the write would crash the
+    harness) or a link (the write would land elsewhere) there."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
 def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float,
                sandbox: object | None = None, *, import_paths: tuple[str, ...] = (),
                packages: tuple[str, ...] = (), task_env: Mapping[str, str] | None = None,
@@ -130,6 +142,8 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
     (None: not known); any other set is ``tamper``. ``decoys``: (file, decoy, twin) of each decoy
     in the suite (``decoys.from_records``; each must fail, one that passes is ``tamper``)."""
     logdir.mkdir(parents=True, exist_ok=True)
+    for suffix in (".stdout", ".stderr", ".seal.jsonl"):
+        _fresh_log(logdir / f"{name}{suffix}")
     kwargs = {} if sandbox is None else {"sandbox": sandbox}
     root = str(Path(ws).resolve())
     out_r, out_w = os.pipe()
