@@ -134,12 +134,20 @@ CASES = [
      "only 1 test passed, 2 expected"),
     ("honest pass", "", HONEST, HONEST_RC, 1, GOLD_IDS, DECOYS, "pass", None),
     ("honest pass, no decoys", "", stream(decoy=None), 0, 1, [REAL], {}, "pass", None),
+    # an input decoy (one input of a computed-vs-computed check changed) passed with every real test:
+    # a constant passes such a check whatever its inputs, so it is a failure, never tamper
+    ("input decoy passed", "input_decoy_passed", stream("passed", "passed"), 0, 1, GOLD_IDS, DECOYS, "fail",
+     f"1 test that the gold patch fails passed: {DECOY} (twin of {REAL}) — a real test's twin with one input "
+     "changed: the patch gives equal values where the gold patch does not (or failures were turned into passes)",
+     {DECOY}),
+    ("input decoy passed, real failed", "tests_failed", stream("failed", "passed"), 1, 1, GOLD_IDS, DECOYS, "fail",
+     "the sealed report shows 1 failure", {DECOY}),
 ]
 
 #: the rules in the order they are asked (the order decides a stream that several refuse)
 ORDER = ["never_started", "stopped_before_configured", "ended_before_finish", "collection_errors", "gold_collection",
          "decoy_passed", "no_test_ran", "all_skipped", "collected_not_reported", "tests_failed",
-         "decoy_not_failed", "exit_status", "too_few_passed"]
+         "input_decoy_passed", "decoy_not_failed", "exit_status", "too_few_passed"]
 
 
 def _documented_names() -> list[str]:
@@ -158,8 +166,8 @@ def _documented_names() -> list[str]:
     raise AssertionError("no VERDICT_RULES in sealed_report.py")
 
 
-def _first_rule(recs, rc, expected, expected_ids, decoys) -> str:
-    facts = sealed_report.stream_facts(recs, rc, expected, expected_ids, decoys)
+def _first_rule(recs, rc, expected, expected_ids, decoys, inputs=()) -> str:
+    facts = sealed_report.stream_facts(recs, rc, expected, expected_ids, decoys, inputs)
     return next((name for name, rule in sealed_report.VERDICT_RULES if rule(facts) is not None), "")
 
 
@@ -176,10 +184,11 @@ def test_every_rule_has_a_case() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_each_rule_decides_its_stream(case) -> None:
-    _, rule, recs, rc, expected, expected_ids, decoys, kind, reason = case
-    v = judge_stream(recs, rc, expected, expected_ids, decoys)
+    _, rule, recs, rc, expected, expected_ids, decoys, kind, reason, *inputs = case
+    inputs = inputs[0] if inputs else ()
+    v = judge_stream(recs, rc, expected, expected_ids, decoys, input_decoys=inputs)
     assert (v.kind, v.problem) == (kind, reason), v
-    assert _first_rule(recs, rc, expected, expected_ids, decoys) == rule
+    assert _first_rule(recs, rc, expected, expected_ids, decoys, inputs) == rule
 
 
 @pytest.mark.parametrize("honest", ["decoyed", "no decoys"])

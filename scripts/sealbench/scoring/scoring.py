@@ -95,7 +95,7 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
                 commands: tuple[str, ...] = ("visible", "hidden"), task_check: bool = False,
                 task_env: Mapping[str, str] | None = None,
                 expected_ids: Mapping[str, Sequence[str]] | None = None,
-                hidden_tests: Path | None = None, decoys: Sequence[tuple[str, str, str]] = (),
+                hidden_tests: Path | None = None, decoys: Sequence[tuple[str, ...]] = (),
                 hidden_command: str | None = None) -> ScoreResult:
     """Score ``patch`` on a sealed task (docs/contract.md §1 scoring workspace): over an overlay
     of the sealed copy where the sandbox can mount one (:func:`scoring_overlay`), else
@@ -155,7 +155,7 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
            oracle: bytes | None, sandbox: object | None, expected_hidden: int | None,
            commands: tuple[str, ...], task_check: bool, task_env: Mapping[str, str] | None,
            overlay: bool, expected_ids: Mapping[str, Sequence[str]], hidden_tests: Path | None = None,
-           decoys: tuple[tuple[str, str, str], ...] = (), hidden_command: str | None = None) -> ScoreResult:
+           decoys: tuple[tuple[str, ...], ...] = (), hidden_command: str | None = None) -> ScoreResult:
     sealed_task, logdir = Path(sealed_task).resolve(), Path(logdir).absolute()
     # where each test folder of the pack is taken from: the sealed copy, or the decoyed hidden tests
     sources = {"visible_tests": sealed_task / "visible_tests",

@@ -70,6 +70,8 @@ class CommandOutcome:
     expected_ids: list | None = field(default=None, repr=False)
     #: decoy id -> twin id in this command's suite (empty: no decoys)
     decoys: dict = field(default_factory=dict, repr=False)
+    #: the ids of the decoys with an input changed (``decoys.py``): one that passes is a failure, not tamper
+    input_decoys: frozenset = field(default_factory=frozenset, repr=False)
 
 
 _MISSING_RUNNER = re.compile(r"No module named '?pytest'?\b|ModuleNotFoundError: No module named '?_?pytest")
@@ -134,7 +136,7 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
                sandbox: object | None = None, *, import_paths: tuple[str, ...] = (),
                packages: tuple[str, ...] = (), task_env: Mapping[str, str] | None = None,
                expected_ids: Sequence[str] | None = None,
-               decoys: Sequence[tuple[str, str, str]] = ()) -> CommandOutcome:
+               decoys: Sequence[tuple[str, ...]] = ()) -> CommandOutcome:
     """Run one task command with the report plugin. ``import_paths`` (workspace-relative) go
     first on ``PYTHONPATH``; the stream says where each of ``packages`` (the code under test) was
     imported from. ``task_env``: the task's test environment (environments.BuiltEnv.command_env),
@@ -173,17 +175,21 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
     # decoy ids from what the run collected and what the gold patch's runs did (a run that hides its
     # collection still has its decoys judged)
     known = [*(collected_ids(recs) or ()), *(expected_ids or ()), *test_outcomes(recs)]
+    inputs = set(decoy_ids(dict.fromkeys(known), decoys, "input")) if decoys else set()
     decoys = decoy_ids(dict.fromkeys(known), decoys) if decoys else {}
-    sv = judge_stream(recs, res.returncode, expected=0, expected_ids=expected_ids, decoys=decoys)
+    sv = judge_stream(recs, res.returncode, expected=0, expected_ids=expected_ids, decoys=decoys,
+                      input_decoys=inputs)
     report = {"records": len(recs), "started": sv.started, "finished": sv.finished, "problem": sv.problem,
               "kind": sv.kind, "passed": sv.passed, "unreadable": unreadable,
               "decoys": len(decoys), "decoys_passed": sv.decoys_passed, "decoys_failed": sv.decoys_failed,
+              "input_decoys_passed": sv.input_decoys_passed,
               "imports": imported_from(recs), "import_outside": import_outside(recs, root),
               "collected": collected_ids(recs), "outcomes": test_outcomes(recs), "failures": failure_lines(recs)}
     return CommandOutcome(command, res.returncode, res.wall_s, res.timed_out, infra, tail, sv.summary,
                           unreadable, getattr(res, "limit_hit", None), runner_started=sv.started,
                           report=report, stream=recs,
-                          expected_ids=None if expected_ids is None else list(expected_ids), decoys=decoys)
+                          expected_ids=None if expected_ids is None else list(expected_ids), decoys=decoys,
+                          input_decoys=frozenset(inputs))
 
 
 def judge(name: str, out: CommandOutcome, expected: int = 0) -> tuple[str, str | None]:
@@ -204,7 +210,8 @@ def judge(name: str, out: CommandOutcome, expected: int = 0) -> tuple[str, str |
         return FAIL, f"{name} tests: {out.junit_error}"
     if out.stream is None:
         return FAIL, f"{name} command: no report"
-    v = judge_stream(out.stream, out.returncode, expected, expected_ids=out.expected_ids, decoys=out.decoys)
+    v = judge_stream(out.stream, out.returncode, expected, expected_ids=out.expected_ids, decoys=out.decoys,
+                     input_decoys=out.input_decoys)
     if v.kind == INFRA_FAIL:
         if out.infra_reason:
             return INFRA_FAIL, f"{name} command: {out.infra_reason} (exit {out.returncode})"

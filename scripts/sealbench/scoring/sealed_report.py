@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,6 +145,9 @@ class StreamVerdict:
     #: decoys that passed (a test the gold patch fails), each ``decoy (twin of real)``
     decoys_passed: list[str] = field(default_factory=list)
     decoys_failed: int = 0           # decoys that failed, as they must
+    #: input decoys that passed (``fail``, not ``tamper``: degenerate code, e.g. a constant, passes
+    #: a computed-vs-computed check whatever its inputs, so no forgery can be told from it)
+    input_decoys_passed: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -164,6 +167,7 @@ class StreamFacts:
     outcomes: dict[str, str]                  # every reported test -> its outcome (:func:`test_outcomes`)
     real: dict[str, str]                      # the real tests' outcomes (decoys left out)
     collected: list[str] | None               # :func:`collected_ids`
+    input_decoys: frozenset[str] = frozenset()   # the decoys with an input changed (``decoys.py``)
 
     @property
     def started(self) -> bool:
@@ -193,11 +197,20 @@ class StreamFacts:
 
     @property
     def decoys_passed(self) -> list[str]:
-        return [f"{d} (twin of {t})" for d, t in sorted(self.decoys.items()) if self.outcomes.get(d) == "passed"]
+        """Value decoys that passed (an expected value changed: no honest code computes it)."""
+        return [f"{d} (twin of {t})" for d, t in sorted(self.decoys.items())
+                if self.outcomes.get(d) == "passed" and d not in self.input_decoys]
+
+    @property
+    def input_decoys_passed(self) -> list[str]:
+        """Input decoys that passed: the patch gives equal values for inputs the gold patch tells apart."""
+        return [f"{d} (twin of {t})" for d, t in sorted(self.decoys.items())
+                if self.outcomes.get(d) == "passed" and d in self.input_decoys]
 
 
 def stream_facts(recs: list[dict], returncode: int | None, expected: int = 0,
-                 expected_ids: Sequence[str] | None = None, decoys: Mapping[str, str] | None = None) -> StreamFacts:
+                 expected_ids: Sequence[str] | None = None, decoys: Mapping[str, str] | None = None,
+                 input_decoys: Iterable[str] = ()) -> StreamFacts:
     """Read a report stream once into the facts the verdict rules judge."""
     fin_idx = [i for i, r in enumerate(recs) if r.get("kind") == "finish"]
     outcomes = test_outcomes(recs)
@@ -209,7 +222,7 @@ def stream_facts(recs: list[dict], returncode: int | None, expected: int = 0,
         collect_errors=[r for r in recs if r.get("kind") == "collect" and r.get("outcome") == "failed"],
         collect_skips=[r for r in recs if r.get("kind") == "collect" and r.get("outcome") == "skipped"],
         outcomes=outcomes, real={n: o for n, o in outcomes.items() if n not in decoys},
-        collected=collected_ids(recs))
+        collected=collected_ids(recs), input_decoys=frozenset(input_decoys) & frozenset(decoys))
 
 
 def _early(f: StreamFacts, kind: str, problem: str) -> StreamVerdict:
@@ -218,7 +231,8 @@ def _early(f: StreamFacts, kind: str, problem: str) -> StreamVerdict:
 
 def _full(f: StreamFacts, kind: str, problem: str | None) -> StreamVerdict:
     return StreamVerdict(f.started, f.finished, kind, problem, f.summary, len(f.real_with("passed")),
-                         f.decoys_passed, sum(f.outcomes.get(d) == "failed" for d in f.decoys))
+                         f.decoys_passed, sum(f.outcomes.get(d) == "failed" for d in f.decoys),
+                         f.input_decoys_passed)
 
 
 def _never_started(f: StreamFacts) -> StreamVerdict | None:
@@ -317,6 +331,19 @@ def _tests_failed(f: StreamFacts) -> StreamVerdict | None:
     return None
 
 
+def _input_decoy_passed(f: StreamFacts) -> StreamVerdict | None:
+    """An input decoy passed (every real test passed): the patch gives equal values for inputs the
+    gold patch tells apart — wrong code the real tests miss (a constant passes any comparison of
+    two computed values) or a forgery; not a pass either way, and ``fail``, not ``tamper``, since
+    honest degenerate code does it too."""
+    passed = f.input_decoys_passed
+    if passed:
+        return _full(f, "fail", f"{_plural(len(passed), 'test')} that the gold patch fails passed: "
+                                f"{'; '.join(passed[:3])} — a real test's twin with one input changed: the patch "
+                                "gives equal values where the gold patch does not (or failures were turned into passes)")
+    return None
+
+
 def _decoy_not_failed(f: StreamFacts) -> StreamVerdict | None:
     """A decoy that did not fail (skipped, xfailed, not reported)."""
     odd = sorted(d for d in f.decoys if f.outcomes.get(d) not in ("failed", "passed"))
@@ -357,6 +384,7 @@ VERDICT_RULES: tuple[tuple[str, Callable[[StreamFacts], StreamVerdict | None]], 
     ("all_skipped", _all_skipped),
     ("collected_not_reported", _collected_not_reported),
     ("tests_failed", _tests_failed),
+    ("input_decoy_passed", _input_decoy_passed),
     ("decoy_not_failed", _decoy_not_failed),
     ("exit_status", _exit_status),
     ("too_few_passed", _too_few_passed),
@@ -375,6 +403,8 @@ gives a verdict decides, and a stream none refuses passes. Each is ``(StreamFact
 - no_test_ran / all_skipped: no real test reported, or every one skipped: ``fail``
 - collected_not_reported: a collected test never reported to its end: ``fail``
 - tests_failed: a real test failed or errored: ``fail``
+- input_decoy_passed: an input decoy passed, every real test passing: ``fail`` (degenerate code
+  passes it too, so it is not told from a forgery)
 - decoy_not_failed: a decoy skipped or not reported: ``fail``
 - exit_status: pytest's exit status not the one its reports call for, or the command's not
   pytest's: ``fail``
@@ -387,12 +417,12 @@ honest suite is judged exactly as plain pytest judges it.
 
 def judge_stream(recs: list[dict], returncode: int | None, expected: int = 0,
                  expected_ids: Sequence[str] | None = None,
-                 decoys: Mapping[str, str] | None = None) -> StreamVerdict:
+                 decoys: Mapping[str, str] | None = None, input_decoys: Iterable[str] = ()) -> StreamVerdict:
     """Judge one command from its report stream: the first rule of :data:`VERDICT_RULES` that
     gives a verdict decides; a stream none refuses passes. ``expected``: how many real tests must
     pass; ``expected_ids``: the ids the gold patch's runs collected (decoys included);
     ``decoys``: decoy id -> twin id (each must fail)."""
-    facts = stream_facts(recs, returncode, expected, expected_ids, decoys)
+    facts = stream_facts(recs, returncode, expected, expected_ids, decoys, input_decoys)
     for _name, rule in VERDICT_RULES:
         found = rule(facts)
         if found is not None:

@@ -150,14 +150,15 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
     hidden, visible = sealed / "hidden_tests", sealed / "visible_tests"
     seen_text = "\n".join(p.read_text("utf-8", "replace") for p in sorted(visible.rglob("*"))
                           if p.is_file() and not p.is_symlink()) if visible.is_dir() else ""
-    prompt = sealed / "prompt.md"
-    forbidden = (prompt.read_text("utf-8", "replace") if prompt.exists() else "") + "\n" + seen_text
+    prompt_file = sealed / "prompt.md"
+    prompt = prompt_file.read_text("utf-8", "replace") if prompt_file.exists() else ""
+    forbidden = prompt + "\n" + seen_text
     seed = decoy_tests.seed_of(sealed)
     # a candidate for every test that could be a twin (which of them find the bug, the trial runs tell)
     # twins keep their pack names for now (rename_twins: a command that names tests by id runs them
     # by those names, and results name hidden tests by them); the naming tell is in docs/sealed-runs.md
     cands = decoy_tests.candidates(hidden, decoy_tests.seen_bodies(visible), forbidden, seed, wanted,
-                                   visible_names=decoy_tests.test_names(visible), rename_twins=False)
+                                   visible_names=decoy_tests.test_names(visible), rename_twins=False, prompt=prompt)
     if not cands:
         record["why_none"] = ("no hidden test that the agent did not also see as a visible test has an expectation "
                               "a decoy can change (a literal compared with, an assertEqual argument, a parametrized "
