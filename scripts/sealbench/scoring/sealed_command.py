@@ -71,7 +71,7 @@ class CommandOutcome:
     #: decoy id -> twin id in this command's suite (empty: no decoys)
     decoys: dict = field(default_factory=dict, repr=False)
     #: the ids of the decoys with an input changed (``decoys.py``): one that passes is a failure, not tamper
-    input_decoys: frozenset = field(default_factory=frozenset, repr=False)
+    input_decoys: list = field(default_factory=list, repr=False)
 
 
 _MISSING_RUNNER = re.compile(r"No module named '?pytest'?\b|ModuleNotFoundError: No module named '?_?pytest")
@@ -189,7 +189,7 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
                           unreadable, getattr(res, "limit_hit", None), runner_started=sv.started,
                           report=report, stream=recs,
                           expected_ids=None if expected_ids is None else list(expected_ids), decoys=decoys,
-                          input_decoys=frozenset(inputs))
+                          input_decoys=sorted(inputs))
 
 
 def judge(name: str, out: CommandOutcome, expected: int = 0) -> tuple[str, str | None]:
