@@ -436,3 +436,22 @@ def test_input_decoys_catch_a_forger_and_pass_the_fix_where_no_value_can_be_chan
     # and a wrong fix is a plain failure
     wrong = task.score(task.calc(tmp_path, "def add(a, b):\n    return a * b + a\n"), tmp_path)
     assert wrong.status == "fail" and not wrong.hidden.report["decoys_passed"], (wrong.status, wrong.reason)
+
+
+@pytest.mark.unit
+def test_a_decoy_never_goes_above_a_statement_its_twin_needs(tmp_path: Path) -> None:
+    """Found on an imported pack: the file's ``import pytest`` came after its first tests, and a
+    decoy of a parametrized test put above it did not collect (the decoyed suite broke, no decoys)."""
+    hidden = ("from ops import ident, mul\n\n\ndef test_ident():\n    assert ident(4) == 4\n\n\nimport pytest\n\n\n"
+              "@pytest.mark.parametrize('a, b, c', [pytest.param(2, 3, 6, id='two and three'), (7, 3, 21)])\n"
+              "def test_mul(a, b, c):\n    assert mul(a, b) == c\n")
+    h = tmp_path / "h"
+    h.mkdir()
+    (h / "test_ops.py").write_text(hidden)
+    for seed in (b"a", b"b", b"c", b"d", b"e", b"f"):
+        cands = [c for c in decoys.candidates(h, set(), "", seed, 3) if c.original == "test_mul"]
+        assert cands
+        decoys.write_suite(h, tmp_path / seed.decode(), cands)
+        text = (tmp_path / seed.decode() / "test_ops.py").read_text()
+        first_use = min(text.index(f"def {c.name}") for c in cands)
+        assert text.index("import pytest") < first_use, text

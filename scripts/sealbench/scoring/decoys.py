@@ -225,7 +225,7 @@ def _param_column(fn: ast.AST, name: str) -> list[ast.AST] | None:
         col, rows = argnames.index(name), []
         for row in dec.args[1].elts:
             if isinstance(row, ast.Call) and getattr(row.func, "attr", "") == "param":
-                if row.keywords:
+                if any(k.arg not in ("id", "marks") for k in row.keywords):
                     return None
                 row = ast.Tuple(elts=row.args) if len(argnames) > 1 else (row.args[0] if row.args else None)
             value = row.elts[col] if len(argnames) > 1 and isinstance(row, ast.Tuple) and len(row.elts) == len(
@@ -549,15 +549,19 @@ def decoy_name(rng: random.Random, twin: str, vocabulary: Sequence[str], taken: 
     return None
 
 
-def _insert_points(tree: ast.Module, cls: ast.ClassDef | None, nlines: int) -> list[int]:
+def _insert_points(tree: ast.Module, cls: ast.ClassDef | None, nlines: int, twin_first: int = 0) -> list[int]:
     """Lines a decoy may be inserted before (1-based; ``nlines + 1``: the end of the file), among
-    the tests of its scope: before a test (its decorators included), or after the last one."""
+    the tests of its scope: before a test (its decorators included), or after the last one; never
+    before a statement of the scope that runs ahead of its twin (an ``import pytest`` below the
+    first tests: the decoy's decorators need what the twin's had)."""
     body = cls.body if cls is not None else tree.body
     defs = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     starts = [min([n.lineno] + [d.lineno for d in n.decorator_list]) for n in defs]
     # after the scope's last definition (not after a ``__main__`` block or other code below it)
     last = defs[-1].end_lineno if defs else (body[-1].end_lineno if body else nlines)
-    return starts + [last + 1]
+    ready = max([n.end_lineno for n in body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                 and n.lineno < twin_first] + [0])
+    return [p for p in starts + [last + 1] if p > ready] or [last + 1]
 
 
 def candidates(hidden_dir: Path, seen: set[str], forbidden: str, seed: bytes, wanted: int,
@@ -701,7 +705,7 @@ def _one(parsed: tuple[str, ast.Module], rel: str, scope: str, fn: ast.AST, exps
     decoy_text = strip_comments(_rename(body, fn.name, name))
     twin_text = strip_comments(_rename("".join(lines[first - 1:last]), fn.name, twin_as))
     cls = next((c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == scope), None) if scope else None
-    points = _insert_points(tree, cls, len(lines))
+    points = _insert_points(tree, cls, len(lines), first)
     return Candidate(rel, scope, twin_as, name, change, kind, rng.choice(points), decoy_text, twin_text,
                      (first, last), fn.name, tuple((t.lineno, t.col_offset) for t, _new in edits),
                      tuple(new for _t, new in edits))
