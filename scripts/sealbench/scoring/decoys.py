@@ -415,7 +415,7 @@ def _quoted_value(rng: random.Random, leaf: ast.Constant, old: str, quotes: Quot
     elif isinstance(v, float):
         dec = re.search(r"\.(\d+)", old)
         width = len(dec.group(1)) if dec else 1
-        seen = set(re.findall(r"(?<![\w.])-?\d+\.\d{%d}(?![\w.])" % width, forbidden))
+        seen = set(re.findall(r"(?<![\w.])-?\d+\.\d{" + str(width) + r"}(?![\w.])", forbidden))
         options = sorted(x for x in seen if float(x) != v and far(float(x)))
     elif isinstance(v, str):
         seen = {b for _q, b in re.findall(r"(['\"])([^'\"\n\\]{1,40})\1", forbidden)}
