@@ -35,10 +35,11 @@ How decoys are made (:func:`candidates`, then :func:`select` on the controls' ru
   a twin, up to :data:`MAX_TWINS`, at least :data:`CANDIDATES_PER_DECOY` per decoy wanted).
 - **Twins renamed too** (``rename_twins``, not yet on in the pipeline): a twin in the decoyed
   suite gets a new name made the same way as its decoys' (unless the file refers to it by name).
-- **Kept** only when, on the controls' own runs of the suite with the candidates in it, the twin
-  fails without the fix and passes with the gold patch, and the decoy fails under the gold patch
-  on every run, under the empty diff the way its twin fails there, and under every other
-  known-wrong patch (the stub).
+- **Kept** only when, on the runs of the suite with the candidates in it, the twin fails without
+  the fix and passes with the gold patch, and the decoy fails under the gold patch, under the
+  empty diff the way its twin fails there (and under any other known-wrong patch given to
+  :func:`select`); then on every one of the controls' runs of the decoyed suite (the stub's and
+  each gold run's: ``run_dummy`` drops a decoy that did not fail there).
 - Seeded from the task's sealed contents, the gold patch included (:func:`seed_of`): the same
   pack version makes the same decoys, and nothing the agent can see predicts them.
 """

@@ -15,9 +15,9 @@ If any of this does not hold, the grader is broken and the gate publishes nothin
 
 Decoys (:mod:`sealbench.scoring.decoys`): before the controls, up to ``decoys_per_task`` decoy
 tests are made for the task's hidden suite — candidates are written into a copy of
-``hidden_tests/`` and the suite is run under the empty diff, the stub and the gold patch; a
-candidate is kept only where its twin fails without the fix and passes with it, and the decoy
-fails under all three (under the empty diff the way its twin fails). The controls then run on
+``hidden_tests/`` and the suite is run under the empty diff and the gold patch; a candidate is
+kept only where its twin fails without the fix and passes with it, and the decoy fails under
+both (under the empty diff the way its twin fails). The controls (the stub among them) then run on
 the decoyed suite (``controls/decoys/hidden_tests/``, which ``hidden_score`` scores every patch
 against); a decoy that does not fail on every one of those runs is dropped and the controls run
 again. ``controls.json`` ``decoys`` says which were made, their twins, and why a task has none. A control
@@ -140,7 +140,7 @@ def scorer(sealed: Path, meta: dict, out_dir: Path, timeout_s: float, box: objec
 
 def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, bytes], wanted: int,
                 score) -> tuple[list[decoy_tests.Candidate], dict]:
-    """Decoy candidates for the task, run under the empty diff, the stub and the gold patch
+    """Decoy candidates for the task, run under the empty diff and the gold patch
     (``score``: :func:`scorer`'s), and the ones kept (:func:`decoys.select`), with the record of
     how they were made."""
     record: dict = {"per_task": wanted, "made": 0, "tests": [], "why_none": None, "rejected": {}}
@@ -167,7 +167,9 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
     trial = out_dir / "decoys-trial" / "hidden_tests"
     decoy_tests.write_suite(hidden, trial, cands)
     every = [c.spec for c in cands]
-    runs = {name: score(f"decoys-{name}", patches[name], trial, (), every) for name in ("empty_diff", "oracle", "stub")}
+    # the empty diff and the gold patch: the stub (no behaviour change) meets the decoys in the
+    # controls' own runs of the decoyed suite, where a decoy it does not fail is dropped
+    runs = {name: score(f"decoys-{name}", patches[name], trial, (), every) for name in ("empty_diff", "oracle")}
     broken = [f"{n}: {r.reason}" for n, r in runs.items()
               if r.hidden is None or r.hidden.report.get("collected") is None]
     if broken:
@@ -175,7 +177,7 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
         return [], record
     collected = runs["oracle"].hidden.report["collected"]
     chosen, why = decoy_tests.select(cands, collected, _outcomes(runs["empty_diff"]), [_outcomes(runs["oracle"])],
-                                     [_outcomes(runs["stub"])], wanted, seed)
+                                     [], wanted, seed)
     record["rejected"] = why
     record["trial_collected"] = collected      # for the hidden command's decoy ids (_command); not kept
     if not chosen:
