@@ -83,3 +83,18 @@ def test_contamination_posture_says_what_ran_on_every_task() -> None:
     assert contamination_posture(t) == "filename_scan"
     t = pd.DataFrame({"leak_checks": ["", "denylist"]})
     assert contamination_posture(t) == "unchecked"
+
+
+def test_the_card_counts_tasks_whose_decoys_can_refuse_a_forger_apart() -> None:
+    """A task whose decoys all change an input fails a forger there but cannot make it ``tamper``
+    (degenerate honest code passes an input decoy too): the card says how many tasks carry a value
+    decoy beside how many carry any."""
+    import pandas as pd
+
+    from sealbench.report.card import _decoy_coverage
+
+    tasks = pd.DataFrame({"task_id": ["a", "b", "c", "d"], "decoys": pd.array([2, 2, 0, None], dtype="Int64"),
+                          "decoys_input": pd.array([0, 2, 0, None], dtype="Int64")})
+    cov = _decoy_coverage({"decoys_per_task": 2}, tasks)
+    assert (cov["tasks_known"], cov["tasks_covered"], cov["tasks_with_value_decoys"]) == (3, 2, 1), cov
+    assert cov["uncovered"] == ["c"]

@@ -37,6 +37,7 @@ TASKS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("import_outside", "string", True, "a control's tests imported the package under test from outside the workspace: `package from path` (null: from inside)"),
     ("decoys", "int64", True, "decoy tests the task's hidden suite carries (copies of tests that find the bug with one expectation changed; every scored patch must fail them); null: not known (a table not made by stratify)"),
     ("decoys_why_none", "string", True, "why the task carries no decoy (null: it carries some)"),
+    ("decoys_input", "int64", True, "of its decoys, those with an input changed, not an expected value (one that passes is a failure, not tamper); null: not known"),
 ]
 
 RUNS_COLUMNS: list[tuple[str, str, bool, str]] = [

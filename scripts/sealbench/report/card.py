@@ -39,8 +39,11 @@ def _decoy_coverage(cfg: Mapping, tasks) -> dict:
     """The decoys the hidden suites carry: pre-registered per task, and the coverage reached
     (``tasks_known``: tasks whose count is known; a table not made by stratify has none)."""
     known = tasks[tasks.decoys.notna()] if "decoys" in tasks else tasks.iloc[0:0]
+    inputs = known["decoys_input"].fillna(0) if "decoys_input" in known else 0
     return {"per_task": cfg.get("decoys_per_task"), "tasks": int(len(tasks)), "tasks_known": int(len(known)),
             "tasks_covered": int((known.decoys > 0).sum()), "decoys": int(known.decoys.sum()),
+            # a task whose decoys all change an input fails a forger there but cannot refuse it (tamper)
+            "tasks_with_value_decoys": int((known.decoys > inputs).sum()),
             "uncovered": sorted(str(t) for t in known.task_id[known.decoys == 0])}
 
 

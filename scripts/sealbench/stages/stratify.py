@@ -228,6 +228,7 @@ def build_tasks(experiment: Mapping, split_of: Mapping[str, str], sealed: Iterab
             "control_infra_fail": bool(c["control_infra_fail"]),
             "import_outside": c.get("import_outside"),
             "decoys": int((c.get("decoys") or {}).get("made") or 0),
+            "decoys_input": sum(1 for d in (c.get("decoys") or {}).get("tests") or () if d.get("kind") == "input"),
             "decoys_why_none": (None if (c.get("decoys") or {}).get("made")
                                 else (c.get("decoys") or {}).get("why_none")
                                 or "its controls record no decoys (made before decoys existed: run run_dummy again)"),
