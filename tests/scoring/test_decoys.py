@@ -455,3 +455,17 @@ def test_a_decoy_never_goes_above_a_statement_its_twin_needs(tmp_path: Path) -> 
         text = (tmp_path / seed.decode() / "test_ops.py").read_text()
         first_use = min(text.index(f"def {c.name}") for c in cands)
         assert text.index("import pytest") < first_use, text
+
+
+@pytest.mark.unit
+def test_a_value_the_twins_own_words_repeat_is_never_the_one_changed(tmp_path: Path) -> None:
+    """Attack first: the decoy changed ``== 17`` but kept the message "total is 17" (and a
+    docstring saying so): one copy checks what it says, the other does not."""
+    hidden = ('from shop import total\n\n\ndef test_total():\n    """Three items total 17."""\n'
+              '    assert total([3, 5, 9]) == 17, "total is 17"\n    assert total([4, 4]) == 8\n')
+    h = tmp_path / "h"
+    h.mkdir()
+    (h / "test_total.py").write_text(hidden)
+    for seed in (b"a", b"b", b"c", b"d"):
+        for c in decoys.candidates(h, set(), "", seed, 3):
+            assert "== 17" in c.text and c.change.endswith("instead of 8"), c.change

@@ -732,9 +732,14 @@ def _edits(text: str, fn: ast.AST, kind: str, nodes: list[ast.AST], pool: Sequen
         # - a value only the visible tests quote changes to another value they quote, one they do
         #   not quote to one they do not (values unquoted first: a random number is what no honest
         #   wrong code computes).
+        # - a value the twin's own words repeat (its docstring, an assertion's message: "expected 5")
+        #   is never the one changed: the decoy would say one value and check another.
+        said = " ".join(str(n.value) for n in ast.walk(fn) if isinstance(n, ast.Constant)
+                        and isinstance(n.value, str) and n not in leaves)
         usable = [lf for lf in (numbers or leaves)
                   if _statement_of(fn, lf, text) not in quotes.statements
-                  and not _mentioned(ast.get_source_segment(text, lf) or repr(lf.value), quotes.prompt)]
+                  and not _mentioned(ast.get_source_segment(text, lf) or repr(lf.value), quotes.prompt)
+                  and not _mentioned(str(lf.value), said)]
         unquoted = [lf for lf in usable
                     if not _mentioned(ast.get_source_segment(text, lf) or repr(lf.value), quotes.text)]
         if spot is not None:
