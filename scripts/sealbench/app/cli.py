@@ -89,7 +89,8 @@ def _decoys_line(plan, per_task: int) -> str:
             "have hidden-only tests a decoy can twin (which hold is known after run_dummy: controls.json decoys)")
     if none:
         line += (f"; none can be made for {', '.join(none[:10])}{' …' if len(none) > 10 else ''} (no hidden test the "
-                 "agent did not also see has an expectation a decoy can change)")
+                 "agent did not also see has an expectation or an input a decoy can change without what the agent "
+                 "is shown giving it away)")
     return line
 
 

@@ -266,10 +266,11 @@ def _expectations(fn: ast.AST) -> list[tuple[str, list[ast.AST]]]:
                 continue
             if isinstance(t, ast.Compare) and len(t.ops) == 1:
                 left, right = t.left, t.comparators[0]
+                # the expected value, else (where no value can change) an input of the computed side
                 if _literalish(right) and not _literalish(left):
-                    out.append(("value", [right]))
+                    out += [("value", [right]), ("input", [left])]
                 elif _literalish(left) and not _literalish(right):
-                    out.append(("value", [left]))
+                    out += [("value", [left]), ("input", [right])]
                 elif isinstance(t.ops[0], ast.Eq):
                     # a parametrized expectation: ``== want`` or ``== Decimal(want)``
                     arg = right.args[0] if isinstance(right, ast.Call) and len(right.args) == 1 else right
@@ -284,13 +285,13 @@ def _expectations(fn: ast.AST) -> list[tuple[str, list[ast.AST]]]:
             if name in EQUAL_METHODS and len(node.args) >= 2:
                 lits = [a for a in node.args[:2] if _literalish(a)]
                 if len(lits) == 1:
-                    out.append(("value", lits))
+                    out += [("value", lits), ("input", [a for a in node.args[:2] if not _literalish(a)])]
                 elif not lits:
                     out += [("input", [side]) for side in node.args[:2]]
         stack.extend(ast.iter_child_nodes(node))
     out = [(k, ns) for k, ns in out if all(_input_leaves(n) if k == "input" else _leaves(n) for n in ns)]
-    # an input is changed only in a test with no expected value to change
-    return [e for e in out if e[0] == "value"] or out
+    # expected values first: an input is changed only where no value can be (``_one``)
+    return [e for e in out if e[0] == "value"] + [e for e in out if e[0] != "value"]
 
 
 def _input_leaves(node: ast.AST) -> list[ast.Constant]:
@@ -673,15 +674,24 @@ def _one(parsed: tuple[str, ast.Module], rel: str, scope: str, fn: ast.AST, exps
         return 0 if any(isinstance(lf.value, (int, float)) or (isinstance(lf.value, str) and _NUMERIC.match(lf.value))
                         for n in e[1] for lf in leaves(n)) else 1
 
-    best = min(rank(e) for e in exps)
     # a string of the twin's own test is a natural wrong answer there (another berth of the same
     # harbour): never a decoy's value
     own = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     pool = [p for p in pool if p not in own]
-    first_pick = rng.choice([e for e in exps if rank(e) <= best + (1 if rng.random() < 0.3 else 0)])
-    rest = [e for e in exps if e is not first_pick]
-    rng.shuffle(rest)
-    rest.sort(key=rank)
+
+    def ranked(group: list[tuple[str, list[ast.AST]]]) -> list[tuple[str, list[ast.AST]]]:
+        if not group:
+            return []
+        best = min(rank(e) for e in group)
+        pick = rng.choice([e for e in group if rank(e) <= best + (1 if rng.random() < 0.3 else 0)])
+        rest = [e for e in group if e is not pick]
+        rng.shuffle(rest)
+        rest.sort(key=rank)
+        return [pick, *rest]
+
+    # expected values first; an input only where no value can make a decoy
+    order = ranked([e for e in exps if e[0] == "value"]) + ranked([e for e in exps if e[0] != "value"])
+    first_pick, rest = order[0], order[1:]
     spot = before[0].spot if before else None
     avoid: dict[tuple[int, int], set[str]] = {}
     for c in before:
@@ -981,20 +991,28 @@ def dumps(chosen: Sequence[Candidate]) -> str:
     return json.dumps(describe(chosen), indent=2)
 
 
+def task_candidates(task_dir: Path, wanted: int) -> list[Candidate]:
+    """:func:`candidates` for a task (a pack's or a sealed one), with what its agent is shown: the
+    prompt and the visible tests (what ``run_dummy`` tries under the controls)."""
+    task_dir = Path(task_dir)
+    hidden, visible = task_dir / "hidden_tests", task_dir / "visible_tests"
+    seen_text = "\n".join(p.read_text("utf-8", "replace") for p in sorted(visible.rglob("*"))
+                          if p.is_file() and not p.is_symlink()) if visible.is_dir() else ""
+    prompt_file = task_dir / "prompt.md"
+    prompt = prompt_file.read_text("utf-8", "replace") if prompt_file.exists() else ""
+    # twins keep their pack names for now (rename_twins: a command that names tests by id runs them
+    # by those names, and results name hidden tests by them); the naming tell is in docs/sealed-runs.md
+    return candidates(hidden, seen_bodies(visible), prompt + "\n" + seen_text, seed_of(task_dir), wanted,
+                      visible_names=test_names(visible), rename_twins=False, prompt=prompt)
+
+
 def twinnable(task_dir: Path) -> int:
-    """How many hidden tests of a task (a pack's or a sealed one) could carry a decoy, read from
-    its files alone: hidden-only tests with an expectation a decoy can change. Which of them fail
-    without the fix, and so which decoys hold, only the controls' runs tell (``run_dummy``)."""
-    hidden, visible = Path(task_dir) / "hidden_tests", Path(task_dir) / "visible_tests"
-    seen = seen_bodies(visible)
-    n = 0
-    for f in sorted(p for p in hidden.rglob("*.py") if p.is_file() and is_test_file(p.name)) if hidden.is_dir() else []:
-        try:
-            tree = ast.parse(f.read_text("utf-8"))
-        except (SyntaxError, UnicodeDecodeError, ValueError):
-            continue
-        n += sum(1 for _scope, fn, _cls in _test_functions(tree) if _body_key(fn) not in seen and _expectations(fn))
-    return n
+    """How many hidden tests of a task could carry a decoy, read from its files alone (the twins
+    of :func:`task_candidates`). Which of them fail without the fix, and so which decoys hold,
+    only the controls' runs tell (``run_dummy``)."""
+    if not (Path(task_dir) / "hidden_tests").is_dir():
+        return 0
+    return len({(c.file, c.scope, c.original) for c in task_candidates(task_dir, 1)})
 
 
 def suite_dir(controls_dir: Path) -> Path:

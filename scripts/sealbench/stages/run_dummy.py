@@ -147,25 +147,17 @@ def make_decoys(sealed: Path, meta: dict, out_dir: Path, patches: dict[str, byte
     if wanted <= 0:
         record["why_none"] = "decoys_per_task is 0: no decoys were asked for"
         return [], record
-    hidden, visible = sealed / "hidden_tests", sealed / "visible_tests"
-    seen_text = "\n".join(p.read_text("utf-8", "replace") for p in sorted(visible.rglob("*"))
-                          if p.is_file() and not p.is_symlink()) if visible.is_dir() else ""
-    prompt_file = sealed / "prompt.md"
-    prompt = prompt_file.read_text("utf-8", "replace") if prompt_file.exists() else ""
-    forbidden = prompt + "\n" + seen_text
     seed = decoy_tests.seed_of(sealed)
     # a candidate for every test that could be a twin (which of them find the bug, the trial runs tell)
-    # twins keep their pack names for now (rename_twins: a command that names tests by id runs them
-    # by those names, and results name hidden tests by them); the naming tell is in docs/sealed-runs.md
-    cands = decoy_tests.candidates(hidden, decoy_tests.seen_bodies(visible), forbidden, seed, wanted,
-                                   visible_names=decoy_tests.test_names(visible), rename_twins=False, prompt=prompt)
+    cands = decoy_tests.task_candidates(sealed, wanted)
     if not cands:
         record["why_none"] = ("no hidden test that the agent did not also see as a visible test has an expectation "
-                              "a decoy can change (a literal compared with, an assertEqual argument, a parametrized "
-                              "expected value)")
+                              "or an input a decoy can change (a literal compared with, an assertEqual argument, a "
+                              "parametrized expected value, an argument of a computed side) that the prompt, the "
+                              "visible tests or the test's own words would not give away")
         return [], record
     trial = out_dir / "decoys-trial" / "hidden_tests"
-    decoy_tests.write_suite(hidden, trial, cands)
+    decoy_tests.write_suite(sealed / "hidden_tests", trial, cands)
     every = [c.spec for c in cands]
     # the empty diff and the gold patch: the stub (no behaviour change) meets the decoys in the
     # controls' own runs of the decoyed suite, where a decoy it does not fail is dropped
