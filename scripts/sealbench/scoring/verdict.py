@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from ..core.contract import EXCLUDED, FAIL, INFRA_FAIL, PASS, TAMPER, TIMEOUT
 from ..core.processes import ended_in_error
 from ..core.records import ControlsRecord, RunRecord
+from .collection import infra_reason
 from .sealed_report import JUnitSummary, StreamFacts, stream_facts
 
 #: Exit codes a shell gives when it cannot run a command (named in a crashed agent's note).
@@ -95,6 +96,9 @@ class Evidence:
     session_problems: tuple[str, ...] = ()            # why the observed session is outside the envelope
     scoring_error: str | None = None                  # the harness raised while scoring, in words
     empty_patch: str | None = None                    # a prediction with no patch: why ("" or a detail)
+    #: modules every control of the task failed to import while collecting (``collection.py``)
+    every_control_missing: tuple[str, ...] = ()
+    environment: str | None = None                    # the task's environment, as its controls name it
 
 
 # ----------------------------------------------------------------------------- the table
@@ -160,6 +164,10 @@ def _scoring_raised(ev: Evidence) -> str | None:
 
 def _empty_patch(ev: Evidence) -> str | None:
     return "empty patch" + (f" ({ev.empty_patch})" if ev.empty_patch else "")
+
+
+def _every_control_missing(ev: Evidence) -> str | None:
+    return infra_reason(list(ev.every_control_missing), ev.environment)
 
 
 def patch_verdict(ev: Evidence) -> Verdict:
@@ -481,6 +489,7 @@ RULES: tuple[Rule, ...] = (
     Rule("harness_error", INFRA_FAIL, RUN, _harness_error, unless=("record",)),
     Rule("scoring_raised", INFRA_FAIL, ("scoring_error",), _scoring_raised),
     Rule("empty_patch", FAIL, ("empty_patch",), _empty_patch),
+    Rule("every_control_missing", INFRA_FAIL, ("every_control_missing",), _every_control_missing),
     Rule("timed_out", TIMEOUT, ATTEMPT, _timed_out),
     Rule("limit_hit", FAIL, ATTEMPT, _limit_hit),
     Rule("scoring_infra_controls_too", INFRA_FAIL, ("scored",), _scoring_infra_controls_too),
@@ -530,6 +539,8 @@ RULES: tuple[Rule, ...] = (
 - harness_error: the harness could not run the attempt (run.json ``end_reason``): ``infra_fail``
 - scoring_raised: the harness raised while scoring the attempt: ``infra_fail``
 - empty_patch: a prediction with no patch (the builders): ``fail``
+- every_control_missing: a control row of a task whose every control failed collecting on a
+  missing module (``collection.mark_controls``): ``infra_fail``, the task's environment is incomplete
 - timed_out: the worker was killed at its clock, whatever its patch scored: ``timeout``
 - limit_hit: the agent's run hit a resource limit and its patch is not ``infra_fail``/``tamper``: ``fail``
 - scoring_infra_controls_too: scoring hit ``infra_fail`` (or tests missing a module every control
