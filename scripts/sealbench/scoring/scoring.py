@@ -14,8 +14,9 @@ Its parts, one concern each:
   (``apply_patch_details``);
 - ``similarity.py``: how close a patch is to the gold patch (``gold_similarity``);
 - ``sealed_command.py``: one command run with the report plugin, and its verdict (``judge``);
-- ``sealed_report.py``: the report stream and the verdict it shows (``judge_stream``), where the
+- ``sealed_report.py``: the report stream and the facts it shows (``stream_facts``), where the
   packages under test were imported from (``import_outside``);
+- ``verdict.py``: the one table of rules every status is decided by (``decide``);
 - ``decoys.py``: the decoy tests the hidden suite carries (twins of real tests that correct
   code must fail);
 - ``task_layout.py``: where the task's tests go, its own protected paths, its import paths
@@ -140,7 +141,7 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     tests by id) runs in place of ``meta["hidden_command"]``.
 
     Both commands run as plain pytest with the report plugin (``sealed_command``); see
-    :func:`judge` and :func:`judge_stream`. A runner that never started is
+    :func:`judge` and ``verdict.RULES``. A runner that never started is
     ``infra_fail``; a patch that adds symlinks, binaries (unless ``meta["allow_binary"]``),
     compiled extensions, bytecode or shadowing top-level modules is ``tamper``
     (:func:`section_rule`, :func:`path_rule`).

@@ -6,7 +6,9 @@ Writes: results/tasks/<id>/<digest>/scores/<agent>/<fingerprint>/<epoch>.json
 The patch is applied to a fresh copy of ``repo/``; its changes to protected paths (test
 folders, pytest configuration, ``conftest.py``, start-up hooks, ``.pth`` files) are dropped
 and listed as ``tamper_paths``, and both test folders are copied in from the sealed pack;
-then the visible and hidden commands run (see ``scoring.score_patch``). Status:
+then the visible and hidden commands run (see ``scoring.score_patch``). The status is decided by
+the verdict table (``scoring/verdict.py``) on the patch's score, ``run.json`` and ``controls.json``
+(typed records: ``core/records.py``); the score record names the deciding ``rule``. Status:
 - ``timeout``: the worker was killed at its clock (``run.json`` ``timed_out``): whatever it
   wrote or exited with, its patch is still scored and shown, never a pass;
 - ``infra_fail``: only the harness's own failure: it could not run the attempt
