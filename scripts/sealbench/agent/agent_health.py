@@ -132,7 +132,7 @@ def stopped_record(sealed: Path, run_dir: Path, agent: str, fingerprint: str, ep
         "isolation": None, "over_envelope": [], "error": sentence,
         "stopped": {"health": str(health), "first_runs": read_health(health).get("first_runs", [])},
     }
-    write_record(RunRecord, run_dir / "run.json", record)
+    record = write_record(RunRecord, run_dir / "run.json", record)
     return record
 
 

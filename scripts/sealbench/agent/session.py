@@ -404,7 +404,7 @@ def submit(session_id: str | None = None, results: Path = Path("results")) -> di
         "command_run": None, "agent_paths": [], "signal": None,
         "who": d["who"], "session_id": s.id,
     }
-    write_record(RunRecord, run_dir / "run.json", record)
+    record = write_record(RunRecord, run_dir / "run.json", record)
     write_json(s.dir / "session.json", dict(d, status="submitted", submitted_at=submitted_at, run_dir=str(run_dir)))
     _remove_scratch(Path(d["scratch"]))
     return dict(record, run_dir=str(run_dir))

@@ -196,7 +196,7 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
         record = stopped_record(sealed, run_dir, agent, fingerprint, epoch, command, stopped, health)
         if options.draw:
             record["draw"] = options.draw
-            write_record(RunRecord, run_dir / "run.json", record)
+            record = write_record(RunRecord, run_dir / "run.json", record)
         return record
     scratch = scratch_dir("run")
     try:
@@ -207,7 +207,7 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
         if options.draw:
             record["draw"] = options.draw
         if withheld or options.draw:
-            write_record(RunRecord, run_dir / "run.json", record)
+            record = write_record(RunRecord, run_dir / "run.json", record)
     finally:
         remove_tree(scratch)   # whatever the agent left there (iterative, no link followed); leftovers are only disk
     if health is not None:
@@ -325,7 +325,7 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     }
     if options.env is not None:
         record["environment"] = env_card(load_env(options.env))
-    write_record(RunRecord, run_dir / "run.json", record)
+    record = write_record(RunRecord, run_dir / "run.json", record)
     return record
 
 
@@ -349,7 +349,7 @@ def harness_failure(sealed: Path, run_dir: Path, agent: str, fingerprint: str, e
         "over_envelope": [], "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
         "draw": draw,
     }
-    write_record(RunRecord, run_dir / "run.json", record)
+    record = write_record(RunRecord, run_dir / "run.json", record)
     return record
 
 

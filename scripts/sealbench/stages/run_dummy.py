@@ -326,7 +326,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         record["missing_modules"] = missing
     if env is not None:
         record["environment"] = env_card(env)
-    write_record(ControlsRecord, out_dir / "controls.json", record)
+    record = write_record(ControlsRecord, out_dir / "controls.json", record)
     return record
 
 
@@ -344,7 +344,7 @@ def harness_failure(sealed: Path, out_dir: Path, exc: BaseException) -> dict:
         "decoys": {"per_task": None, "made": 0, "tests": [], "why_none": "the controls could not run"},
         "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
     }
-    write_record(ControlsRecord, Path(out_dir) / "controls.json", record)
+    record = write_record(ControlsRecord, Path(out_dir) / "controls.json", record)
     return record
 
 
