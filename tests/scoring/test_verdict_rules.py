@@ -1,6 +1,7 @@
-"""The score verdict as an ordered table of named rules (``sealed_report.VERDICT_RULES``).
+"""The stream rules of the verdict table (``verdict.RULES``), judged on report streams alone.
 
-``judge_stream`` reads a report stream into facts once, then asks the rules in order; the first
+``judge_stream`` reads a report stream into facts once (``sealed_report.stream_facts``), then asks
+the table's rules in order; the first
 that gives a verdict decides, a stream none refuses passes. Here, on hand-made streams written the
 way the report plugin (``report_site/sealbench_report.py``) writes them — ``start``,
 ``configured``, ``collected``, a ``report`` per test phase, ``finish`` — each rule decides its own
@@ -20,8 +21,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from sealbench.scoring import sealed_report  # noqa: E402
-from sealbench.scoring.sealed_report import judge_stream  # noqa: E402
+from sealbench.scoring import sealed_report, verdict  # noqa: E402
+from sealbench.scoring.verdict import CommandEvidence, Evidence, judge_stream  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
@@ -77,7 +78,7 @@ HONEST_RC = 1
 
 #: (case, the rule that must decide it, stream, exit code, expected, expected ids, decoys, kind, reason)
 CASES = [
-    ("no start, exit 0", "never_started", [], 0, 0, None, {}, "fail",
+    ("no start, exit 0", "never_started_exit_0", [], 0, 0, None, {}, "fail",
      "exit 0 but the test runner never reported starting (no report)"),
     ("no start, exit 4", "never_started", [], 4, 0, None, {}, "infra_fail", "the test runner never started (exit 4)"),
     ("usage error", "stopped_before_configured", HONEST[:1], 4, 0, None, {}, "infra_fail",
@@ -144,38 +145,46 @@ CASES = [
      "the sealed report shows 1 failure", {DECOY}),
 ]
 
-#: the rules in the order they are asked (the order decides a stream that several refuse)
-ORDER = ["never_started", "stopped_before_configured", "ended_before_finish", "collection_errors", "gold_collection",
+#: the stream rules in the order they are asked (the order decides a stream that several refuse)
+ORDER = ["never_started_exit_0", "never_started", "stopped_before_configured", "ended_before_finish", "collection_errors", "gold_collection",
          "decoy_passed", "no_test_ran", "all_skipped", "collected_not_reported", "tests_failed",
          "input_decoy_passed", "decoy_not_failed", "exit_status", "too_few_passed"]
 
 
 def _documented_names() -> list[str]:
     """The rule names the table's docstring lists (``- name: what it refuses``), in order."""
-    tree = ast.parse((ROOT / "scripts" / "sealbench" / "scoring" / "sealed_report.py").read_text("utf-8"))
+    tree = ast.parse((ROOT / "scripts" / "sealbench" / "scoring" / "verdict.py").read_text("utf-8"))
     for i, node in enumerate(tree.body):
         targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
-        if any(isinstance(t, ast.Name) and t.id == "VERDICT_RULES" for t in targets):
+        if any(isinstance(t, ast.Name) and t.id == "RULES" for t in targets):
             doc = tree.body[i + 1]
-            assert isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant), "VERDICT_RULES has no docstring"
+            assert isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant), "RULES has no docstring"
             names = []
             for ln in str(doc.value.value).splitlines():
                 if ln.strip().startswith("- "):
                     names += [n.strip() for n in ln.strip()[2:].split(":", 1)[0].split("/")]
             return names
-    raise AssertionError("no VERDICT_RULES in sealed_report.py")
+    raise AssertionError("no RULES in verdict.py")
+
+
+def _stream_evidence(recs, rc, expected=0, expected_ids=None, decoys=None, inputs=()) -> Evidence:
+    """A stream judged alone: no command name, nothing known of how its command ended."""
+    return Evidence(command=CommandEvidence(None, sealed_report.stream_facts(recs, rc, expected, expected_ids,
+                                                                            decoys, inputs)))
 
 
 def _first_rule(recs, rc, expected, expected_ids, decoys, inputs=()) -> str:
-    facts = sealed_report.stream_facts(recs, rc, expected, expected_ids, decoys, inputs)
-    return next((name for name, rule in sealed_report.VERDICT_RULES if rule(facts) is not None), "")
+    v = verdict.first_rule(_stream_evidence(recs, rc, expected, expected_ids, decoys, inputs))
+    return "" if v is None or v.rule == "stream_passed" else v.rule
 
 
 def test_table_names_unique_and_in_documented_order() -> None:
-    names = [name for name, _ in sealed_report.VERDICT_RULES]
+    names = [rule.name for rule in verdict.RULES]
     assert len(names) == len(set(names)), names
-    assert names == _documented_names() == ORDER
-    assert all(callable(rule) for _, rule in sealed_report.VERDICT_RULES)
+    assert names == _documented_names()
+    # the stream rules come last, in this order, then the pass
+    assert names[-len(ORDER) - 1:] == ORDER + ["stream_passed"]
+    assert all(callable(rule.check) for rule in verdict.RULES)
 
 
 def test_every_rule_has_a_case() -> None:
@@ -195,8 +204,10 @@ def test_each_rule_decides_its_stream(case) -> None:
 def test_no_rule_fires_on_an_honest_passing_stream(honest: str) -> None:
     recs, rc, ids, decoys = ((HONEST, HONEST_RC, GOLD_IDS, DECOYS) if honest == "decoyed"
                              else (stream(decoy=None), 0, [REAL], {}))
-    facts = sealed_report.stream_facts(recs, rc, 1, ids, decoys)
-    assert {name: rule(facts) for name, rule in sealed_report.VERDICT_RULES} == dict.fromkeys(ORDER)
+    ev = _stream_evidence(recs, rc, 1, ids, decoys)
+    fired = {rule.name: rule.check(ev) for rule in verdict.RULES if rule.applies(ev)}
+    assert fired == {**dict.fromkeys(n for n in fired if n != "stream_passed"), "stream_passed": ""}
+    assert set(ORDER) <= set(fired)
 
 
 def test_honest_pass_and_fail_with_a_decoy() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.contract import STAMP_KEYS, USAGE_KEYS
 from ..core.core import read_json, write_json
+from ..core.records import RunRecord, write_record
 
 # ---------------------------------------------------------------------------------------------
 # Early stop: an agent whose first runs all failed the same way at start runs no further
@@ -131,7 +132,7 @@ def stopped_record(sealed: Path, run_dir: Path, agent: str, fingerprint: str, ep
         "isolation": None, "over_envelope": [], "error": sentence,
         "stopped": {"health": str(health), "first_runs": read_health(health).get("first_runs", [])},
     }
-    write_json(run_dir / "run.json", record)
+    record = write_record(RunRecord, run_dir / "run.json", record)
     return record
 
 

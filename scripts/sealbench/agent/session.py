@@ -60,6 +60,7 @@ from ..core.core import (
 )
 from ..core.processes import run_process
 from ..core.project import SESSION_MARKER
+from ..core.records import RunRecord, write_record
 from ..core.untrusted import remove_tree
 from ..pack.packs import load_pack
 from ..pack.task_layout import import_paths, pythonpath_env
@@ -403,7 +404,7 @@ def submit(session_id: str | None = None, results: Path = Path("results")) -> di
         "command_run": None, "agent_paths": [], "signal": None,
         "who": d["who"], "session_id": s.id,
     }
-    write_json(run_dir / "run.json", record)
+    record = write_record(RunRecord, run_dir / "run.json", record)
     write_json(s.dir / "session.json", dict(d, status="submitted", submitted_at=submitted_at, run_dir=str(run_dir)))
     _remove_scratch(Path(d["scratch"]))
     return dict(record, run_dir=str(run_dir))

@@ -38,7 +38,6 @@ import json
 import sys
 from pathlib import Path
 
-from ..core.contract import FAIL, INFRA_FAIL
 from ..core.core import (
     CONTROLS,
     SealbenchError,
@@ -176,6 +175,7 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
     from ..isolation.sandbox import make_sandbox, resolve_level
     from ..pack.workspace import scratch_dir
     from ..scoring.scoring import score_patch
+    from ..scoring.verdict import Evidence, decide
     from ..stages.hash_pack import seal_task
     from ..stages.run_dummy import task_decoys
 
@@ -213,7 +213,8 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
                    "patch_sha256": hashlib.sha256(patch_text.encode("utf-8", "surrogateescape")).hexdigest(),
                    **_unverified_clock(), "source": source}
             if rec["empty_patch"]:
-                rec.update(status=FAIL, reason="empty patch" + (" (model_patch is null)" if obj["model_patch"] is None else ""),
+                empty = decide(Evidence(empty_patch="model_patch is null" if obj["model_patch"] is None else ""))
+                rec.update(status=empty.status, reason=empty.reason,
                            visible_pass=None, hidden_pass=None, tamper_paths=[], patch_applied=False,
                            gold_similarity=None, gold_like=None, task_digest=None)
                 records.append(rec)
@@ -242,7 +243,8 @@ def import_predictions(jsonl: Path, pack: Path, out_dir: Path, solver: str | Non
                            gold_like=res.gold_like, task_digest=digest, scoring_isolation=level,
                            score=res.to_dict())
             except Exception as exc:  # noqa: BLE001 - one row must never stop the others
-                rec.update(status=INFRA_FAIL, reason=f"scoring raised {type(exc).__name__}: {exc}",
+                raised = decide(Evidence(scoring_error=f"scoring raised {type(exc).__name__}: {exc}"))
+                rec.update(status=raised.status, reason=raised.reason,
                            visible_pass=None, hidden_pass=None, tamper_paths=[], patch_applied=False,
                            gold_similarity=None, gold_like=None, task_digest=None)
             records.append(rec)

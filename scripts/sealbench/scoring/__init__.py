@@ -14,7 +14,9 @@ Modules:
   as an overlay (the patched files as a layer, the sealed tests mounted read-only over it)
 - ``report_site/``: the report plugin (``sealbench_report``) a scoring command loads by name
 - ``sealed_command``: running one scoring command with the report plugin, and judging how it ended
-- ``sealed_report``: the report stream and its verdict rules (decoys included)
+- ``sealed_report``: the report stream and the facts it shows (``StreamFacts``)
+- ``verdict``: the one table of rules that decides an attempt's status (the stream's rules, decoys
+  included, the patch's, the attempt's and the runs table row's), over typed records
 - ``similarity``: how close a patch is to the gold patch
 - ``tamper_rules``: what a patch may not touch or add: the test folders, shadowing modules, runner
   configuration

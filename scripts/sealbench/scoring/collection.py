@@ -61,8 +61,9 @@ def mark_controls(rows: list[dict], env_source: str | None) -> list[str]:
     if not rows or not all(r.get("missing_modules") for r in rows):
         return []
     modules = sorted({m for r in rows for m in r["missing_modules"]})
-    from ..core.contract import INFRA_FAIL
+    from .verdict import Evidence, decide  # verdict.py reads infra_reason from here
 
+    v = decide(Evidence(every_control_missing=tuple(modules), environment=env_source))
     for r in rows:
-        r["status"], r["reason"] = INFRA_FAIL, infra_reason(modules, env_source)
+        r["status"], r["reason"] = v.status, v.reason
     return modules

@@ -14,8 +14,9 @@ Its parts, one concern each:
   (``apply_patch_details``);
 - ``similarity.py``: how close a patch is to the gold patch (``gold_similarity``);
 - ``sealed_command.py``: one command run with the report plugin, and its verdict (``judge``);
-- ``sealed_report.py``: the report stream and the verdict it shows (``judge_stream``), where the
+- ``sealed_report.py``: the report stream and the facts it shows (``stream_facts``), where the
   packages under test were imported from (``import_outside``);
+- ``verdict.py``: the one table of rules every status is decided by (``decide``);
 - ``decoys.py``: the decoy tests the hidden suite carries (twins of real tests that correct
   code must fail);
 - ``task_layout.py``: where the task's tests go, its own protected paths, its import paths
@@ -31,15 +32,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER
+from ..core.contract import INFRA_FAIL, PASS
 from ..core.untrusted import UntrustedTree
 from ..isolation.layers import COPY, OVERLAY, Overlay, lookup, remove_tree, sparse_copy, workspace_kind
 from ..pack.patches import unsafe_path
 from ..pack.task_layout import TEST_DIRS, import_paths, packages, protected_paths, test_trees
 from ..pack.workspace import copy_tree, scratch_dir
 from .patch_apply import apply_patch_details, patch_paths
-from .sealed_command import CommandOutcome, _run_check, judge
+from .sealed_command import CommandOutcome, _run_check, command_verdict
 from .similarity import GOLD_LIKE_THRESHOLD, gold_similarity
+from .verdict import Evidence, PatchEvidence, decide
 
 
 @dataclass
@@ -63,6 +65,8 @@ class ScoreResult:
     import_outside: str | None = None
     #: the scoring workspace: ``overlay`` (layers over the sealed copy) or ``copy``
     workspace: str | None = None
+    #: the verdict table's rule that decided the status (``verdict.RULES``)
+    rule: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -137,7 +141,7 @@ def score_patch(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, ti
     tests by id) runs in place of ``meta["hidden_command"]``.
 
     Both commands run as plain pytest with the report plugin (``sealed_command``); see
-    :func:`judge` and :func:`judge_stream`. A runner that never started is
+    :func:`judge` and ``verdict.RULES``. A runner that never started is
     ``infra_fail``; a patch that adds symlinks, binaries (unless ``meta["allow_binary"]``),
     compiled extensions, bytecode or shadowing top-level modules is ``tamper``
     (:func:`section_rule`, :func:`path_rule`).
@@ -183,12 +187,8 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
             copy_tree(repo, base)
             app = apply_patch_details(base, patch, bool(meta.get("allow_binary")), own)
         tamper = sorted(app.protected)
-        tamper_text = "; ".join(f"{p} ({w})" for p, w in sorted(app.protected.items()))
         if not app.applied:
-            if tamper and "outside the workspace" not in app.message:
-                return ScoreResult(TAMPER, None, None, f"the patch touched protected paths: {tamper_text}; "
-                                   f"the rest was not scored: {app.message}", False, tamper, **gold)
-            return ScoreResult(FAIL, None, None, app.message, False, tamper, **gold)
+            return _verdict(PatchEvidence(False, app.message, dict(app.protected)), None, None, tamper, gold)
         for d in TEST_DIRS:
             if (base / d).exists() or (base / d).is_symlink():
                 _clear(base / d)
@@ -242,48 +242,33 @@ def _score(sealed_task: Path, meta: Mapping, patch: bytes, logdir: Path, timeout
             raise
         # the tree the patch made, or what the tested code left in it, cannot be copied or
         # removed (nested past untrusted.MAX_DEPTH …): the patch's fail, never the harness's
-        touched = sorted(app.protected)
-        return ScoreResult(TAMPER if touched else FAIL, None, None,
-                           f"the scoring workspace could not be prepared: {exc}"
-                           + (f"; the patch touched protected paths: {', '.join(touched)}" if touched else ""),
-                           True, touched, **gold)
+        return _verdict(PatchEvidence(True, app.message, dict(app.protected), prepare_error=str(exc)),
+                        None, None, sorted(app.protected), gold)
     finally:
         remove_tree(scratch)
-    v_status, v_why = judge("visible", visible) if visible is not None else (PASS, None)
-    h_status, h_why = (judge("hidden", hidden, max(int(meta.get("failing_tests") or 0), int(expected_hidden or 0)))
-                       if hidden is not None else (PASS, None))
-    vis_ok, hid_ok = v_status == PASS, h_status == PASS
-    forged = [why for st, why in ((v_status, v_why), (h_status, h_why)) if st == TAMPER]
-    if forged:
-        # a forged or cut-short sealed report: tamper, whatever else happened
-        extra = f"; the patch also touched protected paths, not applied: {tamper_text}" if tamper else ""
-        return ScoreResult(TAMPER, vis_ok, hid_ok, "; ".join(forged) + extra, True, tamper, visible, hidden, **gold)
+    expected = max(int(meta.get("failing_tests") or 0), int(expected_hidden or 0))
     outside = next((o.report["import_outside"] for o in (visible, hidden)
                     if o is not None and o.report.get("import_outside")), None)
-    if outside:
-        pkg, where = outside["package"], outside["path"]
-        if task_check:
-            why = (f"the tests import {pkg} from {where}, outside the workspace: the environment has the package "
-                   "installed, or import_paths is wrong; fix the task's environment or its meta.json "
-                   "import_paths/packages")
-            return ScoreResult(INFRA_FAIL, None, None, why, True, tamper, visible, hidden, **gold,
-                               import_outside=f"{pkg} from {where}")
-        why = (f"the tests imported {pkg} from {where}, outside the workspace, while the task's controls import "
-               "it from inside: the patch redirected what is tested")
-        return ScoreResult(TAMPER, vis_ok, hid_ok, why, True, tamper, visible, hidden, **gold,
-                           import_outside=f"{pkg} from {where}")
-    for st, why in ((v_status, v_why), (h_status, h_why)):
-        if st == INFRA_FAIL:
-            return ScoreResult(INFRA_FAIL, None, None, why, True, tamper, visible, hidden, **gold)
-    rest = "; ".join(w for w in (v_why, h_why) if w)
-    if tamper:
-        verdict = PASS if vis_ok and hid_ok else f"fail ({rest})"
-        return ScoreResult(TAMPER, vis_ok, hid_ok,
-                           f"the patch touched protected paths, not applied: {tamper_text}; the rest scored {verdict}",
-                           True, tamper, visible, hidden, **gold)
-    if vis_ok and hid_ok:
-        return ScoreResult(PASS, True, True, None, True, tamper, visible, hidden, **gold)
-    return ScoreResult(FAIL, vis_ok, hid_ok, rest, True, tamper, visible, hidden, **gold)
+    ev = PatchEvidence(True, app.message, dict(app.protected),
+                       visible=command_verdict("visible", visible) if visible is not None else None,
+                       hidden=command_verdict("hidden", hidden, expected) if hidden is not None else None,
+                       import_outside=outside, task_check=task_check)
+    return _verdict(ev, visible, hidden, tamper, gold)
+
+
+def _verdict(ev: PatchEvidence, visible: CommandOutcome | None, hidden: CommandOutcome | None,
+             tamper: list[str], gold: Mapping) -> ScoreResult:
+    """The score of a patch: the verdict table on ``ev`` (``verdict.decide``), with what it rests on.
+    Each command passed or not (None: not run, or the harness broke so nothing is known)."""
+    v = decide(Evidence(patch=ev))
+    vis_ok = hid_ok = None
+    if ev.applied and ev.prepare_error is None and v.status != INFRA_FAIL:   # a command not asked for counts as passed
+        vis_ok = ev.visible is None or ev.visible.status == PASS
+        hid_ok = ev.hidden is None or ev.hidden.status == PASS
+    outside = (f"{ev.import_outside['package']} from {ev.import_outside['path']}"
+               if v.rule in ("import_outside", "import_outside_task") else None)
+    return ScoreResult(v.status, vis_ok, hid_ok, v.reason, ev.applied, tamper, visible, hidden, **gold,
+                       import_outside=outside, rule=v.rule)
 
 
 # ----------------------------------------------------------------------------- the overlay workspace

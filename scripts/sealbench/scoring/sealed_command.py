@@ -5,8 +5,8 @@ addition: the report plugin (``report_site/sealbench_report.py``, loaded by name
 ``-p sealbench_report`` through ``PYTEST_ADDOPTS``; hence ``code_digests.RUNTIME_LOADS`` lists it
 under this module), which streams each test's report to the harness through a pipe
 (:class:`CommandOutcome`). :func:`classify_exit` names the exit codes that mean the harness broke;
-:func:`judge` gives one command's verdict from its stream (``sealed_report.judge_stream``), with
-the decoys the hidden suite carries (``decoys.py``).
+:func:`judge` gives one command's verdict from its stream by the verdict table (``verdict.py``),
+with the decoys the hidden suite carries (``decoys.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.contract import FAIL, INFRA_FAIL, PASS
 from ..core.core import harness_env
 from ..core.processes import run_process, tail_text
 from ..pack.task_layout import task_pythonpath
@@ -31,15 +30,15 @@ from .sealed_report import (
     failure_lines,
     import_outside,
     imported_from,
-    judge_stream,
     parse_stream,
+    stream_facts,
     test_outcomes,
 )
+from .verdict import SHELL_INFRA_CODES, CommandEvidence, Evidence, Verdict, decide, judge_stream
 
 #: pytest's exit codes that mean the harness, not the patch, broke (internal error, usage
 #: error, no tests collected).
 PYTEST_INFRA_CODES = {3: "pytest internal error", 4: "pytest usage error", 5: "no tests collected"}
-SHELL_INFRA_CODES = {126: "command not executable", 127: "command not found (missing interpreter?)"}
 
 
 @dataclass
@@ -193,35 +192,25 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
 
 
 def judge(name: str, out: CommandOutcome, expected: int = 0) -> tuple[str, str | None]:
-    """Verdict of one scoring command: (``pass`` | ``fail`` | ``tamper`` | ``infra_fail``, why
-    not pass).
+    """(status, why not pass) of one scoring command: :func:`command_verdict`."""
+    v = command_verdict(name, out, expected)
+    return v.status, v.reason
 
-    The report stream decides (:func:`judge_stream`, decoys included); the exit code only where
-    the stream says so, printed output never. A command whose runner never started is
-    ``infra_fail``; once it started, whatever the tested code breaks is ``fail`` (``tamper``: a
-    decoy passed, or not the gold patch's collection). ``expected`` is how many real tests must
-    pass (the hidden suite: ``failing_tests``, or what the gold patch ran).
+
+def command_verdict(name: str, out: CommandOutcome, expected: int = 0) -> Verdict:
+    """Verdict of one scoring command (``pass`` | ``fail`` | ``tamper`` | ``infra_fail``, the rule
+    and why not pass), by the verdict table (``verdict.RULES``) on what the command did and what
+    its report stream shows.
+
+    The report stream decides (decoys included); the exit code only where the stream says so,
+    printed output never. A command whose runner never started is ``infra_fail``; once it
+    started, whatever the tested code breaks is ``fail`` (``tamper``: a decoy passed, or not the
+    gold patch's collection). ``expected`` is how many real tests must pass (the hidden suite:
+    ``failing_tests``, or what the gold patch ran).
     """
-    if out.limit_hit:
-        return FAIL, f"{name} command {out.limit_hit}"
-    if out.timed_out:
-        return FAIL, f"{name} tests timed out"
-    if out.junit_error:                       # the stream itself could not be read
-        return FAIL, f"{name} tests: {out.junit_error}"
-    if out.stream is None:
-        return FAIL, f"{name} command: no report"
-    v = judge_stream(out.stream, out.returncode, expected, expected_ids=out.expected_ids, decoys=out.decoys,
-                     input_decoys=out.input_decoys)
-    if v.kind == INFRA_FAIL:
-        if out.infra_reason:
-            return INFRA_FAIL, f"{name} command: {out.infra_reason} (exit {out.returncode})"
-        if "pytest" not in out.command:
-            return FAIL, (f"{name} command: not a pytest run, so no report "
-                            f"(exit {out.returncode}); sealbench vouches only for pytest suites")
-        return INFRA_FAIL, f"{name} command: {v.problem}"
-    if v.kind == PASS:
-        return PASS, None
-    if not v.started and "pytest" not in out.command:
-        return FAIL, (f"{name} command: not a pytest run, so no report (exit {out.returncode}); "
-                        "sealbench vouches only for pytest suites")
-    return v.kind, f"{name} tests: {v.problem}"
+    facts = (None if out.stream is None else
+             stream_facts(out.stream, out.returncode, expected, out.expected_ids, out.decoys,
+                           out.input_decoys))
+    return decide(Evidence(command=CommandEvidence(
+        name, facts, command=out.command, limit_hit=out.limit_hit, timed_out=out.timed_out,
+        unreadable=out.junit_error, infra_reason=out.infra_reason)))

@@ -6,7 +6,9 @@ Writes: results/tasks/<id>/<digest>/scores/<agent>/<fingerprint>/<epoch>.json
 The patch is applied to a fresh copy of ``repo/``; its changes to protected paths (test
 folders, pytest configuration, ``conftest.py``, start-up hooks, ``.pth`` files) are dropped
 and listed as ``tamper_paths``, and both test folders are copied in from the sealed pack;
-then the visible and hidden commands run (see ``scoring.score_patch``). Status:
+then the visible and hidden commands run (see ``scoring.score_patch``). The status is decided by
+the verdict table (``scoring/verdict.py``) on the patch's score, ``run.json`` and ``controls.json``
+(typed records: ``core/records.py``); the score record names the deciding ``rule``. Status:
 - ``timeout``: the worker was killed at its clock (``run.json`` ``timed_out``): whatever it
   wrote or exited with, its patch is still scored and shown, never a pass;
 - ``infra_fail``: only the harness's own failure: it could not run the attempt
@@ -39,15 +41,15 @@ import sys
 import traceback
 from pathlib import Path
 
-from ..core.contract import FAIL, INFRA_FAIL, PASS, TAMPER, TIMEOUT
-from ..core.core import read_json, write_json
+from ..core.core import read_json
 from ..core.processes import ended_in_error
+from ..core.records import ControlsRecord, RunRecord, ScoreRecord
 from ..isolation.environments import BuiltEnv
 from ..provenance import draws
 from ..scoring.collection import missing_modules
 from ..scoring.decoys import suite_of
 from ..scoring.scoring import score_patch
-from ..scoring.sealed_command import SHELL_INFRA_CODES
+from ..scoring.verdict import Evidence, Verdict, decide, first_rule
 from .sandboxed import add_isolation_args, env_arg, env_card, limits_arg, run_guarded, scoring_sandbox
 
 
@@ -72,12 +74,13 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     sealed, run_dir = Path(sealed).resolve(), Path(run_dir)
     meta = read_json(sealed / "meta.json")
     run = read_json(run_dir / "run.json")
-    if run.get("end_reason") == "harness_error":
-        if run.get("stopped"):  # an agent version stopped after its first runs all failed at start
-            return _infra_record(out, meta["id"], run, str(run.get("error")))
-        return _infra_record(out, meta["id"], run, f"the harness could not run the attempt: {run.get('error')}")
-    ctl = read_json(controls) if controls else None
-    expected = ctl.get("oracle_hidden_ran") if ctl else None
+    typed = RunRecord.from_dict(run, run_dir / "run.json").require("solver", "fingerprint", "epoch",
+                                                                   source=run_dir / "run.json")
+    early = first_rule(Evidence(run=typed))   # the harness could not run the attempt: nothing to score
+    if early is not None:
+        return _infra_record(out, meta["id"], run, early)
+    ctl = ControlsRecord.read(controls) if controls else None
+    expected = ctl.oracle_hidden_ran if ctl else None
     level, box = scoring_sandbox(sealed, sandbox_mode, limits, env)
     patch = (run_dir / "patch.diff").read_bytes()
     oracle_file = sealed / "oracle.patch"
@@ -86,38 +89,18 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     res = score_patch(sealed, meta, patch, Path(out).with_suffix(".logs"), timeout_s, oracle=oracle,
                       sandbox=box, expected_hidden=expected, hidden_tests=suite and suite.tests,
                       decoys=suite.spec if suite else (), hidden_command=suite and suite.command,
-                      expected_ids=(ctl.get("oracle_ids") or None) if ctl else None,
-                      task_check=bool(ctl and ctl.get("import_outside")),
+                      expected_ids=(ctl.oracle_ids or None) if ctl else None,
+                      task_check=bool(ctl and ctl.import_outside),
                       task_env=env.command_env() if env else None)
-    status, reason = res.status, res.reason
-    ctl = read_json(controls) if controls else None
-    if status == INFRA_FAIL:
-        status, reason = _scoring_infra(res.reason, ctl)
-    elif status == FAIL and ctl and ctl.get("missing_modules") and missing_modules(res):
-        # the task's tests cannot be collected at all (collection.py): not this patch's doing
-        names = ", ".join(repr(m) for m in missing_modules(res))
-        status, reason = _scoring_infra(f"{res.reason} (No module named {names}: a test dependency the task's "
-                                        "environment lacks, see its controls)", ctl)
+    v = decide(Evidence(scored=Verdict(res.status, res.rule or "", res.reason), run=typed, controls=ctl,
+                        missing_modules=tuple(missing_modules(res))))
     code, signal_name = run.get("exit_code"), run.get("signal")
-    crashed = ended_in_error(run.get("end_reason"), code, signal_name)
-    if run.get("timed_out"):
-        status, reason = TIMEOUT, f"the worker was stopped at its {run['time_box_s']:.0f}s clock" + (
-            f"; its patch scored {status}" + (f" ({reason})" if reason else ""))
-    elif run.get("limit_hit") and status not in (INFRA_FAIL, TAMPER):
-        status, reason = FAIL, f"the agent run {run['limit_hit']}" + (
-            f"; its patch scored {res.status}" + (f" ({res.reason})" if res.reason else ""))
-    elif crashed and status != PASS:
-        words = SHELL_INFRA_CODES.get(code)
-        how = f"was killed by {signal_name}" if signal_name else f"ended with exit {code}"
-        reason = (reason + "; " if reason else "") + f"the agent's command {how}" \
-            + (f" ({words})" if words else "") + ": recorded, scored as usual (an agent's exit is never infra)"
-    if run.get("patch_error") and status != PASS:
-        reason = (reason + "; " if reason else "") + "the agent left its workspace in a state that cannot be " \
-            f"taken as a patch, so it was scored as an empty patch ({str(run['patch_error'])[-300:]})"
     record = {
         "task_id": meta["id"], "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
-        "status": status, "reason": reason, "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
-        "agent_exit_code": code, "agent_signal": signal_name, "agent_error": crashed,
+        "status": v.status, "reason": v.reason, "rule": v.rule,
+        "visible_pass": res.visible_pass, "hidden_pass": res.hidden_pass,
+        "agent_exit_code": code, "agent_signal": signal_name,
+        "agent_error": ended_in_error(run.get("end_reason"), code, signal_name),
         "time_to_green_s": time_to_green(run.get("attempts", []), res.visible_pass),
         "tamper_paths": res.tamper_paths, "patch_applied": res.patch_applied,
         "gold_like": res.gold_like, "gold_similarity": res.gold_similarity, "scoring_isolation": level,
@@ -125,34 +108,22 @@ def score_run(sealed: Path, run_dir: Path, out: Path, timeout_s: float, sandbox_
     }
     if env is not None:
         record["environment"] = env_card(env)
-    write_json(out, record)
-    return record
+    return ScoreRecord.from_dict(record, out).write(out)
 
 
-def _scoring_infra(why: str | None, controls: dict | None) -> tuple[str, str]:
-    """Status and reason of an agent patch whose scoring hit ``infra_fail``: the harness's
-    failure only when the task's controls hit it too; otherwise the patch broke the test run."""
-    if controls is not None and controls.get("control_infra_fail"):
-        hit = sorted({f"{r['solver']}#{r['epoch']}" for r in controls.get("results") or []
-                      if r.get("status") == INFRA_FAIL}) or ["every control (the harness could not run them)"]
-        return INFRA_FAIL, (f"{why}; the task's controls could not be scored either ({', '.join(hit)}): "
-                              "the harness or the task is broken, not the patch")
-    ctl = "the task's controls ran without an infra failure" if controls is not None else \
-        "no controls record says the harness was at fault"
-    return FAIL, f"the patch broke the test run: {why}; {ctl}, so the patch did it"
-
-
-def _infra_record(out: Path, task_id: str, run: dict, reason: str) -> dict:
+def _infra_record(out: Path, task_id: str, run: dict, verdict: Verdict) -> dict:
+    """The score record of an attempt the harness could not run or score (``verdict``: its
+    ``infra_fail`` from the verdict table)."""
     record = {
         "task_id": task_id, "solver": run["solver"], "fingerprint": run["fingerprint"], "epoch": run["epoch"],
-        "status": INFRA_FAIL, "reason": reason, "visible_pass": None, "hidden_pass": None,
+        "status": verdict.status, "reason": verdict.reason, "rule": verdict.rule,
+        "visible_pass": None, "hidden_pass": None,
         "agent_exit_code": run.get("exit_code"), "agent_signal": run.get("signal"),
         "agent_error": ended_in_error(run.get("end_reason"), run.get("exit_code"), run.get("signal")),
         "time_to_green_s": None, "tamper_paths": [], "patch_applied": False, "gold_like": None,
         "gold_similarity": None, "scoring_isolation": None, "scoring_workspace": None, "score": None, "run": run,
     }
-    write_json(out, record)
-    return record
+    return ScoreRecord.from_dict(record, out).write(out)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -169,8 +140,8 @@ def parser() -> argparse.ArgumentParser:
 def _harness_error(args: argparse.Namespace, exc: Exception) -> dict:
     """The harness broke scoring this attempt: record it (the other attempts go on)."""
     run = read_json(args.run_dir / "run.json")
-    rec = _infra_record(args.out, run.get("task_id", "?"), run,
-                        f"the harness could not score the attempt: {type(exc).__name__}: {exc}")
+    why = decide(Evidence(scoring_error=f"the harness could not score the attempt: {type(exc).__name__}: {exc}"))
+    rec = _infra_record(args.out, run.get("task_id", "?"), run, why)
     print(f"hidden_score: HARNESS ERROR: {rec['reason']}\n{traceback.format_exc()}", file=sys.stderr)
     return rec
 
@@ -188,11 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     # count it (a run killed at its clock is a timeout whatever its patch scored)
     run = rec.get("run") or {}
     sealed_at = Path(args.sealed).absolute()
+    counted = decide(Evidence(record=Verdict(rec["status"], rec.get("rule") or "", rec["reason"]),
+                              run=RunRecord.from_dict(run, args.run_dir / "run.json")))
     draws.note_outcome(draws.slot_key(sealed_at.parent.parent.name, sealed_at.parent.name, rec["solver"],
                                       rec["fingerprint"], rec["epoch"]),
-                       run.get("draw"),
-                       TIMEOUT if run.get("timed_out") is True and rec["status"] not in (TIMEOUT, INFRA_FAIL)
-                       else rec["status"], rec.get("hidden_pass"))
+                       run.get("draw"), counted.status, rec.get("hidden_pass"))
     print(f"hidden_score {rec['task_id']} {rec['solver']}#{rec['epoch']}: {rec['status']}"
           + (f" ({rec['reason']})" if rec["reason"] else ""))
     return 0

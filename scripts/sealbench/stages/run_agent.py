@@ -76,8 +76,9 @@ from ..core.contract import (
     read_report,
     time_box,
 )
-from ..core.core import read_json, write_json
+from ..core.core import read_json
 from ..core.processes import run_process
+from ..core.records import RunRecord, write_record
 from ..core.untrusted import copy_untrusted_tree
 from ..isolation.environments import load_env
 from ..isolation.layers import OVERLAY, remove_tree, workspace_kind
@@ -195,7 +196,7 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
         record = stopped_record(sealed, run_dir, agent, fingerprint, epoch, command, stopped, health)
         if options.draw:
             record["draw"] = options.draw
-            write_json(run_dir / "run.json", record)
+            record = write_record(RunRecord, run_dir / "run.json", record)
         return record
     scratch = scratch_dir("run")
     try:
@@ -206,7 +207,7 @@ def run_agent(sealed: Path, run_dir: Path, agent: str, fingerprint: str, command
         if options.draw:
             record["draw"] = options.draw
         if withheld or options.draw:
-            write_json(run_dir / "run.json", record)
+            record = write_record(RunRecord, run_dir / "run.json", record)
     finally:
         remove_tree(scratch)   # whatever the agent left there (iterative, no link followed); leftovers are only disk
     if health is not None:
@@ -324,7 +325,7 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     }
     if options.env is not None:
         record["environment"] = env_card(load_env(options.env))
-    write_json(run_dir / "run.json", record)
+    record = write_record(RunRecord, run_dir / "run.json", record)
     return record
 
 
@@ -348,7 +349,7 @@ def harness_failure(sealed: Path, run_dir: Path, agent: str, fingerprint: str, e
         "over_envelope": [], "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
         "draw": draw,
     }
-    write_json(run_dir / "run.json", record)
+    record = write_record(RunRecord, run_dir / "run.json", record)
     return record
 
 

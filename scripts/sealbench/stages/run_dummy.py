@@ -35,7 +35,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.contract import INFRA_FAIL, PASS
-from ..core.core import SealbenchError, control_fingerprint, read_json, write_json
+from ..core.core import SealbenchError, control_fingerprint, read_json
+from ..core.records import ControlsRecord, write_record
 from ..core.untrusted import remove_tree
 from ..isolation.environments import BuiltEnv
 from ..isolation.gitdiff import Change, git_mode, tree_patch
@@ -320,7 +321,7 @@ def run_controls(sealed: Path, out_dir: Path, oracle_runs: int = 3, timeout_s: f
         record["missing_modules"] = missing
     if env is not None:
         record["environment"] = env_card(env)
-    write_json(out_dir / "controls.json", record)
+    record = write_record(ControlsRecord, out_dir / "controls.json", record)
     return record
 
 
@@ -338,7 +339,7 @@ def harness_failure(sealed: Path, out_dir: Path, exc: BaseException) -> dict:
         "decoys": {"per_task": None, "made": 0, "tests": [], "why_none": "the controls could not run"},
         "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:],
     }
-    write_json(Path(out_dir) / "controls.json", record)
+    record = write_record(ControlsRecord, Path(out_dir) / "controls.json", record)
     return record
 
 

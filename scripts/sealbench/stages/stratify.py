@@ -44,11 +44,13 @@ from typing import Any
 
 from ..agent.bridge import same_model
 from ..core import paths
-from ..core.contract import ABSTAINED, EXCLUDED, INFRA_FAIL, OFFLINE_SERVER_ID, PASS, STAMP_KEYS, TAMPER, TIMEOUT
+from ..core.contract import ABSTAINED, INFRA_FAIL, OFFLINE_SERVER_ID, PASS, STAMP_KEYS, TIMEOUT
 from ..core.core import SealbenchError, read_json
 from ..core.processes import ended_in_error
+from ..core.records import RunRecord, ScoreRecord
 from ..core.tables import write_table
 from ..provenance import draws
+from ..scoring.verdict import Evidence, Verdict, decide
 from ..stats.rate_intervals import rate_interval
 
 RATE_EXCLUDED = frozenset(ABSTAINED)
@@ -289,11 +291,6 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             "stdout_truncated_bytes": run.get("stdout_truncated_bytes"),
             "stderr_truncated_bytes": run.get("stderr_truncated_bytes"),
         })
-        if run.get("timed_out") is True and row["status"] not in (TIMEOUT, INFRA_FAIL):
-            # killed at its clock: a timeout, whatever the score record says (never a pass)
-            row["reason"] = f"the worker was stopped at its clock; its patch scored {row['status']}" + (
-                f" ({row['reason']})" if row["reason"] else "")
-            row["status"] = TIMEOUT
         if row["role"] == "human":
             # a person's session: its stamp is the one the session command wrote, not the person's
             row.update({k: stamp.get(k) for k in STAMP_KEYS})
@@ -304,12 +301,16 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             # a run the harness could not run or score wrote nothing of its own: nothing to note
             row["stamp_notes"] = None if row["status"] == INFRA_FAIL else stamp_notes(run, stamp, health)
             problems = session_problems(run, health, declared_offline(experiment, s["solver"]))
-        # timeout, infra_fail and tamper keep their status: an exclusion must not turn a run
-        # killed at its clock or caught tampering into an abstention
-        if problems and row["status"] not in (INFRA_FAIL, TIMEOUT, TAMPER):
+        # the row's status by the verdict table: a run killed at its clock is a timeout whatever
+        # the score record says (never a pass); an exclusion by the observed session never turns a
+        # timeout, an infra_fail or a tamper into an abstention
+        v = decide(Evidence(record=Verdict(s["status"], s.get("rule") or "", s.get("reason")),
+                            run=RunRecord.from_dict(run, f"score record of {s['task_id']} {s['solver']}#{s['epoch']}"
+                                                    ": run"),
+                            session_problems=tuple(problems)))
+        row["status"], row["reason"] = v.status, v.reason
+        if v.rule == "session_excluded":
             row["excluded_reason"] = "; ".join(problems)
-            row["reason"] = f"{row['status']} before exclusion" + (f": {row['reason']}" if row["reason"] else "")
-            row["status"] = EXCLUDED
         rows.append(row)
     return rows
 
@@ -439,7 +440,8 @@ def stratify(experiment_path: Path, split_path: Path, sealed: list[Path], leaks:
     tasks = build_tasks(experiment, split_of, sealed_recs, [read_json(p) for p in leaks],
                         [read_json(p) for p in controls])
     health = experiment["config_full"]["health"]
-    runs = build_runs(experiment, tasks, [read_json(p) for p in controls], [read_json(p) for p in scores], health)
+    runs = build_runs(experiment, tasks, [read_json(p) for p in controls],
+                      [ScoreRecord.read(p).to_dict() for p in scores], health)
     runs = first_draws(runs, experiment["pack_digest"])
     strata = build_strata(runs, experiment["config_full"]["strata"],
                           experiment["config_full"].get("interval_method", "wilson"))
