@@ -163,11 +163,11 @@ def test_a_statement_the_visible_tests_hold_word_for_word_is_never_the_one_chang
 
 def test_evicts():
     c = Cache(2)
-    c.put(1)
-    c.put(2)
-    c.put(3)
+    c.put(11)
+    c.put(13)
+    c.put(17)
     assert len(c) == 2
-    assert c.last() == 3
+    assert c.last() == 37
 '''
     visible = '''from cache import Cache
 
@@ -175,7 +175,7 @@ def test_evicts():
 def test_two():
     c = Cache(2)
     c.put(5)
-    c.put(3)
+    c.put(37)
     assert len(c) == 2
     assert c.first() == 5
     assert c.size() == 8
@@ -189,7 +189,7 @@ def test_two():
     assert cands
     for c in cands:
         assert "assert len(c) == 2" in c.text, c.text                 # the seen statement, untouched
-        assert c.change in ("expects 5 instead of 3", "expects 8 instead of 3"), c.change
+        assert c.change in ("expects 2 instead of 37", "expects 5 instead of 37", "expects 8 instead of 37"), c.change
 
 
 @pytest.mark.unit
@@ -443,7 +443,7 @@ def test_a_decoy_never_goes_above_a_statement_its_twin_needs(tmp_path: Path) -> 
     """Found on an imported pack: the file's ``import pytest`` came after its first tests, and a
     decoy of a parametrized test put above it did not collect (the decoyed suite broke, no decoys)."""
     hidden = ("from ops import ident, mul\n\n\ndef test_ident():\n    assert ident(4) == 4\n\n\nimport pytest\n\n\n"
-              "@pytest.mark.parametrize('a, b, c', [pytest.param(2, 3, 6, id='two and three'), (7, 3, 21)])\n"
+              "@pytest.mark.parametrize('a, b, c', [pytest.param(2, 3, 19, id='two and three'), (7, 3, 43)])\n"
               "def test_mul(a, b, c):\n    assert mul(a, b) == c\n")
     h = tmp_path / "h"
     h.mkdir()
@@ -462,10 +462,44 @@ def test_a_value_the_twins_own_words_repeat_is_never_the_one_changed(tmp_path: P
     """Attack first: the decoy changed ``== 17`` but kept the message "total is 17" (and a
     docstring saying so): one copy checks what it says, the other does not."""
     hidden = ('from shop import total\n\n\ndef test_total():\n    """Three items total 17."""\n'
-              '    assert total([3, 5, 9]) == 17, "total is 17"\n    assert total([4, 4]) == 8\n')
+              '    assert total([3, 5, 9]) == 17, "total is 17"\n    assert total([4, 6]) == 31\n')
     h = tmp_path / "h"
     h.mkdir()
     (h / "test_total.py").write_text(hidden)
     for seed in (b"a", b"b", b"c", b"d"):
         for c in decoys.candidates(h, set(), "", seed, 3):
-            assert "== 17" in c.text and c.change.endswith("instead of 8"), c.change
+            assert "== 17" in c.text and c.change.endswith("instead of 31"), c.change
+
+
+@pytest.mark.unit
+def test_the_tells_an_outsider_measured_are_gone(tmp_path: Path) -> None:
+    """Attacks first (the outside review of the decoys, 1420 pairs): a real value the test's other
+    numbers give (``12.485`` rounds to ``12.49``; 2 x 1.25 = ``2.50``) beside a decoy value nothing
+    gives; a string with letters changed (``"Sgag"`` beside ``"Shag"``); a round value (``80.00``)
+    beside a decoy with cents; a quoted "value" read between the apostrophes of "logger's … doesn't".
+    None of them is made now: a derivable value is not changed, letters never are, a round value's
+    decoy is as round, and a value is quoted only between real quotes."""
+    import random
+
+    hidden = ('from shop import charge, fee, boat\n\n\n'
+              'def test_charge_rounds():\n    assert charge("12.485") == "12.49"\n\n\n'
+              'def test_two_apples():\n    assert fee(2, "1.25") == "2.50"\n\n\n'
+              'def test_boat_name():\n    assert boat(7).name == "Shag"\n\n\n'
+              'def test_round_fee():\n    assert fee(3, "9.99") == "80.00"\n')
+    h = tmp_path / "h"
+    h.mkdir()
+    (h / "test_shop.py").write_text(hidden)
+    for seed in (b"a", b"b", b"c", b"d", b"e"):
+        for c in decoys.candidates(h, set(), "", seed, 4):
+            if c.original in ("test_charge_rounds", "test_two_apples"):
+                assert c.kind == "input", c.change               # the expected value checks out: not changed
+            if c.original == "test_boat_name":
+                assert "Shag" in c.text and c.kind == "input", c.change
+            if c.original == "test_round_fee" and c.kind == "value":
+                assert c.values[0].strip('"').endswith("0.00"), c.change
+    rng = random.Random(0)
+    assert all(decoys._number(rng, 80.0, 2).endswith("0.00") for _ in range(50))
+    text = "the logger's bind method doesn't say 'context' here"
+    leaf = ast.parse('x == "context"').body[0].value.comparators[0]
+    got = {decoys._quoted_value(random.Random(i), leaf, '"context"', decoys.Quotes(text + " 'other'")) for i in range(20)}
+    assert got <= {'"other"', None} and '"s bind method doesn"' not in got, got

@@ -50,12 +50,13 @@ import ast
 import hashlib
 import io
 import json
+import math
 import random
 import re
 import shutil
 import tokenize
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -317,47 +318,47 @@ def _input_leaves(node: ast.AST) -> list[ast.Constant]:
 
 
 def _number(rng: random.Random, v: float, decimals: int | None) -> str:
-    """A random number near ``v`` of the same kind: never ``v``, never off by one alone, and never
-    0, 1 or -1 (what wrong code returns by itself: an empty sum, a count, a flag)."""
-    mag = abs(v)
+    """A random number near ``v`` of the same kind and the same roundness (``80.00`` gives another
+    multiple of ten, ``37.19`` any cents): never ``v``, never within one unit of it, never 0, 1 or
+    -1 (what wrong code returns by itself: an empty sum, a count, a flag), as likely above ``v`` as
+    below (a factor drawn evenly in log space: the smaller of two values is no likelier real)."""
+    places = decimals or 0
+    unit = 10 ** places
+    u = round(v * unit)
+    grain = 1
+    while u and u % (grain * 10) == 0 and grain * 10 <= abs(u):
+        grain *= 10
+    if grain == 1 and u and u % 5 == 0 and abs(u) >= 10:
+        grain = 5
     for _ in range(50):
-        if decimals is None:     # an int
-            span = max(7, int(mag * 0.6) + 3)
-            d = rng.randint(2, span) * rng.choice((-1, 1))
-            new = int(v) + d
-            if v >= 0 and new < 0:
-                new = int(v) + abs(d)
-            if new != v and new not in (0, 1, -1):
-                return str(new)
+        if abs(u) >= 10 * grain:
+            step = round(u * math.exp(rng.uniform(-math.log(1.8), math.log(1.8))) / grain) * grain - u
         else:
-            scale = 10 ** decimals
-            span = max(7 / scale, mag * 0.6) if decimals else max(7, mag * 0.6)
-            new = round(v + rng.uniform(2 / scale if decimals else 2, span) * rng.choice((-1, 1)), decimals)
-            if v >= 0 and new < 0:
-                new = -new
-            if new != v and abs(new) not in (0, 1):
-                return f"{new:.{decimals}f}"
+            step = rng.randint(2, 7) * grain * rng.choice((-1, 1))
+        new_u = u + step
+        if v >= 0 and new_u < 0:
+            new_u = u - step
+        new = new_u / unit
+        if abs(new_u - u) >= max(2, grain) and new not in (0, 1, -1) and new_u != u:
+            return str(new_u) if decimals is None else f"{new:.{places}f}"
     return str(v)
 
 
 def _letters(rng: random.Random, s: str, pool: Sequence[str]) -> str:
     """Another string like ``s``: one of the suite's own strings of the same shape, else ``s``
-    with one of its words' letters changed (same case, same length)."""
+    with one or two of its digits changed (``s`` itself where it has none: no decoy is made of it)."""
     shape = re.sub(r"[a-z]", "a", re.sub(r"[A-Z]", "A", re.sub(r"\d", "0", s)))
     alike = sorted({p for p in pool if p != s and 0 < len(p) and abs(len(p) - len(s)) <= max(2, len(s) // 2)
                     and (re.sub(r"[a-z]", "a", re.sub(r"[A-Z]", "A", re.sub(r"\d", "0", p))) == shape
                          or (p.isalpha() and s.isalpha() and p.islower() == s.islower()))})
     if alike:
         return rng.choice(alike)
+    # else its digits changed (a date, a reference number); never its letters: ``"Sgag"`` beside
+    # ``"Shag"`` reads as made up
     chars = list(s)
-    spots = [i for i, c in enumerate(chars) if c.isalnum()]
-    if not spots:
-        return s + rng.choice("abcdefghijklmnopqrstuvwxyz")
+    spots = [i for i, c in enumerate(chars) if c.isdigit()]
     for i in rng.sample(spots, min(len(spots), rng.randint(1, 2))):
-        c = chars[i]
-        alphabet = "0123456789" if c.isdigit() else ("ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c.isupper()
-                                                       else "abcdefghijklmnopqrstuvwxyz")
-        chars[i] = rng.choice([a for a in alphabet if a != c])
+        chars[i] = rng.choice([a for a in "0123456789" if a != chars[i]])
     return "".join(chars)
 
 
@@ -392,7 +393,7 @@ def _unquoted(rng: random.Random, leaf: ast.Constant, old: str, pool: Sequence[s
     found in a few tries)."""
     for _ in range(8):
         new = _new_literal(rng, leaf, old, pool)
-        if new is not None and not _mentioned(new, forbidden):
+        if new is not None and not _mentioned(new, forbidden) and not _mentioned(new.strip("'\"").lstrip("-"), forbidden):
             return new
     return None
 
@@ -420,7 +421,8 @@ def _quoted_value(rng: random.Random, leaf: ast.Constant, old: str, quotes: Quot
         seen = set(re.findall(r"(?<![\w.])-?\d+\.\d{" + str(width) + r"}(?![\w.])", forbidden))
         options = sorted(x for x in seen if float(x) != v and far(float(x)))
     elif isinstance(v, str):
-        seen = {b for _q, b in re.findall(r"(['\"])([^'\"\n\\]{1,40})\1", forbidden)}
+        # a quoted string: its quotes not inside a word (not the apostrophes of "logger's … doesn't")
+        seen = {b for _q, b in re.findall(r"(?<!\w)(['\"])([^'\"\n\\]{1,40})\1(?!\w)", forbidden)}
         numeric = _NUMERIC.match(v) is not None
         options = sorted(_quoted(x, old) for x in seen if x != v and bool(x.strip()) == bool(v.strip())
                          and (_NUMERIC.match(x) is not None) == numeric and (not numeric or far(float(x))))
@@ -442,6 +444,39 @@ class Quotes:
     def statements(self) -> str:
         """``text`` with its whitespace runs made single spaces (statements are looked up in it)."""
         return " ".join(self.text.split())
+
+
+def _as_number(node: ast.AST) -> float | None:
+    v = getattr(node, "value", None)
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str) and _NUMERIC.match(v.strip()):
+        return float(v.strip())
+    return None
+
+
+def _derivable(fn: ast.AST, exclude: Sequence[ast.AST]) -> Callable[[ast.AST], bool]:
+    """Whether a leaf's number is one of the test's other numbers (those not in ``exclude``) or
+    their sum, difference, product or quotient (to the leaf's own precision)."""
+    others = [x for n in ast.walk(fn) if isinstance(n, ast.Constant) and not any(n is e for e in exclude)
+              for x in [_as_number(n)] if x is not None][:40]
+    reach = set(others)
+    for i, a in enumerate(others):
+        for b in others[i + 1:]:
+            reach.update((a + b, a - b, b - a, a * b))
+            reach.update(q for q in (a / b if b else None, b / a if a else None) if q is not None)
+
+    def check(leaf: ast.AST) -> bool:
+        v = _as_number(leaf)
+        if v is None:
+            return False
+        m = re.search(r"\.(\d+)", str(leaf.value)) if isinstance(leaf.value, str) else None
+        tol = 0.5 * 10 ** -(len(m.group(1)) if m else (0 if isinstance(leaf.value, int) else 6))
+        return any(abs(v - r) <= tol * 1.001 for r in reach)   # 12.485 rounds to 12.49
+
+    return check
 
 
 def _statement_of(fn: ast.AST, leaf: ast.AST, source: str) -> str:
@@ -746,10 +781,14 @@ def _edits(text: str, fn: ast.AST, kind: str, nodes: list[ast.AST], pool: Sequen
         #   is never the one changed: the decoy would say one value and check another.
         said = " ".join(str(n.value) for n in ast.walk(fn) if isinstance(n, ast.Constant)
                         and isinstance(n.value, str) and n not in leaves)
+        # - an expected number the test's other numbers give (equal to one, or a sum, difference,
+        #   product or quotient of two: ``charge("12.485") == Decimal("12.49")``) is never the one
+        #   changed: the twin's value would check out and the decoy's would not.
+        derived = _derivable(fn, leaves) if kind == "value" else (lambda _leaf: False)
         usable = [lf for lf in (numbers or leaves)
                   if _statement_of(fn, lf, text) not in quotes.statements
                   and not _mentioned(ast.get_source_segment(text, lf) or repr(lf.value), quotes.prompt)
-                  and not _mentioned(str(lf.value), said)]
+                  and not _mentioned(str(lf.value), said) and not derived(lf)]
         unquoted = [lf for lf in usable
                     if not _mentioned(ast.get_source_segment(text, lf) or repr(lf.value), quotes.text)]
         if spot is not None:
