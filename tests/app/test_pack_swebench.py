@@ -312,10 +312,13 @@ def test_import_gives_three_verified_tasks(imported, source) -> None:
 
     pack, outcomes, log = imported
     assert [(o.id, o.status) for o in outcomes] == [(f"acme__mathlib-{i}", "imported") for i in (1, 2, 3)], log
-    # decoys the pipeline's controls will make: two for each task but the one whose prompt quotes its
-    # only hidden answer ("Expected neg(2) == -2."; a value the prompt quotes is never changed)
+    # decoys the pipeline's controls will make: some for each task but the one whose prompt quotes its
+    # only hidden answer ("Expected neg(2) == -2."; a value the prompt quotes is never changed); a
+    # two-test file has words for one decoy name only (names are made from the file's own words)
     decoyed = {o.id: o.decoys for o in outcomes}
-    assert decoyed == {"acme__mathlib-1": 2, "acme__mathlib-2": 2, "acme__mathlib-3": 0}, [(o.id, o.why) for o in outcomes]
+    why = [(o.id, o.decoys, o.why) for o in outcomes]
+    assert decoyed["acme__mathlib-1"] >= 1 and decoyed["acme__mathlib-2"] >= 1, why
+    assert decoyed["acme__mathlib-3"] == 0 and "twin does not fail without the fix" in str(outcomes[2].why), why
     tasks = {t.id: t for t in load_pack(pack, ["xs", "s", "m"])}
     assert sorted(tasks) == ["acme__mathlib-1", "acme__mathlib-2", "acme__mathlib-3"]
     req = (pack / "environments" / "acme__mathlib-0.1" / "requirements.txt").read_text()

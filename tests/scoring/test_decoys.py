@@ -473,12 +473,11 @@ def test_a_value_the_twins_own_words_repeat_is_never_the_one_changed(tmp_path: P
 
 @pytest.mark.unit
 def test_the_tells_an_outsider_measured_are_gone(tmp_path: Path) -> None:
-    """Attacks first (the outside review of the decoys, 1420 pairs): a real value the test's other
-    numbers give (``12.485`` rounds to ``12.49``; 2 x 1.25 = ``2.50``) beside a decoy value nothing
-    gives; a string with letters changed (``"Sgag"`` beside ``"Shag"``); a round value (``80.00``)
-    beside a decoy with cents; a quoted "value" read between the apostrophes of "logger's … doesn't".
-    None of them is made now: a derivable value is not changed, letters never are, a round value's
-    decoy is as round, and a value is quoted only between real quotes."""
+    """Attacks first (the outside review of the decoys, 1420 pairs): a string with letters changed
+    (``"Sgag"`` beside ``"Shag"``); a round value (``80.00``) beside a decoy with cents; a quoted
+    "value" read between the apostrophes of "logger's … doesn't". None of them is made now: letters
+    are never changed, a round value's decoy is as round, and a value is quoted only between real
+    quotes. (A value the test's other numbers give is still changed: docs/sealed-runs.md.)"""
     import random
 
     hidden = ('from shop import charge, fee, boat\n\n\n'
@@ -491,8 +490,6 @@ def test_the_tells_an_outsider_measured_are_gone(tmp_path: Path) -> None:
     (h / "test_shop.py").write_text(hidden)
     for seed in (b"a", b"b", b"c", b"d", b"e"):
         for c in decoys.candidates(h, set(), "", seed, 4):
-            if c.original in ("test_charge_rounds", "test_two_apples"):
-                assert c.kind == "input", c.change               # the expected value checks out: not changed
             if c.original == "test_boat_name":
                 assert "Shag" in c.text and c.kind == "input", c.change
             if c.original == "test_round_fee" and c.kind == "value":

@@ -56,7 +56,7 @@ import re
 import shutil
 import tokenize
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -106,9 +106,15 @@ class Candidate:
         return f"{self.scope}.{self.twin}" if self.scope else self.twin
 
     @property
-    def spec(self) -> tuple[str, str, str, str]:
-        """(file, decoy qualified name, twin qualified name, kind): :func:`decoy_ids`'s input."""
-        return (self.file, self.qualname, self.twin_qualname, self.kind)
+    def original_qualname(self) -> str:
+        name = self.original or self.twin
+        return f"{self.scope}.{name}" if self.scope else name
+
+    @property
+    def spec(self) -> tuple[str, str, str, str, str]:
+        """(file, decoy qualified name, twin qualified name, kind, the twin's qualified name in the
+        pack): :func:`decoy_ids`'s and :func:`command_for`'s input."""
+        return (self.file, self.qualname, self.twin_qualname, self.kind, self.original_qualname)
 
 
 def seed_of(sealed: Path, hidden_dir: str = "hidden_tests") -> bytes:
@@ -446,37 +452,31 @@ class Quotes:
         return " ".join(self.text.split())
 
 
-def _as_number(node: ast.AST) -> float | None:
-    v = getattr(node, "value", None)
-    if isinstance(v, bool):
+def _rows_swapped(text: str, nodes: list[ast.AST], quotes: Quotes, rng: random.Random,
+                  spot: Sequence[tuple[int, int]] | None, avoid: Mapping[tuple[int, int], set[str]] | None
+                  ) -> tuple[list[tuple[ast.AST, str]], list[str]] | None:
+    """A parametrized expectation's rows given each other's values (every row another row's value,
+    none its own): the decoy's values are the test's own, as plausible and as derivable from its
+    inputs as the real ones, and no honest wrong code answers each row with another row's answer.
+    None where the rows have fewer than two values, or a value the prompt quotes."""
+    targets = []
+    for node in nodes:
+        leaves = _leaves(node)
+        if len(leaves) != 1:
+            return None
+        targets.append(leaves[0])
+    if spot is not None and [(t.lineno, t.col_offset) for t in targets] != list(spot):
         return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str) and _NUMERIC.match(v.strip()):
-        return float(v.strip())
+    texts = [ast.get_source_segment(text, t) or repr(t.value) for t in targets]
+    if len(set(texts)) < 2 or any(_mentioned(x, quotes.prompt) for x in texts):
+        return None
+    for _ in range(30):
+        order = list(texts)
+        rng.shuffle(order)
+        if all(a != b for a, b in zip(order, texts)) and not any(
+                new in (avoid or {}).get((t.lineno, t.col_offset), ()) for t, new in zip(targets, order)):
+            return (list(zip(targets, order)), [f"{new} instead of {old}" for new, old in zip(order, texts)])
     return None
-
-
-def _derivable(fn: ast.AST, exclude: Sequence[ast.AST]) -> Callable[[ast.AST], bool]:
-    """Whether a leaf's number is one of the test's other numbers (those not in ``exclude``) or
-    their sum, difference, product or quotient (to the leaf's own precision)."""
-    others = [x for n in ast.walk(fn) if isinstance(n, ast.Constant) and not any(n is e for e in exclude)
-              for x in [_as_number(n)] if x is not None][:40]
-    reach = set(others)
-    for i, a in enumerate(others):
-        for b in others[i + 1:]:
-            reach.update((a + b, a - b, b - a, a * b))
-            reach.update(q for q in (a / b if b else None, b / a if a else None) if q is not None)
-
-    def check(leaf: ast.AST) -> bool:
-        v = _as_number(leaf)
-        if v is None:
-            return False
-        m = re.search(r"\.(\d+)", str(leaf.value)) if isinstance(leaf.value, str) else None
-        tol = 0.5 * 10 ** -(len(m.group(1)) if m else (0 if isinstance(leaf.value, int) else 6))
-        return any(abs(v - r) <= tol * 1.001 for r in reach)   # 12.485 rounds to 12.49
-
-    return check
 
 
 def _statement_of(fn: ast.AST, leaf: ast.AST, source: str) -> str:
@@ -766,6 +766,10 @@ def _edits(text: str, fn: ast.AST, kind: str, nodes: list[ast.AST], pool: Sequen
     hold for its place."""
     edits: list[tuple[ast.AST, str]] = []
     words: list[str] = []
+    if kind == "value" and len(nodes) > 1:
+        made = _rows_swapped(text, nodes, quotes, rng, spot, avoid)
+        if made is not None:
+            return made
     for node in nodes:       # a parametrized column: every row's value changed
         leaves = _input_leaves(node) if kind == "input" else _leaves(node)
         numbers = [lf for lf in leaves if isinstance(lf.value, (int, float))
@@ -781,14 +785,13 @@ def _edits(text: str, fn: ast.AST, kind: str, nodes: list[ast.AST], pool: Sequen
         #   is never the one changed: the decoy would say one value and check another.
         said = " ".join(str(n.value) for n in ast.walk(fn) if isinstance(n, ast.Constant)
                         and isinstance(n.value, str) and n not in leaves)
-        # - an expected number the test's other numbers give (equal to one, or a sum, difference,
-        #   product or quotient of two: ``charge("12.485") == Decimal("12.49")``) is never the one
-        #   changed: the twin's value would check out and the decoy's would not.
-        derived = _derivable(fn, leaves) if kind == "value" else (lambda _leaf: False)
+        # (An expected number the test's other numbers give — ``add(3, 4) == 7`` — is still changed
+        # to one they do not: skipping it would leave arithmetic tests input decoys only, which
+        # cannot refuse a forger; the tell is stated in docs/sealed-runs.md.)
         usable = [lf for lf in (numbers or leaves)
                   if _statement_of(fn, lf, text) not in quotes.statements
                   and not _mentioned(ast.get_source_segment(text, lf) or repr(lf.value), quotes.prompt)
-                  and not _mentioned(str(lf.value), said) and not derived(lf)]
+                  and not _mentioned(str(lf.value), said)]
         unquoted = [lf for lf in usable
                     if not _mentioned(ast.get_source_segment(text, lf) or repr(lf.value), quotes.text)]
         if spot is not None:
@@ -970,9 +973,16 @@ def command_for(command: str, spec: Sequence[tuple[str, str, str]], seed: bytes 
     named = [i for i, w in enumerate(words) if "::" in w and not w.startswith("-")]
     if not named or not spec:
         return command
+    # a twin renamed in the decoyed suite is run by its new name (its parameter sets keep their ids)
+    for rel, _decoy, twin, *rest in spec:
+        original = rest[1] if len(rest) > 1 and rest[1] else twin
+        for i in named:
+            path, qual, params = _parts(words[i])
+            if original != twin and qual == original and _in_file(path, rel):
+                words[i] = f"{path}::{twin.replace('.', '::')}{params}"
     rng = _rng(seed, command, *("|".join(s[:3]) for s in spec))
     add: list[str] = []
-    for rel, decoy, twin, *_kind in spec:
+    for rel, decoy, twin, *_rest in spec:
         twin_ids, decoy_ids_ = (ids_of(collected, rel, twin), ids_of(collected, rel, decoy)) if collected else ([], [])
         for i in named:
             path, qual, params = _parts(words[i])
@@ -1022,7 +1032,9 @@ def from_records(records: Sequence[Mapping]) -> list[tuple[str, str, str, str]]:
     for r in records:
         scope = str(r.get("scope") or "")
         name, twin = (f"{scope}.{r['name']}", f"{scope}.{r['twin']}") if scope else (str(r["name"]), str(r["twin"]))
-        out.append((str(r["file"]), name, twin, str(r.get("kind") or "value")))
+        original = str(r.get("original") or r["twin"])
+        out.append((str(r["file"]), name, twin, str(r.get("kind") or "value"),
+                    f"{scope}.{original}" if scope else original))
     return out
 
 
@@ -1039,10 +1051,10 @@ def task_candidates(task_dir: Path, wanted: int) -> list[Candidate]:
                           if p.is_file() and not p.is_symlink()) if visible.is_dir() else ""
     prompt_file = task_dir / "prompt.md"
     prompt = prompt_file.read_text("utf-8", "replace") if prompt_file.exists() else ""
-    # twins keep their pack names for now (rename_twins: a command that names tests by id runs them
-    # by those names, and results name hidden tests by them); the naming tell is in docs/sealed-runs.md
+    # twins are renamed as their decoys are named (a pack name beside made-up ones tells which is
+    # real); a command that names tests by id runs them by their new names (command_for)
     return candidates(hidden, seen_bodies(visible), prompt + "\n" + seen_text, seed_of(task_dir), wanted,
-                      visible_names=test_names(visible), rename_twins=False, prompt=prompt)
+                      visible_names=test_names(visible), rename_twins=True, prompt=prompt)
 
 
 def twinnable(task_dir: Path) -> int:
