@@ -33,8 +33,11 @@ How decoys are made (:func:`candidates`, then :func:`select` on the controls' ru
   methods); the twin's comments are removed from both copies (a comment could say which value is right).
 - **Tried** in a copy of the hidden suite with every candidate in it (one per test that could be
   a twin, up to :data:`MAX_TWINS`, at least :data:`CANDIDATES_PER_DECOY` per decoy wanted).
-- **Twins renamed too** (``rename_twins``, not yet on in the pipeline): a twin in the decoyed
-  suite gets a new name made the same way as its decoys' (unless the file refers to it by name).
+- **Twins renamed too** (``rename_twins``, on in :func:`task_candidates`): a twin in the decoyed
+  suite gets a new name made the same way as its decoys' (unless the file refers to it by name);
+  :func:`command_for` runs it by that name where a command names tests by id.
+- **A parametrized expectation** gets its rows' values swapped (each row another row's value)
+  where it has two or more values: the decoy's values are the test's own.
 - **Kept** only when, on the runs of the suite with the candidates in it, the twin fails without
   the fix and passes with the gold patch, and the decoy fails under the gold patch, under the
   empty diff the way its twin fails there (and under any other known-wrong patch given to
