@@ -500,3 +500,18 @@ def test_the_tells_an_outsider_measured_are_gone(tmp_path: Path) -> None:
     leaf = ast.parse('x == "context"').body[0].value.comparators[0]
     got = {decoys._quoted_value(random.Random(i), leaf, '"context"', decoys.Quotes(text + " 'other'")) for i in range(20)}
     assert got <= {'"other"', None} and '"s bind method doesn"' not in got, got
+
+
+@pytest.mark.unit
+def test_a_command_naming_a_renamed_twin_by_id_runs_it_by_its_new_name() -> None:
+    """With twins renamed (``rename_twins``, built, not yet on in the pipeline) a command that
+    names a twin by its pack name runs it by its new name, parameter sets kept, its decoy beside it."""
+    import shlex
+
+    cmd = "python -m pytest -q t/test_k.py::test_old 't/test_k.py::K::test_m[x y]' t/test_k.py::test_other"
+    spec = [("t/test_k.py", "test_new_decoy", "test_new", "value", "test_old"),
+            ("t/test_k.py", "K.test_n", "K.test_q", "value", "K.test_m")]
+    words = shlex.split(decoys.command_for(cmd, spec, b"s"))
+    assert "t/test_k.py::test_new" in words and "t/test_k.py::test_old" not in words
+    assert "t/test_k.py::K::test_q[x y]" in words and "t/test_k.py::test_new_decoy" in words
+    assert "t/test_k.py::test_other" in words
