@@ -21,6 +21,8 @@ Modules:
   time box, capped output
 - ``project``: where a `sealbench` command works: the project found from any folder inside it or
   from a session's workspace, or one sentence saying what was looked for
+- ``records``: the run, score and controls records as typed, versioned dataclasses (what the
+  verdict table reads), read with an error naming the file and the field
 - ``refusals``: every refusal code and note with what it means
 - ``results_index``: `results/index.html` and `sealbench list`: every experiment, newest first; the
   `results/latest` link (`point_latest`)

@@ -3,7 +3,7 @@
 When every control of a task (empty diff, stub, each gold-patch run) fails because pytest cannot
 import a test module or a ``conftest.py`` (``ModuleNotFoundError: No module named 'X'``), the
 harness ran the task without a dependency its tests need. That is a broken task set-up, not a
-failing patch: run_dummy marks those control rows ``infra_fail`` with a reason naming the
+failing patch: run_dummy marks those control rows ``infra_fail`` (``verdict.mark_controls``) with a reason naming the
 module and what to do (declare it in the pack's environment, docs/contract.md §1), so the gate
 refuses the task as a broken grader (``control_infra_fail``) rather than as ``ORACLE_FAILED``.
 An agent's patch that fails the same way on such a task is ``infra_fail`` too
@@ -43,27 +43,3 @@ def missing_modules(result: Any) -> list[str]:
         for text in _texts(outcome):
             names.update(_MISSING.findall(text))
     return sorted(names)
-
-
-def infra_reason(modules: list[str], env_source: str | None) -> str:
-    """The reason of a control row whose tests could not be collected (see module docstring)."""
-    where = (f"the task's environment ({env_source})" if env_source else
-             "PACK/environment/requirements.txt (or the task's environment, "
-             "PACK/environments/<name>/requirements.txt with meta.json \"environment\")")
-    names = ", ".join(repr(m) for m in modules)
-    return (f"the tests cannot be collected: No module named {names}, for every control (the gold patch "
-            f"included): a test dependency is missing; declare it in {where} (docs/contract.md §1)")
-
-
-def mark_controls(rows: list[dict], env_source: str | None) -> list[str]:
-    """Turn control rows (run_dummy's, each with ``missing_modules``) into ``infra_fail`` when
-    every one failed collecting on a missing module; returns the modules (empty: left as they were)."""
-    if not rows or not all(r.get("missing_modules") for r in rows):
-        return []
-    modules = sorted({m for r in rows for m in r["missing_modules"]})
-    from .verdict import Evidence, decide  # verdict.py reads infra_reason from here
-
-    v = decide(Evidence(every_control_missing=tuple(modules), environment=env_source))
-    for r in rows:
-        r["status"], r["reason"] = v.status, v.reason
-    return modules

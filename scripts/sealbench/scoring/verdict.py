@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, replace
 from ..core.contract import EXCLUDED, FAIL, INFRA_FAIL, PASS, TAMPER, TIMEOUT
 from ..core.processes import ended_in_error
 from ..core.records import ControlsRecord, RunRecord
-from .collection import infra_reason
 from .sealed_report import JUnitSummary, StreamFacts, stream_facts
 
 #: Exit codes a shell gives when it cannot run a command (named in a crashed agent's note).
@@ -553,7 +552,7 @@ RULES: tuple[Rule, ...] = (
 - scoring_raised: the harness raised while scoring the attempt: ``infra_fail``
 - empty_patch: a prediction with no patch (the builders): ``fail``
 - every_control_missing: a control row of a task whose every control failed collecting on a
-  missing module (``collection.mark_controls``): ``infra_fail``, the task's environment is incomplete
+  missing module (``verdict.mark_controls``): ``infra_fail``, the task's environment is incomplete
 - timed_out: the worker was killed at its clock, whatever its patch scored: ``timeout``
 - limit_hit: the agent's run hit a resource limit and its patch is not ``infra_fail``/``tamper``: ``fail``
 - scoring_infra_controls_too: scoring hit ``infra_fail`` (or tests missing a module every control
@@ -696,3 +695,28 @@ def judge_stream(recs: list[dict], returncode: int | None, expected: int = 0,
     return StreamVerdict(f.runner_started, f.finished, v.status, v.reason, f.summary, len(f.real_with("passed")),
                          f.decoys_passed, sum(f.outcomes.get(d) == "failed" for d in f.decoys),
                          f.input_decoys_passed)
+
+
+# ----------------------------------------------------------------------------- the controls' collection
+
+
+def infra_reason(modules: list[str], env_source: str | None) -> str:
+    """The reason of a control row whose tests could not be collected (see module docstring)."""
+    where = (f"the task's environment ({env_source})" if env_source else
+             "PACK/environment/requirements.txt (or the task's environment, "
+             "PACK/environments/<name>/requirements.txt with meta.json \"environment\")")
+    names = ", ".join(repr(m) for m in modules)
+    return (f"the tests cannot be collected: No module named {names}, for every control (the gold patch "
+            f"included): a test dependency is missing; declare it in {where} (docs/contract.md §1)")
+
+
+def mark_controls(rows: list[dict], env_source: str | None) -> list[str]:
+    """Turn control rows (run_dummy's, each with ``missing_modules``) into ``infra_fail`` when
+    every one failed collecting on a missing module; returns the modules (empty: left as they were)."""
+    if not rows or not all(r.get("missing_modules") for r in rows):
+        return []
+    modules = sorted({m for r in rows for m in r["missing_modules"]})
+    v = decide(Evidence(every_control_missing=tuple(modules), environment=env_source))
+    for r in rows:
+        r["status"], r["reason"] = v.status, v.reason
+    return modules

@@ -43,10 +43,11 @@ from ..isolation.gitdiff import Change, git_mode, tree_patch
 from ..pack.task_layout import protected_paths
 from ..pack.workspace import check_snapshot
 from ..scoring import decoys as decoy_tests
-from ..scoring.collection import mark_controls, missing_modules
+from ..scoring.collection import missing_modules
 from ..scoring.scoring import ScoreResult, score_patch
 from ..scoring.sealed_report import failure_lines, test_outcomes
 from ..scoring.tamper_rules import path_rule, protected_reason
+from ..scoring.verdict import mark_controls
 from .sandboxed import add_isolation_args, env_arg, env_card, limits_arg, run_guarded, scoring_sandbox
 
 #: Comment syntax per language for the stub edit (a trailing comment changes no behaviour).
