@@ -20,9 +20,14 @@ pytester and test factories):
    the outcomes from its report (``report["outcomes"]``, else from the stream);
 5. repeat both ``--repeat`` times (3; who goes first alternates) and compare the first pair: a
    test differs when it is in one run only or its outcomes differ. A library with differences
-   gets plain reruns (up to ``1 + --recheck`` plain runs) to tell flakiness apart, and one plain
-   run inside the scoring sandbox, which says whether the sandbox or the report plugin makes
-   the difference (``--boxed``: that run for every library, to time the sandbox alone).
+   gets plain reruns (up to ``1 + --recheck`` plain runs) to tell flakiness apart;
+6. run plain pytest once more, inside the same scoring sandbox (every library; ``--no-boxed``:
+   only where the host's plain run and the sealed run differ). The JUDGE is compared there: the
+   sealed run against plain pytest in the same sandbox (same files, uid, ``/dev``, read-only test
+   folders), on every test, so only the report plugin and the verdict can make a difference. The
+   host's plain run is compared too: what differs there but not in the sandbox is the sandbox's
+   environment (a test that skips as root on the host and runs as the sandbox's user; a block
+   device the sandbox's ``/dev`` does not have), listed with its cause.
 
 Run it (the first run downloads and builds, about ten minutes; a census then takes 25-35 minutes
 on 2 cores; the logs of the last runs stay in ``<cache>/logs/<library>/``)::
@@ -32,14 +37,16 @@ on 2 cores; the logs of the last runs stay in ``<cache>/logs/<library>/``)::
 
 Columns: ``library``/``version``; ``plain``/``sealed``: tests (and collection errors or skips,
 as ``collect:<nodeid>``) each run reported; ``plain outcomes``: the plain run's counts (p passed,
-f failed, s skipped, xf xfailed, xp xpassed, e collection error); ``differ``: tests in one run
-only or with another outcome (``flaky`` of them: another run agreed with the other side, or the
-plain runs disagreed); ``plain s``/``sealed s``: median wall time; ``ratio``: sealed / plain
+f failed, s skipped, xf xfailed, xp xpassed, e collection error); ``judge differs``: tests in
+one of the sealed run and the plain run in the same sandbox only, or with another outcome there
+(the judge's differences: the number issue 33 wants at 0); ``host differs``: the same against the
+host's plain run (``flaky`` of them: another run agreed with the other side, or the plain runs
+disagreed); ``plain s``/``sealed s``: median wall time; ``ratio``: sealed / plain
 (target <= 1.15); ``cpu ratio``: the same for the CPU time (user + system) of the runs'
 processes, which the machine's other load disturbs less; ``verdict``: the sealed report's own
 verdict kind (``fail`` where the suite fails plainly too); ``subset``: when not the whole suite
-(its command is printed under the table). Totals: libraries judged identically, tests
-differing, worst ratio. Each difference is listed with its cause (``sandbox``, ``report
+(its command is printed under the table). Totals: libraries judged identically and tests
+differing, by the judge and against the host; worst ratio. Each difference is listed with its cause (``sandbox``, ``report
 plugin``, ``flaky``), every run's outcome, and the reason each run gave; then the tests whose
 outcome changed between the repeats though the first pair agreed (``unsteady``: load-sensitive
 tests, not differences).
@@ -436,6 +443,12 @@ class Row:
     unsteady: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
     error: str | None = None
     logdir: str = ""
+    #: the JUDGE's differences: the sealed run against plain pytest in the same scoring sandbox
+    #: (same files, same uid, same /dev: only the report plugin and the verdict differ); ``diffs``
+    #: are the sealed run against plain pytest on the host, which also counts what the sandbox's
+    #: environment changes (a test that skips as root, a block device the sandbox has not)
+    judge_diffs: list[Difference] = field(default_factory=list)
+    judged_boxed: bool = False
 
     @property
     def ratio(self) -> float | None:
@@ -476,9 +489,17 @@ def census_one(suite: Suite, cache: Path, timeout_s: float, repeat: int, recheck
         if boxed_always or any(not d.flaky for d in row.diffs):
             say(f"{suite.name}: plain run in the scoring sandbox")
             boxed = run_plain(suite, source, venv, cache, timeout_s, "boxed", boxed=True)
-            row.boxed_s = boxed.wall_s
+            row.boxed_s, row.judged_boxed = boxed.wall_s, True
             for d in row.diffs:
                 d.boxed, d.boxed_text = boxed.outcomes.get(d.test, "-"), boxed.texts.get(d.test, "")
+            # the judge alone: sealed against plain pytest in the same sandbox, on every test
+            row.judge_diffs = differences(boxed.outcomes, sealed.outcomes)
+            for d in row.judge_diffs:
+                d.boxed, d.boxed_text = d.plain, boxed.texts.get(d.test, "")
+                d.plain_text, d.sealed_text = d.boxed_text, sealed.texts.get(d.test, "")
+                d.sealed_again = [r.outcomes.get(d.test, "-") for r in sealeds[1:]]
+        else:                   # no difference with the host's plain run: none with the judge either
+            row.judge_diffs = []
     except (subprocess.CalledProcessError, OSError) as exc:
         row.error = f"{type(exc).__name__}: {exc}"
         return row
@@ -520,22 +541,26 @@ def git_commit() -> str:
     return res.stdout.strip() or "?"
 
 
-HEADERS = ("library", "version", "plain", "sealed", "plain outcomes", "differ", "plain s", "sealed s", "ratio",
-           "cpu ratio", "verdict", "subset")
+HEADERS = ("library", "version", "plain", "sealed", "plain outcomes", "judge differs", "host differs", "plain s",
+           "sealed s", "ratio", "cpu ratio", "verdict", "subset")
 SHORT = {"passed": "p", "failed": "f", "skipped": "s", "xfailed": "xf", "xpassed": "xp", "error": "e"}
 
 
 def cells(r: Row) -> tuple[str, ...]:
     if r.error:
-        return (r.library, r.version, "-", "-", "-", "-", "-", "-", "-", "-", "error", r.error[:60])
-    flaky = sum(d.flaky for d in r.diffs)
-    differ = f"{len(r.diffs)}" + (f" ({flaky} flaky)" if flaky else "")
+        return (r.library, r.version, "-", "-", "-", "-", "-", "-", "-", "-", "-", "error", r.error[:60])
+
+    def differ(diffs: list[Difference]) -> str:
+        flaky = sum(d.flaky for d in diffs)
+        return f"{len(diffs)}" + (f" ({flaky} flaky)" if flaky else "")
+
     seen = " ".join(f"{n}{SHORT.get(o, ' ' + o)}" for o, n in r.plain_counts.items())
 
     def ratio(x: float | None) -> str:
         return f"{x:.2f}" if x is not None else "-"
 
-    return (r.library, r.version, str(r.plain_tests), str(r.sealed_tests), seen, differ, f"{r.plain_s:.1f}",
+    judge = differ(r.judge_diffs) if r.judged_boxed or not r.diffs else "?"
+    return (r.library, r.version, str(r.plain_tests), str(r.sealed_tests), seen, judge, differ(r.diffs), f"{r.plain_s:.1f}",
             f"{r.sealed_s:.1f}", ratio(r.ratio), ratio(r.cpu_ratio), str(r.verdict), r.subset)
 
 
@@ -561,7 +586,7 @@ def print_table(rows: list[Row], title: str) -> None:
 
 def print_differences(rows: list[Row], limit: int) -> None:
     for r in rows:
-        if not r.diffs and not r.error and not r.unsteady:
+        if not r.diffs and not r.judge_diffs and not r.error and not r.unsteady:
             continue
         print(f"\n{r.library} {r.version}: {r.command}")
         if r.error:
@@ -579,6 +604,13 @@ def print_differences(rows: list[Row], limit: int) -> None:
                     print(f"      {side}: " + "\n      ".join(text.strip().splitlines()[-6:]))
         if len(r.diffs) > limit:
             print(f"  ... and {len(r.diffs) - limit} more (--show N)")
+        for d in r.judge_diffs[:limit]:
+            again = f" (sealed reruns {'/'.join(d.sealed_again)})" if d.sealed_again else ""
+            print(f"  [judge{', flaky' if d.flaky else ''}] {d.test}: plain in the sandbox {d.plain}, "
+                  f"sealed {d.sealed}{again}")
+            for side, text in (("in the sandbox", d.plain_text), ("sealed", d.sealed_text)):
+                if text:
+                    print(f"      {side}: " + "\n      ".join(text.strip().splitlines()[-6:]))
         for test, (plain, sealed) in list(r.unsteady.items())[:limit]:
             print(f"  [unsteady, first runs agree] {test}: plain {'/'.join(plain)}, sealed {'/'.join(sealed)}")
 
@@ -593,8 +625,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recheck", type=int, default=2,
                     help="a library with differences gets plain runs up to 1 + RECHECK in all")
     ap.add_argument("--show", type=int, default=8, help="differences listed per library")
-    ap.add_argument("--boxed", action="store_true",
-                    help="also time plain pytest in the scoring sandbox (what the sandbox alone costs)")
+    ap.add_argument("--no-boxed", dest="boxed", action="store_false",
+                    help="skip plain pytest in the scoring sandbox where the host's plain run agrees with "
+                         "the sealed one (the judge is then compared on the differing tests only)")
     ap.add_argument("--build-only", action="store_true", help="download and build the venvs, run nothing")
     args = ap.parse_args(argv)
     suites = [s for s in SUITES if not args.only or s.name in args.only]
@@ -638,7 +671,13 @@ def main(argv: list[str] | None = None) -> int:
     print_differences(rows, args.show)
     n_diff = sum(len(r.diffs) for r in rows)
     n_stable = sum(len(r.stable_diffs) for r in rows)
-    print(f"\njudged identically: {len(same)}/{len(rows)} libraries; tests differing: {n_diff} "
+    judged = [r for r in rows if not r.error]
+    n_judge = sum(len(r.judge_diffs) for r in judged)
+    n_judge_stable = sum(not d.flaky for r in judged for d in r.judge_diffs)
+    print(f"\nthe judge (sealed against plain pytest in the same sandbox): "
+          f"{sum(not r.judge_diffs for r in judged)}/{len(rows)} libraries identical; tests differing: {n_judge} "
+          f"({n_judge_stable} stable, {n_judge - n_judge_stable} flaky)")
+    print(f"against plain pytest on the host: {len(same)}/{len(rows)} libraries identical; tests differing: {n_diff} "
           f"({n_stable} stable, {n_diff - n_stable} flaky); worst ratio: "
           + (f"{worst[0]:.2f} ({worst[1]})" if worst else "-") + "; worst cpu ratio: "
           + (f"{worst_cpu[0]:.2f} ({worst_cpu[1]})" if worst_cpu else "-") + f"; census took {total_s:.0f} s")
@@ -649,7 +688,8 @@ def main(argv: list[str] | None = None) -> int:
                              "machine": platform.machine(), "cores": os.cpu_count(), "pytest": pytest_version(),
                              "load_before": load_before, "load_after": load_after,
                              "total_s": round(total_s, 1), "identical": len(same), "libraries": len(rows),
-                             "differing": n_diff, "stable_differing": n_stable,
+                             "differing": n_diff, "stable_differing": n_stable, "judge_differing": n_judge,
+                             "judge_stable_differing": n_judge_stable,
                              "worst_ratio": round(worst[0], 3) if worst else None,
                              "worst_cpu_ratio": round(worst_cpu[0], 3) if worst_cpu else None,
                              "repeat": args.repeat,
