@@ -1,15 +1,21 @@
-"""What decoys cost a scoring command: the hidden command of bundled tasks run three ways, N times
-each (alternating, unsandboxed, in the same process) — plain pytest with the pack's hidden tests,
-sealbench's scoring command (the report plugin) with the same tests, and the scoring command with
-the task's decoyed hidden tests (``decoys.write_suite`` with ``--decoys`` of the candidates made
-for the task, default 2 as ``decoys_per_task``) — all on the gold patch's code.
+"""What decoys cost a scoring command, on the gold patch of bundled tasks, N times each way
+(alternating, in the same process):
+
+- the hidden command alone, unsandboxed: plain pytest with the pack's hidden tests (``plain``),
+  sealbench's report plugin with the same tests (``report``), and the report plugin with the
+  task's decoyed hidden tests (``decoys``: ``decoys.write_suite`` with ``--decoys`` of the
+  candidates made for the task, default 2 as ``decoys_per_task``);
+- the scoring command as ``hidden_score`` runs it (``scoring.score_patch``: patch applied over the
+  sealed copy, visible and hidden commands, in the bubblewrap sandbox when it works), without
+  decoys (``score``) and with the decoyed suite and its decoys (``score+decoys``).
 
     python bench/decoy_overhead.py [--n 10] [--decoys 2] [--tasks m01-high-season-surcharge,xs03-cargo-amount-whitespace]
 
 Prints the median wall time of each way per task and the ratios (``report/plain``: the plugin's
-cost; ``decoys/report``: what the decoys add), and appends one JSON line to
+cost; ``decoys/report``: what the decoys add to the hidden command alone; ``scored``: what they
+add to the scoring command, ``score+decoys / score``), and appends one JSON line to
 bench/results/decoy_overhead.jsonl. The target of issue 33: decoys add ≤ 10 % to a scoring
-command. Not a test: nothing here asserts a time.
+command (``scored``). Not a test: nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from sealbench.core.core import harness_env  # noqa: E402
 from sealbench.core.processes import run_process  # noqa: E402
 from sealbench.scoring import decoys  # noqa: E402
+from sealbench.isolation.sandbox import make_sandbox, resolve_level  # noqa: E402
+from sealbench.scoring.scoring import score_patch  # noqa: E402
 from sealbench.scoring.sealed_command import _run_check  # noqa: E402
 
 DEFAULT_TASKS = ("m01-high-season-surcharge", "s05-feet-inches-carry", "xs03-cargo-amount-whitespace",
@@ -65,7 +73,9 @@ def main() -> int:
             plain_ws = workspace(task, Path(tmp) / tid / "plain", task / "hidden_tests")
             decoy_ws = workspace(task, Path(tmp) / tid / "decoy", suite)
             logs = Path(tmp) / tid / "logs"
-            times: dict[str, list[float]] = {"plain": [], "report": [], "decoys": []}
+            times: dict[str, list[float]] = {"plain": [], "report": [], "decoys": [], "score": [], "score+decoys": []}
+            gold = (task / "oracle.patch").read_bytes()
+            box = make_sandbox(resolve_level("auto"), hide=[ROOT / "suite"])
             env = harness_env({"PYTHONPATH": str(plain_ws)})
             spec = [c.spec for c in cands]
             for i in range(args.n):
@@ -79,23 +89,36 @@ def main() -> int:
                 out = _run_check(meta["hidden_command"], decoy_ws, logs / f"d{i}", "hidden", 120, import_paths=(".",),
                                  decoys=spec)
                 times["decoys"].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                res = score_patch(task, meta, gold, logs / f"s{i}", 120, sandbox=box)
+                times["score"].append(time.perf_counter() - t0)
+                assert res.status == "pass", (tid, res.status, res.reason)
+                t0 = time.perf_counter()
+                res = score_patch(task, meta, gold, logs / f"sd{i}", 120, sandbox=box, hidden_tests=suite,
+                                  decoys=spec)
+                times["score+decoys"].append(time.perf_counter() - t0)
+                assert res.status == "pass", (tid, res.status, res.reason)
             med = {k: statistics.median(v) for k, v in times.items()}
             rows.append({"task": tid, "tests": len(out.report.get("outcomes") or {}), "decoys": len(cands),
                          **{f"{k}_s": round(v, 4) for k, v in med.items()},
                          "report_over_plain": round(med["report"] / med["plain"], 3),
-                         "decoys_over_report": round(med["decoys"] / med["report"], 3)})
+                         "decoys_over_report": round(med["decoys"] / med["report"], 3),
+                         "scored": round(med["score+decoys"] / med["score"], 3)})
     print(f"{'task':32} {'tests':>5} {'decoys':>6} {'plain s':>8} {'report s':>8} {'decoys s':>8} "
-          f"{'report/plain':>12} {'decoys/report':>13}")
+          f"{'score s':>8} {'+decoys s':>9} {'report/plain':>12} {'decoys/report':>13} {'scored':>7}")
     for r in rows:
         print(f"{r['task']:32} {r['tests']:>5} {r['decoys']:>6} {r['plain_s']:>8.3f} {r['report_s']:>8.3f} "
-              f"{r['decoys_s']:>8.3f} {r['report_over_plain']:>12.3f} {r['decoys_over_report']:>13.3f}")
-    worst = max(r["decoys_over_report"] for r in rows)
-    print(f"worst decoys/report: {worst:.3f} (target ≤ 1.10)")
+              f"{r['decoys_s']:>8.3f} {r['score_s']:>8.3f} {r['score+decoys_s']:>9.3f} "
+              f"{r['report_over_plain']:>12.3f} {r['decoys_over_report']:>13.3f} {r['scored']:>7.3f}")
+    print(f"worst decoys/report (the hidden command alone): {max(r['decoys_over_report'] for r in rows):.3f}; "
+          f"worst scored (the scoring command, score+decoys / score): {max(r['scored'] for r in rows):.3f} "
+          f"(target ≤ 1.10); sandbox {resolve_level('auto')}")
     out_dir = ROOT / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / "decoy_overhead.jsonl").open("a") as fh:
         fh.write(json.dumps({"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "n": args.n, "machine": platform.machine(),
-                             "python": platform.python_version(), "rows": rows}) + "\n")
+                             "python": platform.python_version(),
+                             "sandbox": resolve_level("auto"), "rows": rows}) + "\n")
     return 0
 
 
