@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from sealbench.core.core import harness_env  # noqa: E402
 from sealbench.core.processes import run_process  # noqa: E402
-from sealbench.scoring import decoys  # noqa: E402
 from sealbench.isolation.sandbox import make_sandbox, resolve_level  # noqa: E402
+from sealbench.scoring import decoys  # noqa: E402
 from sealbench.scoring.scoring import score_patch  # noqa: E402
 from sealbench.scoring.sealed_command import _run_check  # noqa: E402
 

@@ -179,7 +179,8 @@ def test_contract_documents_every_agent_variable_and_report_field() -> None:
     # (docs/pipeline.md; removed from every agent's and test's environment); a person's sealed session
     # shell and the project folder of the `sealbench` command (docs/humans.md, docs/cli.md)
     harness_only = {"SEALBENCH_REPORT_FD", "SEALBENCH_REPORT_PACKAGES", "SEALBENCH_TMPDIR", "SEALBENCH_PACK", "SEALBENCH_RESULTS",
-                    "SEALBENCH_SESSION_SOCKET", "SEALBENCH_PROJECT"}
+                    "SEALBENCH_SESSION_SOCKET", "SEALBENCH_PROJECT",
+                    "SEALBENCH_CLIENTS"}  # where client presets are installed (docs/agents.md, a user's setting)
     literals = set()
     for path in (ROOT / "scripts" / "sealbench").rglob("*.py"):
         literals |= set(re.findall(r"[\"'](SEALBENCH_[A-Z0-9_]+)[\"']", path.read_text()))

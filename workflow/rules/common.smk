@@ -17,6 +17,7 @@ if SCRIPTS not in sys.path:
 
 from sealbench.core.core import HashCache, SealbenchError  # noqa: E402
 from sealbench.core.code_digests import code_digest  # noqa: E402
+from sealbench.agent.clients import expand_config  # noqa: E402
 from sealbench.core.configuration import validate_config  # noqa: E402
 from sealbench.isolation.environments import load_env  # noqa: E402
 from sealbench.provenance.identity import AGENT_CACHE_NAME  # noqa: E402
@@ -61,7 +62,12 @@ def _or_fail(fn, *args, **kwargs):
 
 
 _files = ", ".join(str(f) for f in getattr(workflow, "configfiles", [])) or "config/config.yaml"
-CFG = _or_fail(validate_config, config, where=f"config ({_files} + --config overrides)")
+# client presets (agents with `client:`) expanded to the commands they stand for, installed once
+CFG = _or_fail(
+    expand_config,
+    _or_fail(validate_config, config, where=f"config ({_files} + --config overrides)"),
+    f"config ({_files})",
+)
 
 
 def _python():

@@ -9,6 +9,8 @@ Modules:
   further
 - ``agent_probe``: before any job: can each agent's first command start here (127/126), and what a
   command may not name
+- ``clients``: named client presets (Claude Code, Codex CLI, Gemini CLI, aider, mini-swe-agent):
+  installed into their own pinned folders, expanded to the commands they stand for
 - ``bridge``: the one loopback endpoint a sandboxed agent may reach; meters tokens
 - ``session``: human sessions ([humans.md](humans.md))
 - ``session_shell``: a human session's sealed shell: the agents' sandbox around the workspace, the

@@ -65,8 +65,11 @@ from ..core.core import write_json
 SNAPSHOT_EVERY_S = 1.0
 
 
-def find_mini() -> str | None:
-    """The ``mini`` executable: next to this interpreter (a venv's bin/), else on PATH."""
+def find_mini(given: str | None = None) -> str | None:
+    """The ``mini`` executable: ``given`` (``--mini``: the mini-swe-agent client preset's own
+    venv), else next to this interpreter (a venv's bin/), else on PATH."""
+    if given:
+        return given if os.path.isfile(given) and os.access(given, os.X_OK) else None
     here = Path(sys.executable).parent / "mini"
     if here.is_file() and os.access(here, os.X_OK):
         return str(here)
@@ -141,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--text-mode", action="store_true",
                     help="server without tool calls: mini_textbased.yaml + --model-class litellm_textbased")
     ap.add_argument("--cost-limit", type=float, default=None, help="agent.cost_limit in USD (0 = none)")
+    ap.add_argument("--mini", default=None, help="the mini executable (default: next to this Python, else on PATH)")
     args = ap.parse_args(argv)
 
     out = Path(os.environ.get("SEALBENCH_OUT") or ".").absolute()
@@ -149,10 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     contract.write_report(out, contract.STAMP_FILE, {"server_id": args.api_base, "queue_ms": 0, "retries": 0,
                                                      "quota_state": "ok", "route_changed": False})
     (out / contract.STEERS_FILE).write_text("")
-    mini = find_mini()
+    mini = find_mini(args.mini)
     if mini is None:
-        print("sealbench.agents.mini: the `mini` command was not found next to "
-              f"{sys.executable} nor on PATH: pip install mini-swe-agent", file=sys.stderr)
+        where = args.mini or f"next to {sys.executable} nor on PATH"
+        print(f"sealbench.agents.mini: the `mini` command was not found ({where}): pip install mini-swe-agent",
+              file=sys.stderr)
         write_json(out / "mini_exit.json", {"returncode": 2, "exit_status": None, "error": "mini not found"})
         return 2
 

@@ -35,6 +35,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..agent.clients import expand_config
 from ..core import paths, project, results_index
 from ..core.config_sources import add_config_args, config_of
 from ..core.configuration import agents_to_run
@@ -98,7 +99,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from ..provenance.identity import agent_identity
     from ..stages import hash_pack, split
 
-    cfg = config_of(args)
+    cfg = expand_config(config_of(args), args.config_where)
     plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
     strata_of = {tid: t.stratum for tid, t in plan.tasks.items()}
     manifest = split.check(plan.pack, strata_of, cfg["seed"], cfg["holdout_frac"])  # never written here
@@ -350,7 +351,7 @@ def cmd_progress(args: argparse.Namespace) -> int:
     from rich.progress_bar import ProgressBar
     from rich.table import Table
 
-    cfg = config_of(args)
+    cfg = expand_config(config_of(args), args.config_where)
     planned = _plan_and_fingerprints(cfg)
     rows = progress_counts(cfg, args.results, planned)
     table = Table(title=f"sealbench progress ({cfg['pack']})")
@@ -366,7 +367,7 @@ def cmd_progress(args: argparse.Namespace) -> int:
 def cmd_try(args: argparse.Namespace) -> int:
     from . import try_task
 
-    tries = try_task.try_task(args.agent, args.task, config_of(args), args.results, args.epochs, args.holdout)
+    tries = try_task.try_task(args.agent, args.task, expand_config(config_of(args), args.config_where), args.results, args.epochs, args.holdout)
     for t in tries:
         print(try_task.describe(t))
     print(try_task.summary(tries))

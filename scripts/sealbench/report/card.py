@@ -122,6 +122,9 @@ def _solver_card(exp: Mapping, name: str) -> dict:
     return {"name": name, "kind": "agent", "fingerprint": exp["agent_fingerprints"].get(name),
             "command": spec["command"], "env": spec.get("env", {}), "endpoint": spec.get("endpoint"),
             "lineage": ident.get("lineage") or spec.get("lineage") or name,
+            # a client preset (agent.clients): which client, the version installed, the model asked for
+            **({"client": {"name": spec["client"], "version": spec.get("version"), "model": spec.get("model")}}
+               if spec.get("client") else {}),
             "covered_files": {k: files[k] for k in sorted(files)}}
 
 

@@ -1,0 +1,130 @@
+"""Client presets (sealbench.agent.clients): an agent entry that names its client expands to the
+ordinary entry it stands for; its identity is the installed client's bits, nothing else.
+
+Unit tier: installs are stand-ins (a folder with the marker a finished install writes), no
+registry is reached. The real installs and runs are the clients tier."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sealbench.agent import clients
+from sealbench.agent.clients import expand_config
+from sealbench.core.configuration import validate_config
+from sealbench.core.core import ConfigError
+from sealbench.provenance.identity import agent_identity
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _fake_install(root: Path, name: str, version: str, payload: bytes = b"\x7fELF client") -> Path:
+    """What :func:`clients.install` leaves: the client's files and the marker, last."""
+    client = clients.CLIENTS[name]
+    folder = clients.install_dir(client, version, root)
+    exe = folder / client.bin
+    exe.parent.mkdir(parents=True)
+    exe.write_bytes(payload + version.encode())
+    exe.chmod(0o755)
+    (folder / clients.MARKER).write_text(json.dumps({"client": name, "version": version}))
+    return folder
+
+
+@pytest.fixture
+def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv(clients.CLIENTS_ENV, str(tmp_path / "clients"))
+    monkeypatch.chdir(ROOT)
+    return yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+
+def _valid(cfg: dict) -> dict:
+    """As the workflow and the CLI read a config: validated, then presets expanded."""
+    return expand_config(validate_config(cfg))
+
+
+def _with(cfg: dict, **entry) -> dict:
+    return {**cfg, "agents": {**cfg["agents"], "cand": entry}, "candidate": "cand"}
+
+
+@pytest.mark.parametrize("name", sorted(clients.CLIENTS))
+def test_two_lines_are_a_whole_agent_and_expanding_again_changes_nothing(cfg, tmp_path, name) -> None:
+    folder = _fake_install(tmp_path / "clients", name, clients.CLIENTS[name].version)
+    out = _valid(_with(cfg, client=name, model="m-1", endpoint="127.0.0.1:4000"))
+    spec = out["agents"]["cand"]
+    assert spec["version"] == clients.CLIENTS[name].version and spec["model"] == "m-1"
+    assert str(folder) in spec["readonly_paths"] and str(folder) in spec["code_paths"]
+    # the task reaches the client (mini's adapter reads $SEALBENCH_PROMPT itself)
+    assert "m-1" in spec["command"] and ("$SEALBENCH_PROMPT" in spec["command"] or name == "mini-swe-agent")
+    # the config written with the results validates to the same entry
+    assert _valid(out)["agents"]["cand"] == spec
+    # no real key is ever part of the preset: only the dummy credential
+    assert all("sk-" not in str(v) for v in spec["env"].values())
+
+
+def test_an_upgrade_is_a_new_agent_and_an_unrelated_install_is_not(cfg, tmp_path) -> None:
+    root = tmp_path / "clients"
+    _fake_install(root, "codex", "0.170.0")
+    _fake_install(root, "codex", "0.171.0")
+
+    def fingerprint(**kw) -> str:
+        spec = _valid(_with(cfg, client="codex", model="m", endpoint="127.0.0.1:4000", **kw))["agents"]["cand"]
+        return agent_identity("cand", spec, base=ROOT, cache=tmp_path / "hc.json")["fingerprint"]
+
+    old, new = fingerprint(version="0.170.0"), fingerprint(version="0.171.0")
+    assert old != new
+    # another client installed beside it, or another package in a global node_modules: not covered
+    _fake_install(root, "gemini-cli", "0.61.0")
+    (tmp_path / "global" / "node_modules" / "left-pad").mkdir(parents=True)
+    (tmp_path / "global" / "node_modules" / "left-pad" / "index.js").write_text("module.exports = 1\n")
+    assert fingerprint(version="0.171.0") == new
+    # a byte of the installed client (its native binary, say) is the client: covered
+    exe = root / "codex-0.171.0" / clients.CLIENTS["codex"].bin
+    exe.write_bytes(exe.read_bytes() + b"!")
+    assert fingerprint(version="0.171.0") != new
+
+
+@pytest.mark.parametrize("entry, says", [
+    ({"client": "cursor", "model": "m", "endpoint": "127.0.0.1:1"}, "not one of"),
+    ({"client": "codex", "model": "m"}, "endpoint"),
+    ({"client": "codex", "model": "m", "endpoint": "127.0.0.1:1", "version": "latest"}, "version"),
+    ({"client": "codex", "model": "m", "endpoint": "127.0.0.1:1", "command": "codex exec hi"},
+     "runs the preset's command"),
+    ({"client": "codex", "model": "m", "endpoint": "127.0.0.1:1", "env": {"OPENAI_API_KEY": "sk-real"}},
+     "set by the codex preset"),
+])
+def test_a_wrong_preset_is_refused_naming_the_field(cfg, tmp_path, entry, says) -> None:
+    _fake_install(tmp_path / "clients", "codex", clients.CLIENTS["codex"].version)
+    with pytest.raises(ConfigError) as err:
+        _valid(_with(cfg, **entry))
+    assert "agents.cand" in str(err.value) and says in str(err.value), str(err.value)
+
+
+def test_an_install_that_fails_says_the_installers_own_line(tmp_path, monkeypatch) -> None:
+    """npm refusing a client that needs a newer Node is the install's error, not a silent older release."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    npm = bin_dir / "npm"
+    npm.write_text("#!/bin/sh\necho 'npm error notsup Required: {\"node\":\">=22.0.0\"}' >&2\nexit 1\n")
+    npm.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    with pytest.raises(ConfigError, match=r'installing client claude-code 2\.1\.332 failed.*node.*>=22'):
+        clients.install(clients.CLIENTS["claude-code"], "2.1.332", tmp_path / "root")
+    assert not clients.installed(tmp_path / "root" / "claude-code-2.1.332")
+
+
+def test_an_install_that_gives_another_version_is_refused(tmp_path, monkeypatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    npm = bin_dir / "npm"   # a registry answering an older release than the one asked for
+    npm.write_text("#!/bin/sh\nwhile [ \"$1\" != --prefix ]; do shift; done\n"
+                   "d=\"$2/node_modules/@openai/codex\"; mkdir -p \"$d\" \"$2/node_modules/.bin\"\n"
+                   "echo '{\"version\": \"0.169.0\"}' > \"$d/package.json\"; touch \"$2/node_modules/.bin/codex\"\n")
+    npm.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    with pytest.raises(ConfigError, match="installed 0.169.0 instead"):
+        clients.install(clients.CLIENTS["codex"], "0.171.0", tmp_path / "root")
