@@ -128,3 +128,41 @@ def test_an_install_that_gives_another_version_is_refused(tmp_path, monkeypatch)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     with pytest.raises(ConfigError, match="installed 0.169.0 instead"):
         clients.install(clients.CLIENTS["codex"], "0.171.0", tmp_path / "root")
+
+
+def _failed_at_start(run_dir: Path, stderr: str, **record) -> str | None:
+    from sealbench.agent.agent_health import start_failure
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "agent.stderr").write_text(stderr)
+    base = {"exit_code": 1, "wall_s": 1.5, "patch_bytes": 0, "timed_out": False,
+            "usage": {"tokens_in": 0, "tokens_out": 0, "steps": None, "cost_usd": None},
+            "usage_agent": {"tokens_in": None, "tokens_out": None, "steps": None, "cost_usd": None},
+            "tokens_source": "metered", "usage_metered": {"responses": 0, "tokens_in": 0, "tokens_out": 0}}
+    return start_failure({**base, **record}, run_dir)
+
+
+NODE_CRASH = ("file:///opt/clients/codex/bin/codex.js:100\n    throw new Error(msg);\n    ^\n\n"
+              "Error: Missing optional dependency @openai/codex-linux-x64. Reinstall Codex: npm install -g @openai/codex\n"
+              "    at file:///opt/clients/codex/bin/codex.js:100:11\n    at ModuleJob.run (node:internal:1:1)\n\n"
+              "Node.js v20.20.2\n")
+
+
+def test_a_client_with_an_endpoint_that_fails_at_start_is_a_start_failure_in_its_own_words(tmp_path) -> None:
+    """The bridge's zeros (no reply metered) are no sign the client started; the quoted line is the
+    client's error, not Node's banner after it."""
+    said = _failed_at_start(tmp_path / "r", NODE_CRASH)
+    assert said is not None and said.startswith("Error: Missing optional dependency @openai/codex-linux-x64"), said
+
+
+def test_a_client_whose_server_answered_or_that_reported_usage_did_start(tmp_path) -> None:
+    answered = {"usage_metered": {"responses": 2, "tokens_in": 40, "tokens_out": 9}}
+    assert _failed_at_start(tmp_path / "a", NODE_CRASH, **answered) is None
+    reported = {"usage_agent": {"tokens_in": 10, "tokens_out": 3, "steps": 1, "cost_usd": None}}
+    assert _failed_at_start(tmp_path / "b", NODE_CRASH, **reported) is None
+    # without a bridge, the agent's own usage is its usage (as before)
+    plain = {"tokens_source": "agent", "usage": {"tokens_in": 5, "tokens_out": 1, "steps": 1, "cost_usd": None}}
+    assert _failed_at_start(tmp_path / "c", "boom\n", **plain) is None
+    assert _failed_at_start(tmp_path / "d", "python: can't open file 'x.py'\n", tokens_source="agent",
+                            usage={"tokens_in": None, "tokens_out": None, "steps": None, "cost_usd": None}) \
+        == "python: can't open file 'x.py'"

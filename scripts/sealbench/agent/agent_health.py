@@ -30,6 +30,9 @@ START_FAILURE_RUNS = 3
 START_WINDOW_S = 5.0
 #: Where the per-agent records live, under results/.sealbench/.
 HEALTH_DIR = Path(".sealbench") / "agent-health"
+#: Lines after an error that are not the error: Node's ``Node.js v20.1.0`` banner, ``    at f
+#: (file:1:2)`` stack frames, the ``^`` under a source line, a traceback's frame lines.
+_EPILOGUE = re.compile(r"^\s*(Node\.js v[0-9.]+|at \S.*|\^+|File \".*\", line \d+.*)\s*$")
 _BASH_PREFIX = re.compile(r"^(?:\S*/)?(?:ba)?sh: (?:line \d+: )?")
 
 
@@ -59,7 +62,8 @@ def _how_it_ended(run_dir: Path) -> str:
             text = (run_dir / name).read_text(errors="replace")
         except OSError:
             continue
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        # a runtime's epilogue is not the error: Node's version banner, stack frames, the caret line
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _EPILOGUE.match(ln)]
         if lines:
             line = _BASH_PREFIX.sub("", lines[-1])
             line = re.sub(r"/\S*/sealbench-run-[^/\s'\"]+/ws/?", "", line)  # this run's workspace
@@ -81,7 +85,10 @@ def start_failure(record: Mapping[str, Any], run_dir: Path) -> str | None:
     code = record.get("exit_code")
     if code in (0, None) or record.get("timed_out") or record.get("limit_hit") or record.get("patch_bytes"):
         return None
-    if record.get("attempts") or any(v is not None for v in (record.get("usage") or {}).values()):
+    # what the agent itself reported: a bridge's count of no replies (zeros) is no sign it started
+    own = record.get("usage_agent") if str(record.get("tokens_source") or "").startswith("metered") \
+        else record.get("usage")
+    if record.get("attempts") or any(v is not None for v in (own or {}).values()):
         return None
     if (record.get("usage_metered") or {}).get("responses"):
         return None
