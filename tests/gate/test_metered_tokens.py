@@ -118,3 +118,28 @@ def test_the_gate_notes_incomplete_tokens_and_does_not_count_them_complete(tmp_p
     # already over the cap with its incomplete count: over the envelope, the headline refused
     _rows(spec, "xs01", CAND)[0].update(tokens_out=9000, over_envelope=True)
     assert "OVER_ENVELOPE" in codes(decide(tmp_path / "over", spec))
+
+
+def _headline(d: dict) -> str:
+    [sentence] = [s for s in d["allowed_sentences"] if "under a clock" in s]
+    return sentence
+
+
+def test_the_headline_never_states_a_cap_no_run_confirmed(tmp_path: Path) -> None:
+    """Issue 34: with 0 tokens metered on every row (a client whose wire format the bridge did not
+    read) the decision published "passed 9 of 9 … under … 60 steps and 8192 output tokens". A cap
+    is stated only where every counted run confirmed it; otherwise it is said to be unconfirmed."""
+    spec = build_spec()
+    for r in spec["runs"]:
+        if r["solver"] == CAND:
+            r.update(steps=None, tokens_out=0, tokens_source="metered_incomplete", over_envelope=None)
+    said = _headline(decide(tmp_path / "unconfirmed", spec))
+    assert "steps and" not in said and "output tokens;" not in said, said
+    assert "(not confirmed: the cap of" in said and "runs reported no step count" in said, said
+    assert "have no output-token count, or only a lower bound" in said, said
+
+
+def test_the_headline_states_the_caps_every_run_confirmed(tmp_path: Path) -> None:
+    """The honest case: every run with its steps and complete tokens: the caps stated as before."""
+    said = _headline(decide(tmp_path, build_spec()))
+    assert "steps and" in said and "output tokens;" in said and "not confirmed" not in said, said

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from ..core.configuration import envelope_digest
 from ..core.contract import ABSTAINED, TIMEOUT
 from ..core.core import SealbenchError, atomic_write_text, canonical_json, read_json, sha256_text, write_json
@@ -224,10 +226,24 @@ def headline_facts(s: Slice) -> dict:
             per_stratum.append({"stratum": st, "n": int(r.n), "passes": float(r.passes),
                                 "pass_rate": fmt(r.pass_rate, 6), "ci_low": fmt(r.ci_low, 6),
                                 "ci_high": fmt(r.ci_high, 6), "timeout_rate": fmt(r.timeout_rate, 6)})
+    counted = s.cand_rows[~s.cand_rows.status.isin(list(ABSTAINED))]
     return {"n": n_c, "passes": passes, "rate": passes / n_c if n_c else None,
             "timeouts": int((s.cand_rows.status == TIMEOUT).sum()),
             "excluded": int(s.cand_rows.status.isin(list(ABSTAINED)).sum()),
-            "scheduled": int(len(s.cand_rows)), "per_stratum": per_stratum}
+            "scheduled": int(len(s.cand_rows)), "per_stratum": per_stratum,
+            # the envelope's caps a sentence may state: each known for every counted run
+            "counted": int(len(counted)), **envelope_unknowns(counted)}
+
+
+def envelope_unknowns(rows: pd.DataFrame) -> dict[str, int]:
+    """Of ``rows`` (runs of the runs table), how many have no step count (``steps_unknown``) and
+    how many have no output-token count or only a lower bound (``tokens_unknown``: null, or
+    ``tokens_source`` ``metered_incomplete``): a cap is confirmed only where both are 0."""
+    steps = rows["steps"] if "steps" in rows else pd.Series([None] * len(rows), dtype="object")
+    tokens = rows["tokens_out"] if "tokens_out" in rows else pd.Series([None] * len(rows), dtype="object")
+    source = rows["tokens_source"] if "tokens_source" in rows else pd.Series([None] * len(rows), dtype="object")
+    return {"steps_unknown": int(steps.isna().sum()),
+            "tokens_unknown": int((tokens.isna() | source.eq("metered_incomplete").fillna(False).astype(bool)).sum())}
 
 
 def headline_interval(facts: Mapping, cfg: Mapping, memory: Memory) -> dict | None:

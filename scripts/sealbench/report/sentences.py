@@ -297,6 +297,27 @@ def timeout_share(solver: str, counts: Mapping) -> str:
     return f"{solver} {t} of {runs} runs ({pct(t / runs if runs else None)})"
 
 
+def envelope_words(env: Mapping, facts: Mapping) -> str:
+    """The envelope the headline's runs kept, stating a cap only where it was confirmed on every
+    counted run (``facts``: ``counted``, ``steps_unknown``, ``tokens_unknown`` of
+    ``gate.headline_facts``); an unconfirmed cap is said to be unconfirmed, with how many runs
+    leave it so. The clock is the harness's own and always holds."""
+    n = facts.get("counted", 0)
+    caps, unconfirmed = [], []
+    for cap, unknown, what in ((f"{env['max_steps']} steps", facts.get("steps_unknown", 0),
+                                "reported no step count"),
+                               (f"{env['max_output_tokens']} output tokens", facts.get("tokens_unknown", 0),
+                                "have no output-token count, or only a lower bound")):
+        (unconfirmed if unknown else caps).append((cap, unknown, what))
+    said = f"under a clock of at most {env['max_wall_s']} s per task"
+    if caps:
+        said += ", " + " and ".join(c for c, _u, _w in caps)
+    if unconfirmed:
+        said += (" (not confirmed: the cap of " + " and the cap of ".join(
+            f"{c} ({u} of {n} runs {w})" for c, u, w in unconfirmed) + ")")
+    return said
+
+
 def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping, comparison: Mapping,
                        dummies: list[dict], no_pooled: bool, reuse: Mapping | None, codes: list[str],
                        publishable: bool, alpha: float, interval: Mapping | None = None,
@@ -333,8 +354,7 @@ def headline_sentences(exp: Mapping, cfg: Mapping, facts: Mapping, sens: Mapping
                                    f"({pct(facts['rate'])}{ci}) on hidden tests, ")
     allowed.append(
         f"On this sealed pack (digest {exp['pack_digest'][:12]}), {cand} {pooled}"
-        f"{'passed hidden tests ' if no_pooled else ''}under a clock of at most {env['max_wall_s']} s per task, "
-        f"{env['max_steps']} steps and {env['max_output_tokens']} output tokens; per stratum: {strata_txt}; "
+        f"{'passed hidden tests ' if no_pooled else ''}{envelope_words(env, facts)}; per stratum: {strata_txt}; "
         f"timeouts {facts['timeouts']} (counted as failures), exclusions {facts['excluded']} of "
         f"{facts['scheduled']} scheduled runs"
         + (f" (with them counted as failures: {sens['passes']:g} of {sens['n']}, {pct(sens['rate'])})"
