@@ -11,6 +11,7 @@ Modules:
   command may not name
 - ``clients``: named client presets (Claude Code, Codex CLI, Gemini CLI, aider, mini-swe-agent):
   installed into their own pinned folders, expanded to the commands they stand for
+- ``gateway``: a real provider behind the endpoint, its key added outside the sandbox
 - ``bridge``: the one loopback endpoint a sandboxed agent may reach; meters tokens
 - ``session``: human sessions ([humans.md](humans.md))
 - ``session_shell``: a human session's sealed shell: the agents' sandbox around the workspace, the

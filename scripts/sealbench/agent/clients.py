@@ -70,7 +70,7 @@ class Client:
     package: str             #: the registry's package name
     version: str             #: the version pinned by sealbench (``version:`` overrides it)
     bin: str                 #: the executable, relative to the install folder
-    wire: str                #: the wire format it speaks (what the bridge meters)
+    wire: str                #: the API it speaks (config ``api``: the gateway's key header; what the bridge meters)
     base_path: str = ""      #: appended to ``http://HOST:PORT`` for the client's base URL
 
 
@@ -297,6 +297,7 @@ def expand_agent(name: str, entry: Mapping[str, Any], where: str = "config", *,
         env[key] = str(value)
     out = dict(entry)
     out.update(client=client.name, version=version, model=str(entry["model"]), command=command, env=env,
+               api=client.wire,
                readonly_paths=list(dict.fromkeys([*(entry.get("readonly_paths") or []), str(folder)])),
                code_paths=list(dict.fromkeys([*(entry.get("code_paths") or []), str(folder)])))
     return out

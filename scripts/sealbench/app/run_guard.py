@@ -140,7 +140,13 @@ def check_agents_start(cfg: Mapping[str, Any], agents: Mapping[str, Mapping[str,
     (results/.sealbench/agent-health/): call it holding the run lock. Raises SealbenchError naming
     each agent that cannot start."""
     from ..agent.agent_probe import start_check
+    from ..agent.gateway import GatewayError, upstream_key
 
+    for name, spec in agents.items():   # a provider's key must be in the harness's environment first
+        try:
+            upstream_key((spec or {}).get("key_env"))
+        except GatewayError as exc:
+            raise SealbenchError(f"agent {name}: {exc}") from None
     cannot_start = start_check(agents, cfg["sandbox"], base, Path(cfg["pack"]), Path(results), cfg["limits"])
     if cannot_start:
         raise SealbenchError(cannot_start)

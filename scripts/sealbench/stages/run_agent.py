@@ -65,6 +65,7 @@ from ..agent.agent_command import CommandPlan, command_plan
 from ..agent.agent_health import health_file, note_health, read_health, start_failure, stopped_record
 from ..agent.agent_probe import blocked, hidden_folders, worker_env
 from ..agent.bridge import UnixToTcp, parse_endpoint
+from ..agent.gateway import Gateway, upstream_key
 from ..core import contract, paths
 from ..core.contract import (
     STAMP_FILE,
@@ -112,6 +113,11 @@ class RunOptions:
     cap_bytes: int | None = 1 << 20     #: kept bytes per output stream
     hide: tuple[Path, ...] = ()         #: extra folders hidden from the worker (the pack, results/)
     endpoint: str | None = None         #: the one loopback host:port the agent may reach
+    #: a real provider behind the endpoint (agent.gateway): its URL, the harness variable holding
+    #: its key (never passed into the sandbox), and the API it speaks (which header the key goes in)
+    upstream: str | None = None
+    key_env: str | None = None
+    api: str | None = None
     readonly_paths: tuple[Path, ...] = ()  #: extra read-only paths the agent needs
     limits: Mapping[str, Any] | None = None  #: resource limits (config ``limits``; None: limits.DEFAULT_LIMITS)
     base: Path | None = None            #: the project folder relative command words name (None: the cwd)
@@ -261,12 +267,17 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     env = worker_env(level, agent_env,
                       {**contract.agent_env(meta["id"], prompt, ws.root, visible, clock, envelope, out, epoch, level),
                        **env_vars})
-    bridge = None
+    bridge = gateway = None
     worker_cmd = command_run
     if options.endpoint:
         host, port = parse_endpoint(options.endpoint)
+        if options.upstream:    # the key is read here, outside, and added by the gateway
+            gateway = Gateway(options.upstream, upstream_key(options.key_env), options.api or "",
+                              port=0 if level == "bwrap" else port)   # unsandboxed: at the endpoint itself
         if level == "bwrap":
-            bridge = UnixToTcp(str(ctl / "endpoint.sock"), host, port)
+            bridge = UnixToTcp(str(ctl / "endpoint.sock"), *(("127.0.0.1", gateway.port) if gateway else (host, port)))
+            if gateway is not None:
+                bridge.session.endpoint = options.upstream    # the server is the provider, not the gateway
             worker_cmd = (f"exec {shlex.quote(sys.executable)} -S {shlex.quote(str(Path(bridge_module.__file__).resolve()))} "
                           f"{host} {port} {shlex.quote(str(ctl / 'endpoint.sock'))} -- bash -c {shlex.quote(command_run)}")
     try:
@@ -276,6 +287,8 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
         server.close()
         if bridge is not None:
             bridge.close()
+        if gateway is not None:
+            gateway.close()
     # an agent stopped for filling the disk leaves no patch (git would have to read it all)
     disk_hit = bool(res.limit_hit) and ("workspace limit" in res.limit_hit or "file-size limit" in res.limit_hit)
     patch_error = None
@@ -390,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
         spec = json.loads(args.spec)
         options = RunOptions(sandbox_mode=args.sandbox, stop_on_green=args.stop_on_green,
                              cap_bytes=args.log_cap_bytes, hide=(*paths.locations_to_hide(), *(p.absolute() for p in args.hide)),
-                             endpoint=spec.get("endpoint"),
+                             endpoint=spec.get("endpoint"), upstream=spec.get("upstream"),
+                             key_env=spec.get("key_env"), api=spec.get("api"),
                              readonly_paths=tuple(Path(p) for p in spec.get("readonly_paths") or []),
                              limits=limits_arg(args), base=Path.cwd(),
                              visible_timeout_s=args.visible_timeout, env=args.env, draw=draw, slot=slot)
