@@ -9,6 +9,10 @@ Every test belongs to exactly one tier, declared with a marker (registered in py
 - ``pipeline``: starts Snakemake (``python -m snakemake`` or the ``sealbench`` commands that run
   it), directly or through a fixture. Finished runs that several tests only read come from
   ``tests/pipeline_runs.py``.
+- ``clients``: installs real agent clients (Claude Code, Codex CLI, Gemini CLI, aider,
+  mini-swe-agent) from their registries and runs them against scripted model servers
+  (``tests/clients/``). Not run by a plain ``pytest``: only when ``-m`` names the tier
+  (``pytest -m clients``, what ``.ci/run`` runs after the rest).
 
 A module declares its tier with ``pytestmark = pytest.mark.unit`` (or ``sandbox``,
 ``pipeline``); a module with tests of several tiers marks each test instead. Collection stops
@@ -39,7 +43,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     Snakemake): on the 2-core machine a third worker did not end the suite sooner."""
     return max(1, min(8, len(os.sched_getaffinity(0))))
 
-TIERS = ("unit", "sandbox", "pipeline")
+TIERS = ("unit", "sandbox", "pipeline", "clients")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: `-m snakemake` must see the alias
@@ -54,6 +58,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.snakemake)
         module = item.nodeid.split("::", 1)[0]
         rank[module] = max(rank.get(module, 0), TIERS.index(tiers[0]))
+    if "clients" not in (config.option.markexpr or ""):     # the clients tier runs only when asked for
+        chosen = [i for i in items if not i.get_closest_marker("clients")]
+        if len(chosen) < len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker("clients")])
+            items[:] = chosen
     if bad:
         raise pytest.UsageError(
             f"{len(bad)} test(s) without exactly one tier marker ({', '.join(TIERS)}; see tests/conftest.py):\n"
