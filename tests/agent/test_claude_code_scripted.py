@@ -112,8 +112,9 @@ def test_claude_code_plays_the_script_and_lands_the_fix(workspace: dict[str, Pat
         assert result["usage"][k] == whole[k], k
 
     # the visible tests ran through the Bash tool (env reached the tool) and the output went back
-    last = [c for c in server.calls if c["kind"] == "main"][-1]
-    assert last["command"] is None
+    mains = [c for c in server.calls if c["kind"] == "main"]
+    assert "calc.py | 2 +-" in mains[2]["observation"]          # git diff --stat after the fix
+    assert "visible ok" in mains[3]["observation"] and mains[3]["command"] is None
     # only the endpoint, with the dummy key as x-api-key (never Authorization)
     posts = [r for r in server.requests if r["method"] == "POST"]
     assert posts and all(r["auth"] == ["x-api-key"] for r in posts)

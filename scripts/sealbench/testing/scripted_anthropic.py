@@ -45,8 +45,8 @@ Usage is deterministic. Token counts are characters // 4: S = the request's ``sy
 - ``output_tokens`` = characters of the reply (text + tool input JSON) // 4, at least 1.
 
 What was reported is recorded per call (``calls``: kind main/side, model, turn, command,
-stream, the four numbers) and summed (``totals()``, ``totals("main")``, ``totals("side")``,
-``conversations()``) so a test can compare it with what the client or a meter reports.
+observation = the client's last ``tool_result`` text, stream, the four numbers) and summed
+(``totals()``, ``totals("main")``, ``totals("side")``, ``conversations()``) so a test can compare it with what the client or a meter reports.
 
 Standalone::
 
@@ -103,6 +103,17 @@ def shell_tool(tools: Any) -> str | None:
         props = (t.get("input_schema") or {}).get("properties") or {}
         if isinstance(props, dict) and "command" in props:
             return t["name"]
+    return None
+
+
+def last_observation(messages: Sequence[dict]) -> str | None:
+    """The text of the last ``tool_result`` block (what the client sent back for the last
+    command), or None."""
+    for m in reversed(messages):
+        for b in reversed(m.get("content") if isinstance(m.get("content"), list) else []):
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                c = b.get("content")
+                return c if isinstance(c, str) else _text_of(c)
     return None
 
 
@@ -215,7 +226,9 @@ class ScriptedAnthropic:
         with self.lock:
             self.calls.append({"kind": "main" if main else "side", "model": body.get("model"),
                                "conversation": hashlib.sha256(task.encode()).hexdigest()[:16], "task": task,
-                               "turn": turn, "command": cmd, "stream": bool(body.get("stream")),
+                               "turn": turn, "command": cmd,
+                               "observation": last_observation(messages) if main else None,
+                               "stream": bool(body.get("stream")),
                                "tools": len(body.get("tools") or []), **usage})
         return blocks, stop, usage
 
