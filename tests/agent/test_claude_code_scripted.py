@@ -120,8 +120,10 @@ def test_claude_code_plays_the_script_and_lands_the_fix(workspace: dict[str, Pat
     assert posts and all(r["auth"] == ["x-api-key"] for r in posts)
     assert all(r["path"].startswith("/v1/messages") for r in posts)
     assert all(r["model"] == MODEL for r in posts)
-    # HOME got the transcript
-    assert list((workspace["home"] / ".claude" / "projects").glob("*/*.jsonl"))
+    # HOME got the transcript (and the client's own state)
+    home = workspace["home"]
+    print("written in HOME:", sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file()))
+    assert list((home / ".claude" / "projects").glob("*/*.jsonl"))
 
 
 def _free_port() -> int:

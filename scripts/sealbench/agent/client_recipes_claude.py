@@ -10,8 +10,9 @@ sandbox's /tmp)::
       claude -p --dangerously-skip-permissions --model MODEL --output-format json
 
 - The task goes in on stdin, not as an argument: a prompt that starts with ``-`` would be taken
-  for an option, and with a prompt argument and a non-terminal stdin the client also waits for
-  stdin and appends it to the prompt.
+  for an option, and with a prompt argument and a non-terminal stdin the client still waits 3 s
+  for stdin data ("Warning: no stdin data received in 3s, proceeding without it") and would add
+  whatever comes to the prompt.
 - ``--output-format json``: stdout is ONE JSON object (``type: result``, ``is_error``,
   ``result`` = the final text or the error, ``num_turns``, ``usage`` with the four token
   counts summed over the session, ``modelUsage`` per model, ``total_cost_usd`` from its own price
@@ -27,12 +28,16 @@ every model alias and the small fast model (titles, summaries) pointed at MODEL 
 names a model the endpoint does not serve; telemetry, error reporting, the auto-updater and all
 nonessential traffic off (with ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`` the client's own
 debug log shows no host but the endpoint); ``CLAUDE_CODE_MAX_RETRIES`` small, because the client
-retries a refused connection or a 5xx 10 times with exponential backoff by default (over 2.5
-minutes before it gives up) — with 4 it exits 1 within ~10 s.
+retries a failed request 10 times with exponential backoff by default (a refused connection had
+not given up after 150 s) — with 4 it exits 1 after ~13 s, with 0 after ~3 s. A real endpoint's
+429/529 get the same few retries: raise ``max_retries`` for long runs against a busy model.
+
+Files in ``$HOME`` before the run: ``.claude.json`` (onboarding done) and
+``.claude/settings.json`` (the bypass-permissions prompt already accepted).
 
 What it writes (observed with 2.1.197): nothing in the workspace but what its tools do. In
-``$HOME``: ``.claude.json`` (rewritten several times per run: ids, project entry, counters) and
-a backup in ``.claude/backups/``; the session transcript
+``$HOME``: ``.claude.json`` (rewritten several times per run: machine and user ids, start
+counters, migrations) and a backup in ``.claude/backups/``; the session transcript
 ``.claude/projects/<cwd with / -> ->/<session id>.jsonl``, an empty ``memory/`` beside it;
 ``.claude/shell-snapshots/``, ``.claude/session-env/<session id>/``, ``.claude/sessions/``.
 """
@@ -85,7 +90,9 @@ def claude_code_recipe(model: str, base_url: str, prompt_file_var: str = "SEALBE
         "IS_SANDBOX": "1",
         "CLAUDE_CODE_MAX_RETRIES": str(max_retries),
     }
-    config = {"hasCompletedOnboarding": True, "bypassPermissionsModeAccepted": True, "autoUpdates": False,
-              "numStartups": 1}
-    files = {".claude.json": json.dumps(config, indent=1) + "\n"}
+    # neither is needed in print mode; they are what an interactive first start would leave (2.1.197
+    # migrates the older ``bypassPermissionsModeAccepted`` / ``autoUpdates`` of .claude.json to
+    # these settings), and a missing .claude.json logs "Failed to save config" once
+    files = {".claude.json": json.dumps({"hasCompletedOnboarding": True}, indent=1) + "\n",
+             ".claude/settings.json": json.dumps({"skipDangerousModePermissionPrompt": True}, indent=1) + "\n"}
     return command, env, files
