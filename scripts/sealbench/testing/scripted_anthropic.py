@@ -34,7 +34,7 @@ messages (each scripted turn adds one ``tool_use`` and the client answers it wit
 ``tool_result``). A conversation is keyed by the text of its first user message.
 
 Usage is deterministic. Token counts are characters // 4: S = the request's ``system`` and
-``tools``, m_i = message i (its content as JSON). A reply reports, with n messages:
+``tools``, m_i = message i (its content as JSON; at least 1). A reply reports, with n messages:
 
 - side call: ``input_tokens`` = S + all messages, no cache tokens;
 - main call: ``cache_read_input_tokens`` = S + m_0..m_{n-3} (the prefix the previous turn cached;
@@ -193,7 +193,7 @@ class ScriptedAnthropic:
         """Input-side usage of a request (``output_tokens`` left out), see the module doc."""
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         s = _tokens(body.get("system") or "") + _tokens(body.get("tools") or [])
-        parts = [_tokens(m.get("content") or "") for m in messages]
+        parts = [max(1, _tokens(m.get("content") or "")) for m in messages]
         if not main:
             return {"input_tokens": s + sum(parts), "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         n = len(parts)
