@@ -59,7 +59,7 @@ def test_two_lines_are_a_whole_agent_and_expanding_again_changes_nothing(cfg, tm
     assert spec["version"] == clients.CLIENTS[name].version and spec["model"] == "m-1"
     assert str(folder) in spec["readonly_paths"] and str(folder) in spec["code_paths"]
     # the task reaches the client (mini's adapter reads $SEALBENCH_PROMPT itself)
-    assert "m-1" in spec["command"] and ("$SEALBENCH_PROMPT" in spec["command"] or name == "mini-swe-agent")
+    assert "m-1" in spec["command"] and ("SEALBENCH_PROMPT" in spec["command"] or name == "mini-swe-agent")
     # the config written with the results validates to the same entry
     assert _valid(out)["agents"]["cand"] == spec
     # no real key is ever part of the preset: only the dummy credential

@@ -199,12 +199,12 @@ def _home_writes(files: Mapping[str, str]) -> str:
 
 
 def _claude_code(client: Client, folder: Path, model: str, base_url: str) -> Recipe:
-    """Claude Code in print mode, every permission granted (sealbench's sandbox is the sandbox)."""
-    return Recipe(f"{shlex.quote(str(folder / client.bin))} -p {_prompt()} --dangerously-skip-permissions "
-                  f"--model {shlex.quote(model)}",
-                  env={"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": DUMMY_KEY, "DISABLE_TELEMETRY": "1",
-                       "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
-                       "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"})
+    """Claude Code in print mode, every permission granted (sealbench's sandbox is the sandbox):
+    :func:`sealbench.agent.client_recipes_claude.claude_code_recipe`."""
+    from .client_recipes_claude import claude_code_recipe
+
+    command, env, files = claude_code_recipe(model, base_url, binary=str(folder / client.bin))
+    return Recipe(command, env, files)
 
 
 def _codex(client: Client, folder: Path, model: str, base_url: str) -> Recipe:
