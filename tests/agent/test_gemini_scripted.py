@@ -31,8 +31,8 @@ pytestmark = [
 ]
 
 MODEL = "gemini-2.5-pro"
-VISIBLE = "python3 -c \"import calc; assert calc.add(2, 3) == 5; print('visible ok')\""
-SCRIPT = ["cat calc.py", "sed -i 's/a - b/a + b/' calc.py", 'sh -c "$SEALBENCH_VISIBLE_CMD"']
+CHECK = "import os, sys\nsys.path.insert(0, os.getcwd())\nimport calc\nassert calc.add(2, 3) == 5\nprint('visible ok')\n"
+SCRIPT = ["cat calc.py", "sed -i 's/a - b/a + b/' calc.py", 'printf "[%s]\\n" "$SEALBENCH_VISIBLE_CMD"', "$SEALBENCH_VISIBLE_CMD"]
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -51,6 +51,7 @@ def task(tmp_path: Path) -> tuple[Path, Path]:
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "buggy add")
     (home / "prompt.md").write_text("calc.add subtracts instead of adding. Fix it.\n")
+    (home / "check.py").write_text(CHECK)  # the visible tests, outside the workspace
     return repo, home
 
 
@@ -60,9 +61,9 @@ def run_client(repo: Path, home: Path, base_url: str, timeout: float) -> tuple[s
     for rel, text in files.items():
         (home / rel).parent.mkdir(parents=True, exist_ok=True)
         (home / rel).write_text(text)
-    full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(home),
+    full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1",
                 "TMPDIR": str(home), "SEALBENCH_PROMPT": str(home / "prompt.md"),
-                "SEALBENCH_VISIBLE_CMD": VISIBLE, **env}
+                "SEALBENCH_VISIBLE_CMD": f"python3 {home / 'check.py'}", **env}
     start = time.monotonic()
     res = subprocess.run(["sh", "-c", command], cwd=repo, env=full_env, stdin=subprocess.DEVNULL,
                          capture_output=True, text=True, timeout=timeout)
@@ -88,6 +89,8 @@ def test_scripted_fix_lands_and_usage_is_recorded(task: tuple[Path, Path]) -> No
     # the prompt (stdin) and the visible command's output reached the model
     last = srv.calls[-1]["body"]["contents"]
     assert "subtracts instead of adding" in str(last[0]) and "Check your work with" in str(last[0])
+    for part in (p for c in last if c.get("role") == "user" for p in c["parts"] if "functionResponse" in p):
+        print("tool output:", part["functionResponse"]["response"]["output"].splitlines()[1:-2])
     assert "visible ok" in str(last[-1])
     main = srv.totals("main")
     assert main["calls"] == len(SCRIPT) + 1 and main["cachedContentTokenCount"] > 0

@@ -23,11 +23,15 @@ against a live run; see ``tests/agent/test_gemini_scripted.py``):
 - ``general.maxAttempts``: the main-model retry budget, backoff 5 s doubling to 30 s. The default
   10 keeps a client pointed at a dead port retrying for about 3.5 minutes; 3 gives up after about
   15 s (exit 1, "Error when talking to Gemini API ... fetch failed sending request").
-- ``GEMINI_CLI_SYSTEM_SETTINGS_PATH``: the same settings are also written as the *system* settings
-  file, which is merged last, so a task repository's own ``.gemini/settings.json`` (workspace
-  settings; the workspace is trusted) cannot switch auth, trust or telemetry back on.
-  ``advanced.ignoreLocalEnv = true``: the workspace's ``.env`` is not read (its ``.gemini/.env``
+- ``advanced.ignoreLocalEnv = true``: the workspace's ``.env`` is not read (its ``.gemini/.env``
   still is, but it never overrides a variable already set, and every variable here is set).
+  Settings precedence is defaults < user (``$HOME/.gemini/settings.json``, written here) <
+  workspace (a task repository's own ``.gemini/settings.json``: read, the workspace being trusted)
+  < system (``GEMINI_CLI_SYSTEM_SETTINGS_PATH``). A system file would pin these settings against a
+  repository's, but 0.61 skips it ("Security Warning: Skipping system settings file") unless the
+  file and every directory above it are owned by root and not group/other-writable, which a file
+  under the sandbox's ``/tmp`` (mode 1777) never is; so a repository's settings can override
+  these (sealbench's sandbox still holds: only the endpoint is reachable).
 - ``GEMINI_CLI_NO_RELAUNCH=true``: otherwise ``gemini`` re-spawns itself in a second node process
   (to raise its heap limit); one process is lighter and its pid is the client's.
 - ``GEMINI_SANDBOX=false``: its own sandbox off (sealbench's sandbox is the sandbox); ``--yolo``
@@ -50,13 +54,12 @@ import shlex
 
 #: The dummy credential: the sandbox never holds a real key.
 DUMMY_KEY = "sealbench-no-key-inside-the-sandbox"
-#: Settings file paths relative to ``$HOME``.
+#: The settings file, relative to ``$HOME``.
 USER_SETTINGS = ".gemini/settings.json"
-SYSTEM_SETTINGS = ".gemini/system-settings.json"
 
 
 def gemini_settings(max_attempts: int = 3) -> dict:
-    """The settings.json both as user and as system settings."""
+    """The user settings (``$HOME/.gemini/settings.json``)."""
     return {
         "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
         "privacy": {"usageStatisticsEnabled": False},
@@ -77,9 +80,7 @@ def gemini_recipe(model: str, base_url: str, *, bin: str = "gemini", max_attempt
     ``$SEALBENCH_VISIBLE_CMD`` to the prompt."""
     settings = json.dumps(gemini_settings(max_attempts), indent=1) + "\n"
     tail = "printf '\\n\\nCheck your work with: %s\\n' \"$SEALBENCH_VISIBLE_CMD\"; " if check else ""
-    command = (f'GEMINI_CLI_SYSTEM_SETTINGS_PATH="$HOME"/{SYSTEM_SETTINGS}; '
-               f"export GEMINI_CLI_SYSTEM_SETTINGS_PATH; "
-               f'{{ cat "$SEALBENCH_PROMPT"; {tail}}} | '
+    command = (f'{{ cat "$SEALBENCH_PROMPT"; {tail}}} | '
                f"{shlex.quote(bin)} --yolo -m {shlex.quote(model)} -p ''")
     env = {
         "GEMINI_API_KEY": DUMMY_KEY,
@@ -90,4 +91,4 @@ def gemini_recipe(model: str, base_url: str, *, bin: str = "gemini", max_attempt
         "GEMINI_TELEMETRY_ENABLED": "false",
         "NO_COLOR": "1",
     }
-    return command, env, {USER_SETTINGS: settings, SYSTEM_SETTINGS: settings}
+    return command, env, {USER_SETTINGS: settings}
