@@ -220,14 +220,12 @@ def _codex(client: Client, folder: Path, model: str, base_url: str) -> Recipe:
 
 
 def _gemini_cli(client: Client, folder: Path, model: str, base_url: str) -> Recipe:
-    """Gemini CLI non-interactive, ``--yolo``; the API-key auth and folder trust off in its settings
-    (without them it exits 41 or ignores ``--yolo``), telemetry and update checks off."""
-    settings = {"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
-                "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
-                "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}
-    return Recipe(f"{shlex.quote(str(folder / client.bin))} -p {_prompt()} --yolo -m {shlex.quote(model)}",
-                  env={"GEMINI_API_KEY": DUMMY_KEY, "GOOGLE_GEMINI_BASE_URL": base_url},
-                  home_files={".gemini/settings.json": json.dumps(settings, indent=1)})
+    """Gemini CLI headless, ``--yolo``, API-key auth and the workspace trusted, telemetry and
+    update checks off: :func:`sealbench.agent.client_recipes_gemini.gemini_recipe`."""
+    from .client_recipes_gemini import gemini_recipe
+
+    command, env, files = gemini_recipe(model, base_url, bin=str(folder / client.bin))
+    return Recipe(command, env, files)
 
 
 def _mini_swe_agent(client: Client, folder: Path, model: str, base_url: str) -> Recipe:
