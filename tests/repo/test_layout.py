@@ -98,13 +98,14 @@ def test_every_module_is_in_a_layer_folder() -> None:
 
 
 def test_tests_mirror_the_layers() -> None:
-    """Each test file sits in tests/<layer>/ (or tests/pipeline/ when it runs snakemake); helpers stay in tests/."""
+    """Each test file sits in tests/<layer>/ (or tests/pipeline/ when it runs snakemake, tests/clients/ when
+    it installs real agent clients: the clients tier); helpers stay in tests/."""
     import sealbench
 
     tests = ROOT / "tests"
     assert not list(tests.glob("test_*.py")), "a test file in tests/ itself: put it in its layer's folder"
     folders = {p.parent.name for p in tests.rglob("test_*.py") if "data" not in p.relative_to(tests).parts}
-    assert folders <= {*sealbench.LAYERS, *sealbench.APART, "pipeline", "repo"}, folders
+    assert folders <= {*sealbench.LAYERS, *sealbench.APART, "pipeline", "repo", "clients"}, folders
 
 
 # ----------------------------------------------------------------------------- repeated blocks

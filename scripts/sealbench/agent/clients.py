@@ -133,8 +133,8 @@ def install(client: Client, version: str, root: Path | None = None) -> Path:
     """Install ``client`` at exactly ``version`` into its own folder (once: a finished install is
     kept; an unfinished one is removed and done again), and return the folder. npm installs with
     ``--engine-strict`` (a client that needs a newer Node fails here, naming the Node it needs,
-    rather than npm silently installing an older release) and ``--ignore-scripts``; pip into a
-    venv of this interpreter. The installed version is read back and must be the one asked for.
+    rather than npm silently installing an older release), its install scripts run (Claude Code's
+    places its native binary); pip into a venv of this interpreter. The installed version is read back and must be the one asked for.
     Raises :class:`ConfigError` with the installer's own error line."""
     folder = install_dir(client, version, root)
     if installed(folder):
@@ -154,7 +154,7 @@ def install(client: Client, version: str, root: Path | None = None) -> Path:
             if npm is None:
                 raise ConfigError(f"{what}: npm is not on PATH (install Node.js with npm, or use another client)")
             _run([npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--no-save", "--engine-strict",
-                  "--ignore-scripts", f"{client.package}@{version}"], log, what)
+                  f"{client.package}@{version}"], log, what)
         else:
             _run([sys.executable, "-m", "venv", str(folder / "venv")], log, what)
             _run([str(folder / "venv" / "bin" / "python"), "-m", "pip", "install", "-q",

@@ -38,11 +38,12 @@ import argparse
 import hashlib
 import json
 import signal
-import threading
 import time
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .loopback import LoopbackServer
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 MODES = ("tool", "text")
@@ -67,7 +68,7 @@ def prompt_tokens(messages: Sequence[dict]) -> int:
     return max(1, chars // 4)
 
 
-class FakeLLM:
+class FakeLLM(LoopbackServer):
     """The server. Use as a context manager, or ``start()`` / ``close()``."""
 
     def __init__(self, commands: Sequence[str | None], mode: str = "tool", port: int = 0,
@@ -76,32 +77,7 @@ class FakeLLM:
             raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
         self.commands, self.mode, self.fence = list(commands), mode, fence
         self.calls: list[dict] = []
-        self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.fake = self  # type: ignore[attr-defined]
-        self.port = self.httpd.server_address[1]
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> FakeLLM:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def __enter__(self) -> FakeLLM:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        super().__init__(_Handler, port)
 
     @property
     def api_base(self) -> str:
@@ -168,7 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 
     def do_POST(self) -> None:
-        fake: FakeLLM = self.server.fake  # type: ignore[attr-defined]
+        fake: FakeLLM = self.server.owner  # type: ignore[attr-defined]
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         if self.path.split("?")[0] not in PATHS:

@@ -59,11 +59,12 @@ import argparse
 import hashlib
 import json
 import signal
-import threading
 import uuid
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .loopback import LoopbackServer
 
 FINAL_TEXT = "Done: the scripted work is complete."
 SIDE_TEXT = "Scripted side reply"
@@ -123,7 +124,7 @@ def tool_results(messages: Sequence[dict]) -> int:
                for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
 
 
-class ScriptedAnthropic:
+class ScriptedAnthropic(LoopbackServer):
     """The server. Use as a context manager, or ``start()`` / ``close()``."""
 
     def __init__(self, commands: Sequence[str | None], port: int = 0, models: Sequence[str] | None = None,
@@ -132,32 +133,7 @@ class ScriptedAnthropic:
         self.models = list(models) if models else None
         self.calls: list[dict] = []
         self.requests: list[dict] = []
-        self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.fake = self  # type: ignore[attr-defined]
-        self.port = self.httpd.server_address[1]
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> ScriptedAnthropic:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def __enter__(self) -> ScriptedAnthropic:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        super().__init__(_Handler, port)
 
     @property
     def base_url(self) -> str:
@@ -245,7 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def fake(self) -> ScriptedAnthropic:
-        return self.server.fake  # type: ignore[attr-defined]
+        return self.server.owner  # type: ignore[attr-defined]
 
     def _log(self, body: Any = None) -> None:
         entry: dict[str, Any] = {"method": self.command, "path": self.path}

@@ -53,10 +53,11 @@ import hashlib
 import json
 import re
 import signal
-import threading
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .loopback import LoopbackServer
 
 MODEL_VERSION = "gemini-scripted-001"
 FINAL_TEXT = "All scripted commands have been run. The task is complete."
@@ -179,7 +180,7 @@ def _json_schema_of(body: dict) -> dict | None:
     return None
 
 
-class ScriptedGemini:
+class ScriptedGemini(LoopbackServer):
     """The server. Use as a context manager, or ``start()`` / ``close()``."""
 
     def __init__(self, commands: Sequence[str], port: int = 0, final_text: str = FINAL_TEXT,
@@ -189,28 +190,7 @@ class ScriptedGemini:
         self.calls: list[dict] = []      # one per generateContent / streamGenerateContent call
         self.token_counts: list[dict] = []  # countTokens calls
         self.unknown: list[dict] = []    # requests no route matched
-        self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.scripted = self  # type: ignore[attr-defined]
-        self.port = self.httpd.server_address[1]
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> ScriptedGemini:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def __enter__(self) -> ScriptedGemini:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        super().__init__(_Handler, port)
 
     @property
     def base_url(self) -> str:
@@ -322,13 +302,13 @@ class _Handler(BaseHTTPRequestHandler):
         return {k.lower(): v for k, v in self.headers.items() if k.lower() in keep}
 
     def do_GET(self) -> None:
-        srv: ScriptedGemini = self.server.scripted  # type: ignore[attr-defined]
+        srv: ScriptedGemini = self.server.owner  # type: ignore[attr-defined]
         with srv.lock:
             srv.unknown.append({"method": "GET", "path": self.path, "headers": self._seen_headers()})
         self._error(404, "NOT_FOUND", f"no route GET {self.path}")
 
     def do_POST(self) -> None:
-        srv: ScriptedGemini = self.server.scripted  # type: ignore[attr-defined]
+        srv: ScriptedGemini = self.server.owner  # type: ignore[attr-defined]
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path, _, query = self.path.partition("?")
         m = _ROUTE.match(path)

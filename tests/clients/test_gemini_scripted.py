@@ -1,13 +1,12 @@
 """The real Gemini CLI against the scripted Gemini server (sealbench.testing.scripted_gemini), run
 with sealbench's recipe (sealbench.agent.client_recipes_gemini): no network, no real model.
 
-The client is looked for at :data:`GEMINI_BIN` (``$SEALBENCH_GEMINI_BIN`` overrides it); the
-tests skip, naming the path, when it is absent."""
+The client is the gemini-cli preset's install (``$SEALBENCH_GEMINI_BIN`` overrides it): the
+clients tier."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -16,19 +15,20 @@ from pathlib import Path
 
 import pytest
 
-GEMINI_BIN = os.environ.get("SEALBENCH_GEMINI_BIN", "/tmp/cl/gemini/node_modules/.bin/gemini")
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 from sealbench.agent.client_recipes_gemini import gemini_recipe  # noqa: E402
 from sealbench.testing.scripted_gemini import ScriptedGemini  # noqa: E402
 
-pytestmark = [
-    pytest.mark.sandbox,
-    pytest.mark.skipif(not os.access(GEMINI_BIN, os.X_OK) or shutil.which("node") is None,
-                       reason=f"Gemini CLI not installed at {GEMINI_BIN} (or no node on PATH); "
-                              "set SEALBENCH_GEMINI_BIN to its gemini executable"),
-]
+pytestmark = pytest.mark.clients
+
+
+def gemini_bin() -> str:
+    """The client: ``$SEALBENCH_GEMINI_BIN``, else the gemini-cli preset's install (made once)."""
+    from sealbench.agent import clients
+
+    client = clients.CLIENTS["gemini-cli"]
+    return os.environ.get("SEALBENCH_GEMINI_BIN") or str(clients.install(client, client.version) / client.bin)
 
 MODEL = "gemini-2.5-pro"
 CHECK = "import os, sys\nsys.path.insert(0, os.getcwd())\nimport calc\nassert calc.add(2, 3) == 5\nprint('visible ok')\n"
@@ -57,7 +57,7 @@ def task(tmp_path: Path) -> tuple[Path, Path]:
 
 def run_client(repo: Path, home: Path, base_url: str, timeout: float) -> tuple[subprocess.CompletedProcess, float]:
     """Run the recipe as the sandbox would: its files under HOME, its env, `sh -c` in the repo."""
-    command, env, files = gemini_recipe(MODEL, base_url, bin=GEMINI_BIN)
+    command, env, files = gemini_recipe(MODEL, base_url, bin=gemini_bin())
     for rel, text in files.items():
         (home / rel).parent.mkdir(parents=True, exist_ok=True)
         (home / rel).write_text(text)

@@ -2,8 +2,8 @@
 (:mod:`sealbench.testing.scripted_anthropic`), run with the recipe of
 :mod:`sealbench.agent.client_recipes_claude`: no network, no model.
 
-The client is the one at ``CLAUDE_BIN`` (env ``SEALBENCH_CLAUDE_BIN`` overrides); the client
-tests skip when it is absent. Each run takes ~3 s and a few hundred MB.
+The client is the claude-code preset's install (``SEALBENCH_CLAUDE_BIN`` overrides it): the
+clients tier. Each run takes ~3 s and a few hundred MB.
 """
 
 from __future__ import annotations
@@ -23,11 +23,16 @@ import pytest
 from sealbench.agent.client_recipes_claude import DUMMY_KEY, claude_code_recipe
 from sealbench.testing.scripted_anthropic import ScriptedAnthropic
 
-CLAUDE_BIN = os.environ.get("SEALBENCH_CLAUDE_BIN", "/tmp/cl/claude/node_modules/.bin/claude")
 
-pytestmark = pytest.mark.sandbox
-needs_client = pytest.mark.skipif(not os.access(CLAUDE_BIN, os.X_OK),
-                                  reason=f"Claude Code is not installed at {CLAUDE_BIN} (set SEALBENCH_CLAUDE_BIN)")
+def claude_bin() -> str:
+    """The client: ``$SEALBENCH_CLAUDE_BIN``, else the claude-code preset's install (made once)."""
+    from sealbench.agent import clients
+
+    client = clients.CLIENTS["claude-code"]
+    return os.environ.get("SEALBENCH_CLAUDE_BIN") or str(clients.install(client, client.version) / client.bin)
+
+
+pytestmark = pytest.mark.clients
 
 MODEL = "scripted-model"
 PY = shlex.quote(sys.executable)
@@ -61,7 +66,7 @@ def workspace(tmp_path: Path) -> dict[str, Path]:
 
 
 def run_client(ws: dict[str, Path], base_url: str, model: str = MODEL) -> tuple[subprocess.CompletedProcess, float]:
-    command, env, files = claude_code_recipe(model, base_url, binary=CLAUDE_BIN)
+    command, env, files = claude_code_recipe(model, base_url, binary=claude_bin())
     for rel, text in files.items():
         (ws["home"] / rel).parent.mkdir(parents=True, exist_ok=True)
         (ws["home"] / rel).write_text(text)
@@ -74,7 +79,6 @@ def run_client(ws: dict[str, Path], base_url: str, model: str = MODEL) -> tuple[
     return proc, time.monotonic() - start
 
 
-@needs_client
 def test_claude_code_plays_the_script_and_lands_the_fix(workspace: dict[str, Path]) -> None:
     with ScriptedAnthropic(SCRIPT, models=[MODEL]) as server:
         proc, secs = run_client(workspace, server.base_url)
@@ -132,7 +136,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@needs_client
 @pytest.mark.parametrize("wrong", ["port", "model"])
 def test_claude_code_misconfigured_exits_nonzero_quickly(workspace: dict[str, Path], wrong: str) -> None:
     with ScriptedAnthropic(SCRIPT, models=[MODEL]) as server:

@@ -1,0 +1,145 @@
+"""The clients tier (issue 34): each named client installed from its registry at the version the
+preset pins, its documented two-line config copied as written, run by ``sealbench try`` on a
+bundled task against a scripted model server that drives the client's own shell tool to apply the
+task's gold patch: PASS, tokens metered equal to the server's own totals, and a misconfigured
+client stopped with its own error line.
+
+Run by ``.ci/run`` after the other tiers (``pytest -m clients``); installs go to
+``$SEALBENCH_CLIENTS`` (default ``~/.cache/sealbench/clients``) and are kept between runs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sealbench.agent import clients
+from sealbench.app import cli
+from sealbench.testing.fake_llm import FakeLLM
+from sealbench.testing.scripted_anthropic import ScriptedAnthropic
+from sealbench.testing.scripted_gemini import ScriptedGemini
+
+pytestmark = pytest.mark.clients
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = "xs03-cargo-amount-whitespace"          # a tune task of the bundled suite
+MODEL = "scripted-model"
+NEEDS = {"claude-code": None, "codex": None, "gemini-cli": None, "mini-swe-agent": None}
+
+
+def _apply_gold(task: Path) -> str:
+    """A shell command that applies the task's gold patch (what the scripted model asks for)."""
+    patch = (task / "oracle.patch").read_text()
+    tag = "SEALBENCH_GOLD_PATCH_END"
+    assert tag not in patch
+    return f"git apply --whitespace=nowarn <<'{tag}'\n{patch}{'' if patch.endswith(chr(10)) else chr(10)}{tag}"
+
+
+def _server(name: str, commands: list[str]):
+    if name == "claude-code":
+        return ScriptedAnthropic(commands)
+    if name == "gemini-cli":
+        return ScriptedGemini(commands)
+    if name == "mini-swe-agent":
+        return FakeLLM(commands, mode="tool")
+    from sealbench.testing.scripted_openai_responses import ScriptedResponses
+
+    return ScriptedResponses(commands)
+
+
+def _server_totals(name: str, srv) -> tuple[int, int]:
+    """(tokens in, tokens out) the server reported, all calls, in the meter's terms: every input
+    token the server counted (cache creation and cache reads included) and every output token."""
+    t = srv.totals()
+    if name == "claude-code":
+        return (t["input_tokens"] + t["cache_creation_input_tokens"] + t["cache_read_input_tokens"],
+                t["output_tokens"])
+    if name == "gemini-cli":
+        return t["promptTokenCount"], t["candidatesTokenCount"] + t.get("thoughtsTokenCount", 0)
+    if name == "mini-swe-agent":
+        return t["prompt_tokens"], t["completion_tokens"]
+    return t["input_tokens"], t["output_tokens"]
+
+
+def _config(tmp: Path, name: str, endpoint: str) -> Path:
+    """The bundled config with one agent: the documented preset, two lines and the server."""
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    cfg["pack"] = str(ROOT / "suite")
+    cfg["agents"]["cand"] = {"client": name, "model": MODEL, "endpoint": endpoint}
+    out = tmp / "cfg.yaml"
+    out.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return out
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _installed() -> None:
+    """Each client installed once (kept between runs in the clients folder)."""
+    for name in NEEDS:
+        client = clients.CLIENTS[name]
+        clients.install(client, client.version)
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_the_documented_preset_passes_a_bundled_task_metered_exactly(name: str, tmp_path: Path, capsys,
+                                                                     monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    task = ROOT / "suite" / "tasks" / TASK
+    with _server(name, [_apply_gold(task), "git diff --stat"]) as srv:
+        cfg = _config(tmp_path, name, f"127.0.0.1:{srv.port}")
+        rc = cli.main(["try", "cand", TASK, "--config", str(cfg), "--results", str(tmp_path / "results")])
+        out = capsys.readouterr()
+        want_in, want_out = _server_totals(name, srv)
+    assert rc == 0 and "→ PASS" in out.out, out.out[-4000:] + out.err[-2000:]
+    [run_json] = list((tmp_path / "results").rglob("run.json"))
+    run = json.loads(run_json.read_text())
+    assert run["tokens_source"] == "metered", run["usage_metered"]
+    assert (run["usage"]["tokens_in"], run["usage"]["tokens_out"]) == (want_in, want_out), \
+        (run["usage"], run["usage_metered"], srv.totals())
+    # the client's own working files stayed out of the workspace: the patch is the gold patch's files
+    touched = {ln.split(" b/", 1)[1] for ln in (run_json.parent / "patch.diff").read_text().splitlines()
+               if ln.startswith("diff --git ")}
+    gold = {ln.split(" b/", 1)[1] for ln in (task / "oracle.patch").read_text().splitlines()
+            if ln.startswith("diff --git ")}
+    assert touched == gold, touched
+
+
+@pytest.mark.parametrize("name", ["claude-code", "gemini-cli"])
+def test_a_misconfigured_client_fails_in_its_own_words(name: str, tmp_path: Path, capsys, monkeypatch) -> None:
+    """The endpoint names a port nothing listens on: the client gives up on its own (its retries
+    bounded by the preset) and the try shows the client's own error, not a runtime's banner."""
+    monkeypatch.chdir(tmp_path)
+    srv = _server(name, [])
+    port = srv.port
+    srv.httpd.server_close()    # the port is free again: nothing answers there
+    cfg = _config(tmp_path, name, f"127.0.0.1:{port}")
+    rc = cli.main(["try", "cand", TASK, "--config", str(cfg), "--results", str(tmp_path / "results")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "→ FAIL" in out, out[-3000:]
+    assert "Node.js v" not in out.splitlines()[-1]
+    said = {"claude-code": "Unable to connect to API", "gemini-cli": "fetch failed"}[name]
+    assert said in out, out[-3000:]
+
+
+def test_an_upgrade_changes_the_fingerprint_and_an_unrelated_package_does_not(tmp_path: Path) -> None:
+    from sealbench.provenance.identity import agent_identity
+
+    root = tmp_path / "clients"
+    client = clients.CLIENTS["gemini-cli"]
+    fingerprints = {}
+    for version in ("0.60.0", client.version):
+        shutil.copytree(clients.install(client, version), clients.install_dir(client, version, root), symlinks=True)
+        spec = clients.expand_agent("g", {"client": "gemini-cli", "version": version, "model": MODEL,
+                                          "endpoint": "127.0.0.1:4000"}, root=root)
+        fingerprints[version] = agent_identity("g", spec, base=tmp_path, cache=tmp_path / "hc.json")["fingerprint"]
+    assert fingerprints["0.60.0"] != fingerprints[client.version]
+    # another npm package installed globally, or another client beside it: the same fingerprint
+    shutil.copytree(clients.install(clients.CLIENTS["claude-code"], clients.CLIENTS["claude-code"].version),
+                    clients.install_dir(clients.CLIENTS["claude-code"], clients.CLIENTS["claude-code"].version, root),
+                    symlinks=True)
+    spec = clients.expand_agent("g", {"client": "gemini-cli", "model": MODEL, "endpoint": "127.0.0.1:4000"}, root=root)
+    assert agent_identity("g", spec, base=tmp_path, cache=tmp_path / "hc.json")["fingerprint"] == \
+        fingerprints[client.version]
