@@ -515,3 +515,52 @@ def test_a_command_naming_a_renamed_twin_by_id_runs_it_by_its_new_name() -> None
     assert "t/test_k.py::test_new" in words and "t/test_k.py::test_old" not in words
     assert "t/test_k.py::K::test_q[x y]" in words and "t/test_k.py::test_new_decoy" in words
     assert "t/test_k.py::test_other" in words
+
+
+# ----------------------------------------------------------------------------- names: twin or decoy?
+
+def _word_distance(a: str, b: str) -> int:
+    """How many words one must put in, take out or swap to turn test name ``a`` into ``b``."""
+    x, y = decoys._words(a)[0], decoys._words(b)[0]
+    row = list(range(len(y) + 1))
+    for i, u in enumerate(x, 1):
+        diag, row[0] = row[0], i
+        for j, v in enumerate(y, 1):
+            diag, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, diag + (u != v))
+    return row[-1]
+
+
+def _defined(path: Path) -> set[str]:
+    """The names of the functions ``path`` defines."""
+    return {n.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)}
+
+
+@pytest.mark.unit
+def test_a_forger_cannot_tell_a_twin_from_its_decoys_by_name(tmp_path: Path) -> None:
+    """The outside review's name tell, on every task of the bundled suite: in the decoyed suite as
+    written, a twin that kept its pack name was the one name of its group a pack could hold, and
+    the one every decoy's name was made from (each decoy one word away from it). Now the twin is
+    renamed the way its decoys are: no name of a group is its pack name, and the name nearest all
+    the others (a forger's best guess from names alone) picks the twin no more often than chance."""
+    groups = picked = 0
+    chance = spread = 0.0
+    for task in sorted((ROOT / "suite" / "tasks").iterdir()):
+        cands = decoys.task_candidates(task, 2)
+        suite = tmp_path / task.name
+        decoys.write_suite(task / "hidden_tests", suite, cands)
+        by_twin: dict[tuple[str, str, str], list[decoys.Candidate]] = {}
+        for c in cands:
+            by_twin.setdefault((c.file, c.scope, c.original), []).append(c)
+        for (rel, _scope, original), cs in sorted(by_twin.items()):
+            written, pack = _defined(suite / rel), _defined(task / "hidden_tests" / rel)
+            names = [cs[0].twin, *(c.name for c in cs)]
+            assert set(names) <= written, (task.name, names)
+            assert cs[0].twin != original and original not in written, (task.name, rel, original)
+            assert not set(names) & pack, (task.name, rel, names)      # "the name the pack holds": none
+            guess = min(names, key=lambda n: (sum(_word_distance(n, o) for o in names), n))
+            groups += 1
+            picked += guess == cs[0].twin
+            chance += 1 / len(names)
+            spread += (1 / len(names)) * (1 - 1 / len(names))
+    assert groups >= 24, groups
+    assert picked <= chance + 3 * spread ** 0.5, (picked, round(chance, 1), groups)
