@@ -564,3 +564,46 @@ def test_a_forger_cannot_tell_a_twin_from_its_decoys_by_name(tmp_path: Path) -> 
             spread += (1 / len(names)) * (1 - 1 / len(names))
     assert groups >= 24, groups
     assert picked <= chance + 3 * spread ** 0.5, (picked, round(chance, 1), groups)
+
+
+@pytest.mark.sandbox
+def test_a_bundled_task_scored_through_its_decoyed_suite_reports_the_packs_names(tmp_path: Path) -> None:
+    """The honest case beside the name attack: a bundled task's twins run under new names in its
+    decoyed suite, yet the gold patch scored through that suite (as ``hidden_score`` scores it)
+    reports every real test by its pack name — the same tests, outcomes and collection as a run of
+    the hidden tests without decoys — and passes; the empty diff fails the same tests it fails there."""
+    import shutil
+
+    from sealbench.scoring.scoring import score_patch
+    from sealbench.stages.run_dummy import run_controls
+
+    task = tmp_path / "task"
+    shutil.copytree(ROOT / "suite" / "tasks" / "m01-high-season-surcharge", task)
+    meta = json.loads((task / "meta.json").read_text())
+    ctl = run_controls(task, tmp_path / "controls", oracle_runs=1, timeout_s=120, sandbox_mode="auto",
+                       decoys_per_task=2)
+    assert ctl["oracle_ok"] and ctl["decoys"]["made"] >= 1, ctl["decoys"]
+    renamed = [t for t in ctl["decoys"]["tests"] if t["twin"] != t["original"]]
+    assert renamed, ctl["decoys"]["tests"]
+    suite = decoys.suite_of(tmp_path / "controls" / "controls.json")
+    assert not {t["original"] for t in renamed} & _defined(suite.tests / renamed[0]["file"])
+    hidden_ids = ctl["oracle_ids"]["hidden"]
+    assert {f"{t['file']}::{t['original']}" for t in renamed} <= {i.split("hidden_tests/", 1)[-1] for i in hidden_ids}
+    assert not any(i.endswith("::" + t["twin"]) for i in hidden_ids for t in renamed), hidden_ids
+    oracle = (task / "oracle.patch").read_bytes()
+    for patch, status in ((oracle, "pass"), (b"", "fail")):
+        logs = tmp_path / f"logs-{status}"
+        decoyed = score_patch(task, meta, patch, logs / "decoyed", 120, hidden_tests=suite.tests, decoys=suite.spec,
+                              hidden_command=suite.command, expected_ids=ctl["oracle_ids"],
+                              expected_hidden=ctl["oracle_hidden_ran"])
+        plain = score_patch(task, meta, patch, logs / "plain", 120)
+        assert decoyed.status == plain.status == status, (decoyed.reason, plain.reason)
+        got, want = decoyed.hidden.report, plain.hidden.report
+        fake = set(decoys.decoy_ids(got["collected"], suite.spec))
+        assert len(fake) == len(suite.spec) and got["decoys_failed"] == len(fake), got
+        assert {n: o for n, o in got["outcomes"].items() if n not in fake} == want["outcomes"]
+        assert [n for n in got["collected"] if n not in fake] == want["collected"]
+        assert sorted(set(got["failures"]) - fake) == sorted(want["failures"])
+        assert decoyed.hidden.junit == plain.hidden.junit
+        if status == "pass":
+            assert got["collected"] == sorted(hidden_ids)

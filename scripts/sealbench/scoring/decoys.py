@@ -978,8 +978,8 @@ def command_for(command: str, spec: Sequence[tuple[str, str, str]], seed: bytes 
     if not named or not spec:
         return command
     # a twin renamed in the decoyed suite is run by its new name (its parameter sets keep their ids)
-    for rel, _decoy, twin, *rest in spec:
-        original = rest[1] if len(rest) > 1 and rest[1] else twin
+    for entry in spec:
+        rel, twin, original = entry[0], entry[2], original_of(entry)
         for i in named:
             path, qual, params = _parts(words[i])
             if original != twin and qual == original and _in_file(path, rel):
@@ -1009,17 +1009,43 @@ def command_for(command: str, spec: Sequence[tuple[str, str, str]], seed: bytes 
     return shlex.join(rest[:first] + ids + rest[first:])
 
 
+def original_of(entry: Sequence[str]) -> str:
+    """The twin's qualified name in the pack, of one decoy's spec (:attr:`Candidate.spec`; a spec
+    without it: the twin was not renamed)."""
+    return entry[4] if len(entry) > 4 and entry[4] else entry[2]
+
+
+def pack_ids(ids: Iterable[str], spec: Sequence[tuple[str, ...]]) -> dict[str, str]:
+    """Node id of a renamed twin in a run of the decoyed suite -> the same test's id in the pack
+    (its parameters kept), for the ids of ``ids`` that are a renamed twin's in ``spec``
+    (:func:`from_records`): how the harness reports what the decoyed suite ran."""
+    ids = list(ids)
+    out: dict[str, str] = {}
+    for entry in spec:
+        rel, twin, original = entry[0], entry[2], original_of(entry)
+        if original == twin:
+            continue
+        for nid in ids_of(ids, rel, twin):
+            path, _qual, params = _parts(nid)
+            out[nid] = f"{path}::{original.replace('.', '::')}{params}"
+    return out
+
+
 def decoy_ids(collected: Iterable[str], spec: Sequence[tuple[str, ...]], kind: str | None = None) -> dict[str, str]:
     """Decoy node id -> its twin's node id in a run that collected ``collected``; ``spec``: (file,
-    decoy qualified name, twin qualified name[, kind]) of each decoy (:func:`from_records`); ``kind``:
-    only the decoys of that kind (``value``: the default of a spec without one). Parameter sets are
-    paired in collection order."""
+    decoy qualified name, twin qualified name[, kind[, the twin's name in the pack]]) of each decoy
+    (:func:`from_records`); ``kind``: only the decoys of that kind (``value``: the default of a spec
+    without one). A renamed twin is found by its name in the decoyed suite, or where ``collected``
+    reports it by its pack name (:func:`pack_ids`: the harness's reports), by that. Parameter sets
+    are paired in collection order."""
     collected = list(collected)
     out = {}
-    for rel, decoy, twin, *rest in spec:
+    for entry in spec:
+        rel, decoy, twin, *rest = entry
         if kind is not None and (rest[0] if rest else "value") != kind:
             continue
-        for d, t in zip(ids_of(collected, rel, decoy), ids_of(collected, rel, twin)):
+        twins = ids_of(collected, rel, twin) or ids_of(collected, rel, original_of(entry))
+        for d, t in zip(ids_of(collected, rel, decoy), twins):
             out[d] = t
     return out
 
@@ -1059,7 +1085,7 @@ def task_candidates(task_dir: Path, wanted: int) -> list[Candidate]:
     # names (renaming, with command_for running renamed twins by id, is built: rename_twins=True);
     # the naming tell this leaves is measured in docs/sealed-runs.md
     return candidates(hidden, seen_bodies(visible), prompt + "\n" + seen_text, seed_of(task_dir), wanted,
-                      visible_names=test_names(visible), rename_twins=False, prompt=prompt)
+                      visible_names=test_names(visible), rename_twins=True, prompt=prompt)
 
 
 def twinnable(task_dir: Path) -> int:
