@@ -33,10 +33,14 @@ How decoys are made (:func:`candidates`, then :func:`select` on the controls' ru
   methods); the twin's comments are removed from both copies (a comment could say which value is right).
 - **Tried** in a copy of the hidden suite with every candidate in it (one per test that could be
   a twin, up to :data:`MAX_TWINS`, at least :data:`CANDIDATES_PER_DECOY` per decoy wanted).
-- **Twins renamed too** (``rename_twins``, built, not yet on in :func:`task_candidates`: results
-  read hidden tests' outcomes by their pack names): a twin in the decoyed suite gets a new name
-  made the same way as its decoys' (unless the file refers to it by name); :func:`command_for`
-  runs it by that name where a command names tests by id.
+- **Twins renamed too** (``rename_twins``, on in :func:`task_candidates`): a twin in the decoyed
+  suite gets a new name made the same way as its decoys' (each of them one edit from the pack name,
+  none of them it), so no name of a pair is the one the pack holds; :func:`command_for` runs it by
+  that name where a command names tests by id. The harness reports it by its pack name again
+  (:func:`pack_ids`, as ``sealed_command`` reads the stream): outcomes, collections, the gold runs'
+  ids and verdicts name the pack's tests, whatever the suite ran them as. Left: a twin the file
+  refers to by name (called, or named in a string) keeps its pack name, and a forger who knows the
+  pack's names (a public instance) knows the twin's body anyway.
 - **A parametrized expectation** gets its rows' values swapped (each row another row's value)
   where it has two or more values: the decoy's values are the test's own.
 - **Kept** only when, on the runs of the suite with the candidates in it, the twin fails without
@@ -613,8 +617,8 @@ def candidates(hidden_dir: Path, seen: set[str], forbidden: str, seed: bytes, wa
     ``forbidden``: the prompt and the visible tests' text, ``prompt`` the prompt's alone (what the
     agent was shown: see :func:`_one` for what a decoy may change); ``visible_names``: the visible tests' names (a test whose name is defined
     twice — in a visible file, another hidden file or another class — is never twinned: a decoy's
-    name is defined once, so the repeat would tell which is real); ``rename_twins`` False: twins
-    keep their names (a command that names tests by id runs them by those names)."""
+    name is defined once, so the repeat would tell which is real); ``rename_twins``: each twin gets
+    a new name made as its decoys' are (:func:`_twin_name`; False: twins keep their pack names)."""
     hidden_dir = Path(hidden_dir)
     quotes = Quotes(forbidden, prompt)
     files = sorted(p for p in hidden_dir.rglob("*.py") if p.is_file() and is_test_file(p.name))
@@ -1056,8 +1060,9 @@ def describe(chosen: Sequence[Candidate]) -> list[dict]:
             for c in chosen]
 
 
-def from_records(records: Sequence[Mapping]) -> list[tuple[str, str, str, str]]:
-    """(file, decoy qualified name, twin qualified name, kind) of decoys recorded by :func:`describe`."""
+def from_records(records: Sequence[Mapping]) -> list[tuple[str, str, str, str, str]]:
+    """(file, decoy qualified name, twin qualified name, kind, the twin's qualified name in the
+    pack) of decoys recorded by :func:`describe` (:attr:`Candidate.spec`)."""
     out = []
     for r in records:
         scope = str(r.get("scope") or "")
@@ -1081,9 +1086,8 @@ def task_candidates(task_dir: Path, wanted: int) -> list[Candidate]:
                           if p.is_file() and not p.is_symlink()) if visible.is_dir() else ""
     prompt_file = task_dir / "prompt.md"
     prompt = prompt_file.read_text("utf-8", "replace") if prompt_file.exists() else ""
-    # twins keep their pack names for now: results and tests read hidden tests' outcomes by those
-    # names (renaming, with command_for running renamed twins by id, is built: rename_twins=True);
-    # the naming tell this leaves is measured in docs/sealed-runs.md
+    # twins renamed like their decoys (a twin keeping its pack name beside made-up ones told it
+    # apart: docs/sealed-runs.md); the harness reports them by their pack names (pack_ids)
     return candidates(hidden, seen_bodies(visible), prompt + "\n" + seen_text, seed_of(task_dir), wanted,
                       visible_names=test_names(visible), rename_twins=True, prompt=prompt)
 
