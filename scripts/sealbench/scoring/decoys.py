@@ -964,7 +964,7 @@ def select(cands: Sequence[Candidate], collected: Sequence[str], empty: Mapping[
     return chosen, why
 
 
-def command_for(command: str, spec: Sequence[tuple[str, str, str]], seed: bytes = b"",
+def command_for(command: str, spec: Sequence[tuple[str, ...]], seed: bytes = b"",
                 collected: Sequence[str] | None = None) -> str:
     """The hidden command that runs the decoys too: where it names tests by node id
     (``path::test``, as an imported SWE-bench task does), each decoy's id goes in beside its
