@@ -515,3 +515,95 @@ def test_a_command_naming_a_renamed_twin_by_id_runs_it_by_its_new_name() -> None
     assert "t/test_k.py::test_new" in words and "t/test_k.py::test_old" not in words
     assert "t/test_k.py::K::test_q[x y]" in words and "t/test_k.py::test_new_decoy" in words
     assert "t/test_k.py::test_other" in words
+
+
+# ----------------------------------------------------------------------------- names: twin or decoy?
+
+def _word_distance(a: str, b: str) -> int:
+    """How many words one must put in, take out or swap to turn test name ``a`` into ``b``."""
+    x, y = decoys._words(a)[0], decoys._words(b)[0]
+    row = list(range(len(y) + 1))
+    for i, u in enumerate(x, 1):
+        diag, row[0] = row[0], i
+        for j, v in enumerate(y, 1):
+            diag, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, diag + (u != v))
+    return row[-1]
+
+
+def _defined(path: Path) -> set[str]:
+    """The names of the functions ``path`` defines."""
+    return {n.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)}
+
+
+@pytest.mark.unit
+def test_a_forger_cannot_tell_a_twin_from_its_decoys_by_name(tmp_path: Path) -> None:
+    """The outside review's name tell, on every task of the bundled suite: in the decoyed suite as
+    written, a twin that kept its pack name was the one name of its group a pack could hold, and
+    the one every decoy's name was made from (each decoy one word away from it). Now the twin is
+    renamed the way its decoys are: no name of a group is its pack name, and the name nearest all
+    the others (a forger's best guess from names alone) picks the twin no more often than chance."""
+    groups = picked = 0
+    chance = spread = 0.0
+    for task in sorted((ROOT / "suite" / "tasks").iterdir()):
+        cands = decoys.task_candidates(task, 2)
+        suite = tmp_path / task.name
+        decoys.write_suite(task / "hidden_tests", suite, cands)
+        by_twin: dict[tuple[str, str, str], list[decoys.Candidate]] = {}
+        for c in cands:
+            by_twin.setdefault((c.file, c.scope, c.original), []).append(c)
+        for (rel, _scope, original), cs in sorted(by_twin.items()):
+            written, pack = _defined(suite / rel), _defined(task / "hidden_tests" / rel)
+            names = [cs[0].twin, *(c.name for c in cs)]
+            assert set(names) <= written, (task.name, names)
+            assert cs[0].twin != original and original not in written, (task.name, rel, original)
+            assert not set(names) & pack, (task.name, rel, names)      # "the name the pack holds": none
+            guess = min(names, key=lambda n: (sum(_word_distance(n, o) for o in names), n))
+            groups += 1
+            picked += guess == cs[0].twin
+            chance += 1 / len(names)
+            spread += (1 / len(names)) * (1 - 1 / len(names))
+    assert groups >= 24, groups
+    assert picked <= chance + 3 * spread ** 0.5, (picked, round(chance, 1), groups)
+
+
+@pytest.mark.sandbox
+def test_a_bundled_task_scored_through_its_decoyed_suite_reports_the_packs_names(tmp_path: Path) -> None:
+    """The honest case beside the name attack: a bundled task's twins run under new names in its
+    decoyed suite, yet the gold patch scored through that suite (as ``hidden_score`` scores it)
+    reports every real test by its pack name — the same tests, outcomes and collection as a run of
+    the hidden tests without decoys — and passes; the empty diff fails the same tests it fails there."""
+    import shutil
+
+    from sealbench.scoring.scoring import score_patch
+    from sealbench.stages.run_dummy import run_controls
+
+    task = tmp_path / "task"
+    shutil.copytree(ROOT / "suite" / "tasks" / "m01-high-season-surcharge", task)
+    meta = json.loads((task / "meta.json").read_text())
+    ctl = run_controls(task, tmp_path / "controls", oracle_runs=1, timeout_s=120, sandbox_mode="auto",
+                       decoys_per_task=2)
+    assert ctl["oracle_ok"] and ctl["decoys"]["made"] >= 1, ctl["decoys"]
+    renamed = [t for t in ctl["decoys"]["tests"] if t["twin"] != t["original"]]
+    assert renamed, ctl["decoys"]["tests"]
+    suite = decoys.suite_of(tmp_path / "controls" / "controls.json")
+    assert not {t["original"] for t in renamed} & _defined(suite.tests / renamed[0]["file"])
+    hidden_ids = ctl["oracle_ids"]["hidden"]
+    assert {f"{t['file']}::{t['original']}" for t in renamed} <= {i.split("hidden_tests/", 1)[-1] for i in hidden_ids}
+    assert not any(i.endswith("::" + t["twin"]) for i in hidden_ids for t in renamed), hidden_ids
+    oracle = (task / "oracle.patch").read_bytes()
+    for patch, status in ((oracle, "pass"), (b"", "fail")):
+        logs = tmp_path / f"logs-{status}"
+        decoyed = score_patch(task, meta, patch, logs / "decoyed", 120, hidden_tests=suite.tests, decoys=suite.spec,
+                              hidden_command=suite.command, expected_ids=ctl["oracle_ids"],
+                              expected_hidden=ctl["oracle_hidden_ran"])
+        plain = score_patch(task, meta, patch, logs / "plain", 120)
+        assert decoyed.status == plain.status == status, (decoyed.reason, plain.reason)
+        got, want = decoyed.hidden.report, plain.hidden.report
+        fake = set(decoys.decoy_ids(got["collected"], suite.spec))
+        assert len(fake) == len(suite.spec) and got["decoys_failed"] == len(fake), got
+        assert {n: o for n, o in got["outcomes"].items() if n not in fake} == want["outcomes"]
+        assert [n for n in got["collected"] if n not in fake] == want["collected"]
+        assert sorted(set(got["failures"]) - fake) == sorted(want["failures"])
+        assert decoyed.hidden.junit == plain.hidden.junit
+        if status == "pass":
+            assert got["collected"] == sorted(hidden_ids)

@@ -33,10 +33,14 @@ How decoys are made (:func:`candidates`, then :func:`select` on the controls' ru
   methods); the twin's comments are removed from both copies (a comment could say which value is right).
 - **Tried** in a copy of the hidden suite with every candidate in it (one per test that could be
   a twin, up to :data:`MAX_TWINS`, at least :data:`CANDIDATES_PER_DECOY` per decoy wanted).
-- **Twins renamed too** (``rename_twins``, built, not yet on in :func:`task_candidates`: results
-  read hidden tests' outcomes by their pack names): a twin in the decoyed suite gets a new name
-  made the same way as its decoys' (unless the file refers to it by name); :func:`command_for`
-  runs it by that name where a command names tests by id.
+- **Twins renamed too** (``rename_twins``, on in :func:`task_candidates`): a twin in the decoyed
+  suite gets a new name made the same way as its decoys' (each of them one edit from the pack name,
+  none of them it), so no name of a pair is the one the pack holds; :func:`command_for` runs it by
+  that name where a command names tests by id. The harness reports it by its pack name again
+  (:func:`pack_ids`, as ``sealed_command`` reads the stream): outcomes, collections, the gold runs'
+  ids and verdicts name the pack's tests, whatever the suite ran them as. Left: a twin the file
+  refers to by name (called, or named in a string) keeps its pack name, and a forger who knows the
+  pack's names (a public instance) knows the twin's body anyway.
 - **A parametrized expectation** gets its rows' values swapped (each row another row's value)
   where it has two or more values: the decoy's values are the test's own.
 - **Kept** only when, on the runs of the suite with the candidates in it, the twin fails without
@@ -613,8 +617,8 @@ def candidates(hidden_dir: Path, seen: set[str], forbidden: str, seed: bytes, wa
     ``forbidden``: the prompt and the visible tests' text, ``prompt`` the prompt's alone (what the
     agent was shown: see :func:`_one` for what a decoy may change); ``visible_names``: the visible tests' names (a test whose name is defined
     twice — in a visible file, another hidden file or another class — is never twinned: a decoy's
-    name is defined once, so the repeat would tell which is real); ``rename_twins`` False: twins
-    keep their names (a command that names tests by id runs them by those names)."""
+    name is defined once, so the repeat would tell which is real); ``rename_twins``: each twin gets
+    a new name made as its decoys' are (:func:`_twin_name`; False: twins keep their pack names)."""
     hidden_dir = Path(hidden_dir)
     quotes = Quotes(forbidden, prompt)
     files = sorted(p for p in hidden_dir.rglob("*.py") if p.is_file() and is_test_file(p.name))
@@ -960,7 +964,7 @@ def select(cands: Sequence[Candidate], collected: Sequence[str], empty: Mapping[
     return chosen, why
 
 
-def command_for(command: str, spec: Sequence[tuple[str, str, str]], seed: bytes = b"",
+def command_for(command: str, spec: Sequence[tuple[str, ...]], seed: bytes = b"",
                 collected: Sequence[str] | None = None) -> str:
     """The hidden command that runs the decoys too: where it names tests by node id
     (``path::test``, as an imported SWE-bench task does), each decoy's id goes in beside its
@@ -978,8 +982,8 @@ def command_for(command: str, spec: Sequence[tuple[str, str, str]], seed: bytes 
     if not named or not spec:
         return command
     # a twin renamed in the decoyed suite is run by its new name (its parameter sets keep their ids)
-    for rel, _decoy, twin, *rest in spec:
-        original = rest[1] if len(rest) > 1 and rest[1] else twin
+    for entry in spec:
+        rel, twin, original = entry[0], entry[2], original_of(entry)
         for i in named:
             path, qual, params = _parts(words[i])
             if original != twin and qual == original and _in_file(path, rel):
@@ -1009,17 +1013,43 @@ def command_for(command: str, spec: Sequence[tuple[str, str, str]], seed: bytes 
     return shlex.join(rest[:first] + ids + rest[first:])
 
 
+def original_of(entry: Sequence[str]) -> str:
+    """The twin's qualified name in the pack, of one decoy's spec (:attr:`Candidate.spec`; a spec
+    without it: the twin was not renamed)."""
+    return entry[4] if len(entry) > 4 and entry[4] else entry[2]
+
+
+def pack_ids(ids: Iterable[str], spec: Sequence[tuple[str, ...]]) -> dict[str, str]:
+    """Node id of a renamed twin in a run of the decoyed suite -> the same test's id in the pack
+    (its parameters kept), for the ids of ``ids`` that are a renamed twin's in ``spec``
+    (:func:`from_records`): how the harness reports what the decoyed suite ran."""
+    ids = list(ids)
+    out: dict[str, str] = {}
+    for entry in spec:
+        rel, twin, original = entry[0], entry[2], original_of(entry)
+        if original == twin:
+            continue
+        for nid in ids_of(ids, rel, twin):
+            path, _qual, params = _parts(nid)
+            out[nid] = f"{path}::{original.replace('.', '::')}{params}"
+    return out
+
+
 def decoy_ids(collected: Iterable[str], spec: Sequence[tuple[str, ...]], kind: str | None = None) -> dict[str, str]:
     """Decoy node id -> its twin's node id in a run that collected ``collected``; ``spec``: (file,
-    decoy qualified name, twin qualified name[, kind]) of each decoy (:func:`from_records`); ``kind``:
-    only the decoys of that kind (``value``: the default of a spec without one). Parameter sets are
-    paired in collection order."""
+    decoy qualified name, twin qualified name[, kind[, the twin's name in the pack]]) of each decoy
+    (:func:`from_records`); ``kind``: only the decoys of that kind (``value``: the default of a spec
+    without one). A renamed twin is found by its name in the decoyed suite, or where ``collected``
+    reports it by its pack name (:func:`pack_ids`: the harness's reports), by that. Parameter sets
+    are paired in collection order."""
     collected = list(collected)
     out = {}
-    for rel, decoy, twin, *rest in spec:
+    for entry in spec:
+        rel, decoy, twin, *rest = entry
         if kind is not None and (rest[0] if rest else "value") != kind:
             continue
-        for d, t in zip(ids_of(collected, rel, decoy), ids_of(collected, rel, twin)):
+        twins = ids_of(collected, rel, twin) or ids_of(collected, rel, original_of(entry))
+        for d, t in zip(ids_of(collected, rel, decoy), twins):
             out[d] = t
     return out
 
@@ -1030,8 +1060,9 @@ def describe(chosen: Sequence[Candidate]) -> list[dict]:
             for c in chosen]
 
 
-def from_records(records: Sequence[Mapping]) -> list[tuple[str, str, str, str]]:
-    """(file, decoy qualified name, twin qualified name, kind) of decoys recorded by :func:`describe`."""
+def from_records(records: Sequence[Mapping]) -> list[tuple[str, str, str, str, str]]:
+    """(file, decoy qualified name, twin qualified name, kind, the twin's qualified name in the
+    pack) of decoys recorded by :func:`describe` (:attr:`Candidate.spec`)."""
     out = []
     for r in records:
         scope = str(r.get("scope") or "")
@@ -1055,11 +1086,10 @@ def task_candidates(task_dir: Path, wanted: int) -> list[Candidate]:
                           if p.is_file() and not p.is_symlink()) if visible.is_dir() else ""
     prompt_file = task_dir / "prompt.md"
     prompt = prompt_file.read_text("utf-8", "replace") if prompt_file.exists() else ""
-    # twins keep their pack names for now: results and tests read hidden tests' outcomes by those
-    # names (renaming, with command_for running renamed twins by id, is built: rename_twins=True);
-    # the naming tell this leaves is measured in docs/sealed-runs.md
+    # twins renamed like their decoys (a twin keeping its pack name beside made-up ones told it
+    # apart: docs/sealed-runs.md); the harness reports them by their pack names (pack_ids)
     return candidates(hidden, seen_bodies(visible), prompt + "\n" + seen_text, seed_of(task_dir), wanted,
-                      visible_names=test_names(visible), rename_twins=False, prompt=prompt)
+                      visible_names=test_names(visible), rename_twins=True, prompt=prompt)
 
 
 def twinnable(task_dir: Path) -> int:

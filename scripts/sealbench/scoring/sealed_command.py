@@ -23,7 +23,7 @@ from pathlib import Path
 from ..core.core import harness_env
 from ..core.processes import run_process, tail_text
 from ..pack.task_layout import task_pythonpath
-from .decoys import decoy_ids
+from .decoys import decoy_ids, pack_ids
 from .sealed_report import (
     JUnitSummary,
     collected_ids,
@@ -31,6 +31,7 @@ from .sealed_report import (
     import_outside,
     imported_from,
     parse_stream,
+    renamed,
     stream_facts,
     test_outcomes,
 )
@@ -140,8 +141,10 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
     first on ``PYTHONPATH``; the stream says where each of ``packages`` (the code under test) was
     imported from. ``task_env``: the task's test environment (environments.BuiltEnv.command_env),
     or none. ``expected_ids``: the test ids the gold patch's runs of this command collected
-    (None: not known); any other set is ``tamper``. ``decoys``: (file, decoy, twin) of each decoy
-    in the suite (``decoys.from_records``; each must fail, one that passes is ``tamper``)."""
+    (None: not known); any other set is ``tamper``. ``decoys``: (file, decoy, twin, kind, the
+    twin's pack name) of each decoy in the suite (``decoys.from_records``; each must fail, one that
+    passes is ``tamper``); a twin renamed in the suite is reported by its pack name, so
+    ``expected_ids`` (the gold runs' own reports) name it so too."""
     logdir.mkdir(parents=True, exist_ok=True)
     for suffix in (".stdout", ".stderr", ".seal.jsonl"):
         _fresh_log(logdir / f"{name}{suffix}")
@@ -167,6 +170,10 @@ def _run_check(command: str, ws: Path, logdir: Path, name: str, timeout_s: float
     data = sink.get("data", b"")
     (logdir / f"{name}.seal.jsonl").write_bytes(data)
     recs, unreadable = parse_stream(data)
+    # a twin renamed in the decoyed suite is reported by its pack name (decoys.pack_ids): from here
+    # on (outcomes, collection, the gold runs' ids, the verdict) the run reads as the pack's tests
+    # and its decoys; the stream saved above keeps the names the suite ran under
+    recs = renamed(recs, pack_ids([*(collected_ids(recs) or ()), *test_outcomes(recs)], decoys)) if decoys else recs
     if sink.get("size", 0) > STREAM_CAP:
         unreadable = f"the report stream exceeds {STREAM_CAP} bytes"
     elif reader.is_alive():

@@ -3,6 +3,8 @@
 - :func:`parse_stream`: the records the report plugin (``report_site/sealbench_report.py``) wrote.
 - :func:`test_outcomes` / :func:`failure_lines`: each test's outcome, and the first line of what
   made a failed one fail.
+- :func:`renamed`: the records with some test ids replaced (a decoyed suite's renamed twins,
+  reported by their pack names: ``decoys.pack_ids``).
 - :func:`stream_facts`: what one command's stream says, read once (:class:`StreamFacts`); the
   verdict it shows is decided by the stream rules of the one verdict table (``verdict.py``,
   ``judge_stream``), decoys included: a pass needs every real test green and every decoy red
@@ -59,6 +61,21 @@ def collected_ids(recs: list[dict]) -> list[str] | None:
         if r.get("kind") == "collected" and isinstance(r.get("nodeids"), list):
             return sorted(str(n) for n in r["nodeids"])
     return None
+
+
+def renamed(recs: list[dict], names: Mapping[str, str]) -> list[dict]:
+    """The records with each test id of ``names`` (id -> the id to report it by) replaced, where
+    the stream names tests (``collected``, ``report``); the records themselves are not changed."""
+    if not names:
+        return recs
+    out = []
+    for r in recs:
+        if r.get("kind") == "report" and str(r.get("nodeid")) in names:
+            r = {**r, "nodeid": names[str(r.get("nodeid"))]}
+        elif r.get("kind") == "collected" and isinstance(r.get("nodeids"), list):
+            r = {**r, "nodeids": [names.get(str(n), n) for n in r["nodeids"]]}
+        out.append(r)
+    return out
 
 
 def test_outcomes(recs: list[dict]) -> dict[str, str]:
