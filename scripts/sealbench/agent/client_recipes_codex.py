@@ -25,8 +25,11 @@ What the recipe does, and why:
   ``features.plugins = false`` (else each run syncs the plugin marketplace: ``github.com``,
   ``api.github.com``, ``chatgpt.com``), ``features.remote_plugin`` and ``features.apps`` off (the
   ChatGPT connectors).
-- Retries are few and bounded (``request_max_retries``, ``stream_max_retries``) and the stream
-  idle timeout explicit, so a dead endpoint ends the run in seconds, not minutes.
+- Retries are few and bounded, so a dead endpoint ends the run in seconds: by default (feature
+  ``unbounded_connection_retries``, on) a refused connection is "Reconnecting... waiting for
+  network" forever (backoff doubling to a cap; ``request_max_retries`` does not apply), so the
+  feature is off; then ``request_max_retries`` / ``stream_max_retries`` bound the retries and
+  ``stream_idle_timeout_ms`` a stalled stream.
 - The prompt goes in on stdin (``-``), the visible test command appended to it; ``--json``
   prints the run's events (JSONL, with ``turn.completed`` usage) on stdout; ``-o`` writes the
   last agent message to ``$HOME/codex-last-message.txt`` (outside the workspace).
@@ -73,6 +76,7 @@ web_search = "disabled"
 plugins = false
 remote_plugin = false
 apps = false
+unbounded_connection_retries = false
 
 [analytics]
 enabled = false
