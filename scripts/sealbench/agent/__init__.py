@@ -10,6 +10,8 @@ Modules:
 - ``agent_probe``: before any job: can each agent's first command start here (127/126), and what a
   command may not name
 - ``bridge``: the one loopback endpoint a sandboxed agent may reach; meters tokens
+- ``client_recipes_codex``: how to run the Codex CLI unattended against an endpoint: its command,
+  environment and config file
 - ``session``: human sessions ([humans.md](humans.md))
 - ``session_shell``: a human session's sealed shell: the agents' sandbox around the workspace, the
   session commands through a control socket ([humans.md](humans.md#the-sealed-shell))

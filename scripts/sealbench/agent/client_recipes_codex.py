@@ -15,7 +15,7 @@ What the recipe does, and why:
   the command exports it, so a ``CODEX_HOME`` from outside cannot hide the file): a custom
   model provider ``sealbench`` (``OPENAI_BASE_URL`` is ignored by recent versions; a custom
   provider never needs ``auth.json`` or a ChatGPT login) whose key comes from
-  ``SEALBENCH_CODEX_API_KEY``, a dummy: the real key stays outside the sandbox.
+  ``DUMMY_LLM_API_KEY``, a dummy: the real key stays outside the sandbox.
 - ``--dangerously-bypass-approvals-and-sandbox``: no approval prompts and no sandbox of Codex's
   own (``-s workspace-write`` starts Codex's own bwrap, which cannot nest in ours; sealbench's
   sandbox is the sandbox). ``--full-auto`` no longer exists.
@@ -48,7 +48,7 @@ from __future__ import annotations
 import json
 
 #: The environment variable holding the (dummy) key Codex sends as ``Authorization: Bearer``.
-KEY_ENV = "SEALBENCH_CODEX_API_KEY"
+KEY_ENV = "DUMMY_LLM_API_KEY"
 PROVIDER = "sealbench"
 CONFIG_PATH = ".codex/config.toml"  # relative to $HOME
 #: Bounded retries: a run against a dead endpoint fails within seconds.

@@ -52,8 +52,11 @@ import signal
 import threading
 import time
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from .fake_llm import FakeLLM
+from .fake_llm import _Handler as _JSONHandler
 
 PATHS = ("/v1/responses", "/responses")
 MODEL_PATHS = ("/v1/models", "/models")
@@ -152,8 +155,12 @@ def _usage(turn: int, out_chars: int, input_base: int, input_step: int, reasonin
             "total_tokens": inp + out}
 
 
-class ScriptedResponses:
-    """The server. Use as a context manager, or ``start()`` / ``close()``."""
+class ScriptedResponses(FakeLLM):
+    """The server. Use as a context manager, or ``start()`` / ``close()``.
+
+    Its lifecycle (``start``, ``close``, the context manager, ``endpoint``, ``api_base``) is
+    ``FakeLLM``'s; the rest is its own (``FakeLLM.__init__`` is not called).
+    """
 
     def __init__(self, commands: Sequence[str], port: int = 0, final_text: str = FINAL_TEXT, *,
                  input_base: int = 1200, input_step: int = 300, reasoning: int = 16) -> None:
@@ -165,34 +172,10 @@ class ScriptedResponses:
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self.httpd.daemon_threads = True
-        self.httpd.scripted = self  # type: ignore[attr-defined]
+        self.httpd.scripted = self.httpd.fake = self  # type: ignore[attr-defined]
         self.port = self.httpd.server_address[1]
         self._thread: threading.Thread | None = None
         self._seq = 0
-
-    # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> ScriptedResponses:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def __enter__(self) -> ScriptedResponses:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def api_base(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
 
     # -- what was reported -----------------------------------------------------------------
     def totals(self, calls: Sequence[dict] | None = None) -> dict[str, int]:
@@ -313,19 +296,8 @@ def _sse_events(resp_id: str, model: str, output: list[dict], usage: dict) -> li
     return [(name, {"type": name, "sequence_number": i, **data}) for i, (name, data) in enumerate(evs)]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        pass
-
-    def _json(self, code: int, obj: dict) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+class _Handler(_JSONHandler):
+    """``fake_llm``'s handler (quiet, ``_json``) with the Responses routes."""
 
     def _record(self, body: Any) -> None:
         srv: ScriptedResponses = self.server.scripted  # type: ignore[attr-defined]
@@ -366,9 +338,9 @@ class _Handler(BaseHTTPRequestHandler):
                              "incomplete_details": None})
             return
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
+        for header, value in (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                              ("Connection", "close")):
+            self.send_header(header, value)
         self.end_headers()
         self.close_connection = True
         for name, data in _sse_events(resp_id, model, output, usage):
