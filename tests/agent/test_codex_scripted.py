@@ -24,8 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from sealbench.agent.client_recipes_codex import codex_recipe
-from sealbench.testing.scripted_openai_responses import ScriptedResponses
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+from sealbench.agent.client_recipes_codex import codex_recipe  # noqa: E402
+from sealbench.testing.scripted_openai_responses import ScriptedResponses  # noqa: E402
 
 #: The Codex CLI under test (the npm launcher or the native binary).
 CODEX_BIN = os.environ.get("SEALBENCH_CODEX_BIN") or "/tmp/cl/codex/node_modules/.bin/codex"
@@ -137,6 +139,9 @@ def test_codex_plays_the_script_and_fixes_the_bug(tmp_path, proxy):
     assert [c["turn"] for c in srv.calls] == list(range(len(script) + 1))
     assert all(c["tool"] for c in srv.calls[:-1]) and srv.calls[-1]["final"]
     assert "ok" in str(srv.calls[-1]["observation"])
+    # the prompt arrived with the visible test command appended
+    task = srv.calls[0]["task"]
+    assert task.startswith(prompt.read_text().strip()) and "Run the visible tests with:" in task and "pytest" in task
     # what Codex reports for the turn is what the server reported, cached and reasoning tokens too
     usage = next(e["usage"] for e in events if e.get("type") == "turn.completed")
     totals = srv.totals()

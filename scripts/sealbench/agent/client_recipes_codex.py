@@ -30,6 +30,8 @@ What the recipe does, and why:
   network" forever (backoff doubling to a cap; ``request_max_retries`` does not apply), so the
   feature is off; then ``request_max_retries`` / ``stream_max_retries`` bound the retries and
   ``stream_idle_timeout_ms`` a stalled stream.
+- ``--strict-config``: a key this version does not know (a renamed switch that would leave
+  something on) stops the run instead of being ignored.
 - The prompt goes in on stdin (``-``), the visible test command appended to it; ``--json``
   prints the run's events (JSONL, with ``turn.completed`` usage) on stdout; ``-o`` writes the
   last agent message to ``$HOME/codex-last-message.txt`` (outside the workspace).
@@ -106,7 +108,7 @@ COMMAND = (
     'if [ -n "${SEALBENCH_VISIBLE_CMD:-}" ]; then '
     'printf \'\\n\\nRun the visible tests with: %s\\n\' "$SEALBENCH_VISIBLE_CMD"; fi; } '
     '| "${SEALBENCH_CODEX_BIN:-codex}" exec '
-    "--dangerously-bypass-approvals-and-sandbox --skip-git-repo-check "
+    "--dangerously-bypass-approvals-and-sandbox --skip-git-repo-check --strict-config "
     '--color never --json -o "$HOME/codex-last-message.txt" -'
 )
 
