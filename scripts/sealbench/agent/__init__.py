@@ -13,6 +13,8 @@ Modules:
   installed into their own pinned folders, expanded to the commands they stand for
 - ``gateway``: a real provider behind the endpoint, its key added outside the sandbox
 - ``bridge``: the one loopback endpoint a sandboxed agent may reach; meters tokens
+- ``client_recipes_codex``: how to run the Codex CLI unattended against an endpoint: its command,
+  environment and config file
 - ``session``: human sessions ([humans.md](humans.md))
 - ``session_shell``: a human session's sealed shell: the agents' sandbox around the workspace, the
   session commands through a control socket ([humans.md](humans.md#the-sealed-shell))
