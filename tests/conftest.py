@@ -58,10 +58,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.snakemake)
         module = item.nodeid.split("::", 1)[0]
         rank[module] = max(rank.get(module, 0), TIERS.index(tiers[0]))
-    if "clients" not in (config.option.markexpr or ""):     # the clients tier runs only when asked for
-        chosen = [i for i in items if not i.get_closest_marker("clients")]
+    asked = getattr(getattr(config, "option", None), "markexpr", "") or ""
+    if "clients" not in asked:     # the clients tier runs only when -m names it
+        tier_of = {id(i): {m.name for m in i.iter_markers()} for i in items}
+        chosen = [i for i in items if "clients" not in tier_of[id(i)]]
         if len(chosen) < len(items):
-            config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker("clients")])
+            config.hook.pytest_deselected(items=[i for i in items if "clients" in tier_of[id(i)]])
             items[:] = chosen
     if bad:
         raise pytest.UsageError(

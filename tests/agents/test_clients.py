@@ -94,7 +94,7 @@ def test_an_upgrade_is_a_new_agent_and_an_unrelated_install_is_not(cfg, tmp_path
     ({"client": "codex", "model": "m", "endpoint": "127.0.0.1:1", "version": "latest"}, "version"),
     ({"client": "codex", "model": "m", "endpoint": "127.0.0.1:1", "command": "codex exec hi"},
      "runs the preset's command"),
-    ({"client": "codex", "model": "m", "endpoint": "127.0.0.1:1", "env": {"OPENAI_API_KEY": "sk-real"}},
+    ({"client": "codex", "model": "m", "endpoint": "127.0.0.1:1", "env": {"DUMMY_LLM_API_KEY": "sk-real"}},
      "set by the codex preset"),
 ])
 def test_a_wrong_preset_is_refused_naming_the_field(cfg, tmp_path, entry, says) -> None:

@@ -107,3 +107,16 @@ def test_a_test_without_a_tier_stops_the_collection() -> None:
     items = [_Item("a.py::t1", "unit"), _Item("a.py::t2", "slow")]
     with pytest.raises(pytest.UsageError, match=r"a.py::t2: no tier"):
         conftest.pytest_collection_modifyitems(None, items)
+
+
+def test_the_clients_tier_runs_only_when_asked_for() -> None:
+    deselected = []
+    config = SimpleNamespace(option=SimpleNamespace(markexpr=""),
+                             hook=SimpleNamespace(pytest_deselected=lambda items: deselected.extend(items)))
+    items = [_Item("a.py::t1", "unit"), _Item("clients/c.py::t1", "clients")]
+    conftest.pytest_collection_modifyitems(config, items)
+    assert [i.nodeid for i in items] == ["a.py::t1"] and [i.nodeid for i in deselected] == ["clients/c.py::t1"]
+    config.option.markexpr = "clients"
+    items = [_Item("a.py::t1", "unit"), _Item("clients/c.py::t1", "clients")]
+    conftest.pytest_collection_modifyitems(config, items)
+    assert [i.nodeid for i in items] == ["clients/c.py::t1", "a.py::t1"]

@@ -119,7 +119,7 @@ def test_usage_from_trajectory_counts_format_errors_and_never_invents_cost() -> 
 
 @pytest.mark.unit
 def test_missing_mini_is_a_clear_error(tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(adapter, "find_mini", lambda: None)
+    monkeypatch.setattr(adapter, "find_mini", lambda given=None: None)
     monkeypatch.setenv("SEALBENCH_OUT", str(tmp_path))
     assert adapter.main(["--model", "m", "--api-base", "http://127.0.0.1:1/v1"]) == 2
     assert "pip install mini-swe-agent" in capsys.readouterr().err

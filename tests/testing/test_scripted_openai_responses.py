@@ -1,6 +1,6 @@
 """The scripted Responses API server (sealbench.testing.scripted_openai_responses) on its own:
 the shell tool found in whatever form the client declares it, the SSE stream, the turn taken
-from the request, usage. The real Codex CLI against it: tests/agent/test_codex_scripted.py."""
+from the request, usage. The real Codex CLI against it: tests/clients/test_codex_scripted.py."""
 
 from __future__ import annotations
 

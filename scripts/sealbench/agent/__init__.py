@@ -11,6 +11,9 @@ Modules:
   command may not name
 - ``clients``: named client presets (Claude Code, Codex CLI, Gemini CLI, aider, mini-swe-agent):
   installed into their own pinned folders, expanded to the commands they stand for
+- ``client_recipes_claude``, ``client_recipes_codex``, ``client_recipes_gemini``: how each client
+  runs non-interactively against an endpoint (command, environment, files in ``$HOME``), as
+  measured against the real clients
 - ``gateway``: a real provider behind the endpoint, its key added outside the sandbox
 - ``bridge``: the one loopback endpoint a sandboxed agent may reach; meters tokens
 - ``client_recipes_codex``: how to run the Codex CLI unattended against an endpoint: its command,

@@ -35,8 +35,8 @@ What the recipe does, and why:
 - The prompt goes in on stdin (``-``), the visible test command appended to it; ``--json``
   prints the run's events (JSONL, with ``turn.completed`` usage) on stdout; ``-o`` writes the
   last agent message to ``$HOME/codex-last-message.txt`` (outside the workspace).
-- The binary: ``$SEALBENCH_CODEX_BIN`` if set, else ``codex`` on ``PATH`` (the npm launcher needs
-  ``node``; the native musl binary in ``@openai/codex-linux-x64/vendor/.../bin/codex`` does not).
+- The binary: ``bin`` (the preset's install; the npm launcher needs ``node``, the native musl
+  binary in ``@openai/codex-linux-x64/vendor/.../bin/codex`` does not).
 
 What Codex writes: nothing in the workspace of its own (no ``.codex/`` folder, no
 ``AGENTS.md``; the commands the model runs are another matter); under ``$CODEX_HOME`` its state
@@ -48,6 +48,7 @@ under temporary dir") and carries on without its PATH helper aliases: harmless.
 from __future__ import annotations
 
 import json
+import shlex
 
 #: The environment variable holding the (dummy) key Codex sends as ``Authorization: Bearer``.
 KEY_ENV = "DUMMY_LLM_API_KEY"
@@ -102,23 +103,23 @@ stream_idle_timeout_ms = {STREAM_IDLE_TIMEOUT_MS}
 """
 
 
-COMMAND = (
-    'export CODEX_HOME="$HOME/.codex"; '
-    '{ cat "$SEALBENCH_PROMPT"; '
-    'if [ -n "${SEALBENCH_VISIBLE_CMD:-}" ]; then '
-    'printf \'\\n\\nRun the visible tests with: %s\\n\' "$SEALBENCH_VISIBLE_CMD"; fi; } '
-    '| "${SEALBENCH_CODEX_BIN:-codex}" exec '
-    "--dangerously-bypass-approvals-and-sandbox --skip-git-repo-check --strict-config "
-    '--color never --json -o "$HOME/codex-last-message.txt" -'
-)
+def codex_command(bin: str = "codex") -> str:
+    """The shell command: the prompt (and the visible tests' command) piped into ``codex exec``."""
+    return ('export CODEX_HOME="$HOME/.codex"; '
+            '{ cat "$SEALBENCH_PROMPT"; '
+            'if [ -n "${SEALBENCH_VISIBLE_CMD:-}" ]; then '
+            'printf \'\\n\\nRun the visible tests with: %s\\n\' "$SEALBENCH_VISIBLE_CMD"; fi; } '
+            f'| {shlex.quote(bin)} exec '
+            "--dangerously-bypass-approvals-and-sandbox --skip-git-repo-check --strict-config "
+            '--color never --json -o "$HOME/codex-last-message.txt" -')
 
 
-def codex_recipe(model: str, base_url: str) -> tuple[str, dict[str, str], dict[str, str]]:
+def codex_recipe(model: str, base_url: str, bin: str = "codex") -> tuple[str, dict[str, str], dict[str, str]]:
     """(shell command, environment, files relative to ``$HOME`` → content) for one Codex run.
 
-    The command reads ``$HOME``, ``$SEALBENCH_PROMPT``, ``$SEALBENCH_VISIBLE_CMD`` and (optional)
-    ``$SEALBENCH_CODEX_BIN`` at run time and sets ``CODEX_HOME=$HOME/.codex`` (where the config
+    ``bin``: the ``codex`` executable. The command reads ``$HOME``, ``$SEALBENCH_PROMPT`` and
+    ``$SEALBENCH_VISIBLE_CMD`` at run time and sets ``CODEX_HOME=$HOME/.codex`` (where the config
     file goes); run it with ``bash -c`` in the workspace. The environment's values are literal.
     """
     env = {KEY_ENV: "sealbench-dummy-key", "NO_COLOR": "1"}
-    return COMMAND, env, {CONFIG_PATH: codex_config(model, base_url)}
+    return codex_command(bin), env, {CONFIG_PATH: codex_config(model, base_url)}

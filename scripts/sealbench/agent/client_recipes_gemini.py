@@ -5,7 +5,7 @@ a Gemini-API endpoint sealbench chooses (a gateway, or :mod:`sealbench.testing.s
 command runs in the workspace (cwd) with ``$HOME`` private and writable (``/tmp`` in the sandbox),
 the task in the file ``$SEALBENCH_PROMPT`` and the visible test command in
 ``$SEALBENCH_VISIBLE_CMD``. What each piece is for (all read from the 0.61.0 bundle and checked
-against a live run; see ``tests/agent/test_gemini_scripted.py``):
+against a live run; see ``tests/clients/test_gemini_scripted.py``):
 
 - ``GOOGLE_GEMINI_BASE_URL``: honoured by this version (the ``@google/genai`` SDK 1.30 under it
   appends ``/v1beta/models/<model>:streamGenerateContent?alt=sse``), but on its own it selects the

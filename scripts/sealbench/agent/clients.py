@@ -209,14 +209,12 @@ def _claude_code(client: Client, folder: Path, model: str, base_url: str) -> Rec
 
 def _codex(client: Client, folder: Path, model: str, base_url: str) -> Recipe:
     """Codex ``exec`` with a provider of its own pointed at the endpoint (Codex ignores
-    ``OPENAI_BASE_URL``), its own sandbox and approvals off (its bwrap cannot nest in sealbench's)."""
-    provider = (f'model_providers.sealbench={{name="sealbench", base_url="{base_url}", wire_api="responses", '
-                f'env_key="OPENAI_API_KEY"}}')
-    flags = ["exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check",
-             "-c", "model_provider=sealbench", "-c", provider, "-c", "check_for_update_on_startup=false",
-             "-m", model]
-    return Recipe(f"{shlex.quote(str(folder / client.bin))} {shlex.join(flags)} {_prompt()}",
-                  env={"OPENAI_API_KEY": DUMMY_KEY})
+    ``OPENAI_BASE_URL``), its own sandbox and approvals off (its bwrap cannot nest in sealbench's),
+    retries bounded, plugins and telemetry off: :func:`sealbench.agent.client_recipes_codex.codex_recipe`."""
+    from .client_recipes_codex import codex_recipe
+
+    command, env, files = codex_recipe(model, base_url, bin=str(folder / client.bin))
+    return Recipe(command, env, files)
 
 
 def _gemini_cli(client: Client, folder: Path, model: str, base_url: str) -> Recipe:

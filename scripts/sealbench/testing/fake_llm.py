@@ -37,13 +37,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import signal
 import time
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .loopback import LoopbackServer
+from .loopback import JSONHandler, LoopbackServer
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 MODES = ("tool", "text")
@@ -123,19 +121,7 @@ class FakeLLM(LoopbackServer):
         return msg, usage
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        pass
-
-    def _json(self, code: int, obj: dict) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+class _Handler(JSONHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):
@@ -183,10 +169,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def _interrupt(*_: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.testing.fake_llm", description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0, help="0 = a free port")
@@ -200,14 +182,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--script must hold a JSON list of strings (or null)")
     fake = FakeLLM(commands, args.mode, args.port, args.fence)
     print(f"fake_llm: {args.mode} mode, {len(commands)} commands, serving {fake.api_base}", flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` prints the totals too
-    try:
-        fake.httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        fake.httpd.server_close()
+
+    def report() -> None:
         print("fake_llm: reported", json.dumps(fake.totals()), flush=True)
+
+    fake.serve_until_stopped(report)
     return 0
 
 

@@ -4,9 +4,12 @@ server object as ``self.server.owner``."""
 
 from __future__ import annotations
 
+import json
+import signal
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
+from typing import Any, Self
 
 
 class LoopbackServer:
@@ -39,3 +42,44 @@ class LoopbackServer:
     def endpoint(self) -> str:
         """The server's ``host:port`` (an agent's ``endpoint``)."""
         return f"127.0.0.1:{self.port}"
+
+    def serve_until_stopped(self, report: Callable[[], None]) -> None:
+        """Serve in this thread until Ctrl-C or ``kill PID``, then close and ``report`` (what a
+        standalone server prints: the totals it reported)."""
+        def _interrupt(*_: object) -> None:
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            self.httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.httpd.server_close()
+            report()
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.1 handler that reads and writes JSON bodies."""
+
+    protocol_version = "HTTP/1.1"
+    content_type = "application/json"
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def _json(self, code: int, obj: Any) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", self.content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> Any:
+        """The request's JSON body (None: not JSON)."""
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            return json.loads(raw or b"{}")
+        except ValueError:
+            return None

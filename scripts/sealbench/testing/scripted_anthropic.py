@@ -58,13 +58,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import signal
 import uuid
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .loopback import LoopbackServer
+from .loopback import JSONHandler, LoopbackServer
 
 FINAL_TEXT = "Done: the scripted work is complete."
 SIDE_TEXT = "Scripted side reply"
@@ -213,11 +211,7 @@ def _error(kind: str, message: str) -> dict:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        pass
+class _Handler(JSONHandler):
 
     @property
     def fake(self) -> ScriptedAnthropic:
@@ -272,12 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, _error("not_found_error", f"no route {self.path}"))
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = None
+        body = self._body()
         self._log(body)
         path = self.path.split("?")[0].rstrip("/")
         if path not in ("/v1/messages", "/v1/messages/count_tokens"):
@@ -333,10 +322,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def _interrupt(*_: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.testing.scripted_anthropic", description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0, help="0 = a free port")
@@ -350,18 +335,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--script must hold a JSON list of strings (or null)")
     fake = ScriptedAnthropic(commands, args.port, args.model)
     print(f"scripted_anthropic: {len(commands)} commands, serving {fake.base_url}", flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` prints the totals too
-    try:
-        fake.httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        fake.httpd.server_close()
+
+    def report() -> None:
         if args.log:
             for r in fake.requests:
                 print("scripted_anthropic: request", json.dumps(r), flush=True)
         print("scripted_anthropic: reported main", json.dumps(fake.totals("main")),
               "side", json.dumps(fake.totals("side")), flush=True)
+
+    fake.serve_until_stopped(report)
     return 0
 
 

@@ -52,12 +52,10 @@ import argparse
 import hashlib
 import json
 import re
-import signal
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .loopback import LoopbackServer
+from .loopback import JSONHandler, LoopbackServer
 
 MODEL_VERSION = "gemini-scripted-001"
 FINAL_TEXT = "All scripted commands have been run. The task is complete."
@@ -280,19 +278,8 @@ def _partial_usage(final: dict, done: int, total: int) -> dict:
     return u
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: Any) -> None:  # quiet
-        pass
-
-    def _json(self, code: int, obj: dict) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+class _Handler(JSONHandler):
+    content_type = "application/json; charset=UTF-8"
 
     def _error(self, code: int, status: str, message: str) -> None:
         self._json(code, {"error": {"code": code, "message": message, "status": status}})
@@ -354,10 +341,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def _interrupt(*_: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.testing.scripted_gemini", description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0, help="0 = a free port")
@@ -370,18 +353,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--script must hold a JSON list of strings")
     srv = ScriptedGemini(commands, args.port)
     print(f"scripted_gemini: {len(commands)} commands, serving {srv.base_url}", flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` prints the totals too
-    try:
-        srv.httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        srv.httpd.server_close()
+
+    def report() -> None:
         if args.log:
             with open(args.log, "w", encoding="utf-8") as f:
                 for c in srv.calls + srv.unknown:
                     f.write(json.dumps(c) + "\n")
         print("scripted_gemini: reported", json.dumps(srv.split()), flush=True)
+
+    srv.serve_until_stopped(report)
     return 0
 
 

@@ -48,15 +48,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import signal
-import threading
 import time
 from collections.abc import Sequence
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from .fake_llm import FakeLLM
 from .fake_llm import _Handler as _JSONHandler
+from .loopback import LoopbackServer
 
 PATHS = ("/v1/responses", "/responses")
 MODEL_PATHS = ("/v1/models", "/models")
@@ -155,12 +152,8 @@ def _usage(turn: int, out_chars: int, input_base: int, input_step: int, reasonin
             "total_tokens": inp + out}
 
 
-class ScriptedResponses(FakeLLM):
-    """The server. Use as a context manager, or ``start()`` / ``close()``.
-
-    Its lifecycle (``start``, ``close``, the context manager, ``endpoint``, ``api_base``) is
-    ``FakeLLM``'s; the rest is its own (``FakeLLM.__init__`` is not called).
-    """
+class ScriptedResponses(LoopbackServer):
+    """The server. Use as a context manager, or ``start()`` / ``close()``."""
 
     def __init__(self, commands: Sequence[str], port: int = 0, final_text: str = FINAL_TEXT, *,
                  input_base: int = 1200, input_step: int = 300, reasoning: int = 16) -> None:
@@ -169,13 +162,13 @@ class ScriptedResponses(FakeLLM):
         self.calls: list[dict] = []
         self.requests: list[dict] = []
         self.model = "scripted"
-        self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.scripted = self.httpd.fake = self  # type: ignore[attr-defined]
-        self.port = self.httpd.server_address[1]
-        self._thread: threading.Thread | None = None
         self._seq = 0
+        super().__init__(_Handler, port)
+
+    @property
+    def api_base(self) -> str:
+        """The base URL a client is given (it posts to ``{api_base}/responses``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
 
     # -- what was reported -----------------------------------------------------------------
     def totals(self, calls: Sequence[dict] | None = None) -> dict[str, int]:
@@ -300,13 +293,13 @@ class _Handler(_JSONHandler):
     """``fake_llm``'s handler (quiet, ``_json``) with the Responses routes."""
 
     def _record(self, body: Any) -> None:
-        srv: ScriptedResponses = self.server.scripted  # type: ignore[attr-defined]
+        srv: ScriptedResponses = self.server.owner  # type: ignore[attr-defined]
         with srv.lock:
             srv.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
                                  "body_keys": sorted(body) if isinstance(body, dict) else None})
 
     def do_GET(self) -> None:
-        srv: ScriptedResponses = self.server.scripted  # type: ignore[attr-defined]
+        srv: ScriptedResponses = self.server.owner  # type: ignore[attr-defined]
         self._record(None)
         if self.path.split("?")[0].rstrip("/") in MODEL_PATHS:
             self._json(200, {"object": "list", "data": [{"id": srv.model, "object": "model", "created": 0,
@@ -315,13 +308,8 @@ class _Handler(_JSONHandler):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
     def do_POST(self) -> None:
-        srv: ScriptedResponses = self.server.scripted  # type: ignore[attr-defined]
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            body = None
+        srv: ScriptedResponses = self.server.owner  # type: ignore[attr-defined]
+        body = self._body()
         self._record(body)
         if self.path.split("?")[0].rstrip("/") not in PATHS:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
@@ -348,10 +336,6 @@ class _Handler(_JSONHandler):
         self.wfile.flush()
 
 
-def _interrupt(*_: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="sealbench.testing.scripted_openai_responses",
                                  description=__doc__.splitlines()[0])
@@ -365,14 +349,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--script must hold a JSON list of strings")
     srv = ScriptedResponses(commands, args.port, args.final_text)
     print(f"scripted_openai_responses: {len(commands)} commands, serving {srv.api_base}", flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill PID` prints the totals too
-    try:
-        srv.httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        srv.httpd.server_close()
+
+    def report() -> None:
         print("scripted_openai_responses: reported", json.dumps(srv.totals()), flush=True)
+
+    srv.serve_until_stopped(report)
     return 0
 
 

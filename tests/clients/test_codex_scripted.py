@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import socket
 import socketserver
@@ -29,14 +28,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from sealbench.agent.client_recipes_codex import codex_recipe  # noqa: E402
 from sealbench.testing.scripted_openai_responses import ScriptedResponses  # noqa: E402
 
-#: The Codex CLI under test (the npm launcher or the native binary).
-CODEX_BIN = os.environ.get("SEALBENCH_CODEX_BIN") or "/tmp/cl/codex/node_modules/.bin/codex"
+pytestmark = pytest.mark.clients
 
-pytestmark = pytest.mark.sandbox
 
-if not (shutil.which(CODEX_BIN) and os.access(CODEX_BIN, os.X_OK)):
-    pytestmark = [pytestmark, pytest.mark.skip(
-        reason=f"Codex CLI not found at {CODEX_BIN} (set SEALBENCH_CODEX_BIN to its path)")]
+def codex_bin() -> str:
+    """The client: ``$SEALBENCH_CODEX_BIN``, else the codex preset's install (made once)."""
+    from sealbench.agent import clients
+
+    client = clients.CLIENTS["codex"]
+    return os.environ.get("SEALBENCH_CODEX_BIN") or str(clients.install(client, client.version) / client.bin)
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -90,13 +90,13 @@ def _workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
 def _run_codex(base_url: str, repo: Path, home: Path, prompt: Path, proxy_url: str,
                timeout: float) -> tuple[int, str, str, float]:
     """Run the recipe's command as sealbench would: bash -c in the workspace, HOME its own."""
-    cmd, env, files = codex_recipe("scripted-model", base_url)
+    cmd, env, files = codex_recipe("scripted-model", base_url, bin=codex_bin())
     for rel, text in files.items():
         (home / rel).parent.mkdir(parents=True, exist_ok=True)
         (home / rel).write_text(text)
     full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
                 "SEALBENCH_PROMPT": str(prompt), "SEALBENCH_VISIBLE_CMD": f"{sys.executable} -B -m pytest -q",
-                "SEALBENCH_CODEX_BIN": CODEX_BIN, "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTHONDONTWRITEBYTECODE": "1",
                 "HTTP_PROXY": proxy_url, "HTTPS_PROXY": proxy_url, "ALL_PROXY": proxy_url,
                 "http_proxy": proxy_url, "https_proxy": proxy_url, "all_proxy": proxy_url,
                 "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost", **env}
