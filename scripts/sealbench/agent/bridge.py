@@ -10,21 +10,35 @@ loopback, forwards every connection to the unix socket, and runs the agent comma
 Nothing else is reachable: any other address or port is refused by the empty network.
 
 The harness side also *meters* the traffic (:class:`ResponseMeter`): every HTTP response the
-server sends back is parsed (``Content-Length``, chunked or read-to-close bodies; JSON or
-``text/event-stream``) and the ``usage`` object of OpenAI-compatible replies
-(``prompt_tokens``/``completion_tokens``; ``input_tokens``/``output_tokens`` too) is summed.
-So the token counts of a sandboxed agent come from what the server said, not from the agent.
-A reply that carries no usage, or that the connection cut short (the client hung up before its
-end, where a stream says its usage), is counted as a reply without usage: the run's metered
-tokens are then incomplete (``run_agent.choose_tokens``), never replaced by the agent's word.
+server sends back is parsed (``Content-Length``, chunked or read-to-close bodies; JSON, a JSON
+array of chunks, or ``text/event-stream``) and its usage summed, in every wire format the
+clients speak (:func:`_usage_of`): OpenAI Chat Completions (``usage.prompt_tokens``/
+``completion_tokens``, ``prompt_tokens_details.cached_tokens``), OpenAI Responses (``usage``, or
+``response.usage`` of the ``response.completed`` event), Anthropic Messages (``usage``, or
+``message.usage`` of ``message_start`` then the final ``usage.output_tokens`` of
+``message_delta``; the prompt-cache tokens ``cache_creation_input_tokens`` and
+``cache_read_input_tokens``) and Gemini (``usageMetadata``, cumulative on every chunk of
+``streamGenerateContent``, ``?alt=sse`` or not). A stream's usages are cumulative, so they are
+combined into the final count, never summed (:meth:`Usage.latest`). ``tokens_in`` is every
+input token the server counted (uncached + cache creation + cache read; the cache parts are
+kept beside it), ``tokens_out`` every output token (reasoning/thoughts included): the totals
+equal the server's own counts. So the token counts of a sandboxed agent come from what the
+server said, not from the agent. A reply that carries no usage, or that the connection cut
+short (the client hung up before its end, where a stream says its usage), is counted as a reply
+without usage: the run's metered tokens are then incomplete (``run_agent.choose_tokens``), never
+replaced by the agent's word. Replies to *side calls* (:func:`side_call`: any method but POST —
+model listings, ``HEAD``/``GET`` probes, a stored response fetched again — and POSTs that only
+count tokens, e.g. Anthropic's ``/v1/messages/count_tokens``) are counted apart
+(``responses_side``): never added to the totals, never a reply without usage.
 
 It also *observes the session* (:class:`ObservedSession`, run.json ``session_observed``): per
 reply its HTTP status, the time on the harness's clock from the request's first byte to the
-reply's first byte, and the reply's ``model`` field (JSON or event stream); and every upstream
+reply's first byte, and the model the reply names (``model``, Gemini's ``modelVersion``, in
+Anthropic's ``message_start``, in a Responses event's ``response``); and every upstream
 connect that failed (the harness's own fault reaching the server). The client→server direction
 is read too (:class:`RequestMeter`: ``Content-Length`` and chunked bodies, pipelined requests
 matched with their replies in order), so each reply is paired with the ``model`` its request
-asked for. Which model is asked for is the agent's choice and never a session problem; what the
+asked for (its body's ``model``, or the model in a Gemini path ``/models/<model>:<method>``). Which model is asked for is the agent's choice and never a session problem; what the
 server answered to it is the server's. From these, not from the agent's ``stamp.json``, come the
 session facts that can exclude a run (``stratify``): the server (``server_id``: the endpoint the
 harness forwarded to, which no request can change; ``answers``: requested model -> reply
