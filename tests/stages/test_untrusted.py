@@ -351,3 +351,47 @@ def test_an_anthropic_client_is_metered_exactly_cache_tokens_and_side_calls_incl
     assert (m["responses"], m["responses_side"], m["responses_with_usage"]) == (6, 3, 3)
     assert rec["tokens_source"] == "metered" and rec["usage"]["tokens_in"] == m["tokens_in"]
     assert rec["session_observed"]["answers"] == {model: [model]}
+
+
+@pytest.mark.sandbox
+@NEEDS_BWRAP
+def test_a_gemini_client_is_metered_exactly_every_stream_shape(sealed) -> None:
+    """Issue 34 point 3, through a real bridge: a client of the Gemini API (as Gemini CLI talks:
+    the model in the path, ``streamGenerateContent`` with ``?alt=sse`` and as a JSON array,
+    ``generateContent``, ``countTokens``). Each stream chunk carries cumulative ``usageMetadata``:
+    the metered totals are the server's final counts exactly (in + out = ``totalTokenCount``)."""
+    from sealbench.testing.scripted_gemini import MODEL_VERSION, ScriptedGemini
+
+    with ScriptedGemini(["pytest -q", "ls"]) as srv:
+        tools = [{"functionDeclarations": [{"name": "run_shell_command", "parameters": {
+            "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]}]
+        task = [{"role": "user", "parts": [{"text": "Fix the bug in calc.py, please."}]}]
+        client = ("import json, urllib.request as u\n"
+                  f"base = 'http://127.0.0.1:{srv.port}/v1beta/models/{MODEL_VERSION}'\n"
+                  "def call(verb, body):\n"
+                  "    r = u.urlopen(u.Request(base + verb, data=json.dumps(body).encode(),\n"
+                  "                            headers={'Content-Type': 'application/json'}))\n"
+                  "    return r.read().decode()\n"
+                  f"tools, task = {tools!r}, {task!r}\n"
+                  "call(':countTokens', {'contents': task})\n"
+                  "call(':streamGenerateContent?alt=sse', {'contents': task, 'tools': tools})\n"
+                  "done = [{'role': 'model', 'parts': [{'functionCall': {'name': 'run_shell_command',\n"
+                  "                                                      'args': {'command': 'pytest -q'}}}]},\n"
+                  "        {'role': 'user', 'parts': [{'functionResponse': {'name': 'run_shell_command',\n"
+                  "                                                         'response': {'output': '1 failed'}}}]}]\n"
+                  "call(':streamGenerateContent', {'contents': task + done, 'tools': tools})\n"
+                  "call(':generateContent', {'contents': [{'role': 'user', 'parts': [{'text': 'A title?'}]}]})\n")
+        (sealed["base"] / "client.py").write_text(client)
+        cmd = f'python {sealed["base"] / "client.py"}'
+        rec, _ = _attempt(sealed, cmd, endpoint=f"127.0.0.1:{srv.port}", readonly_paths=(sealed["base"] / "client.py",))
+        server = srv.totals()
+    assert rec["exit_code"] == 0, rec
+    m = rec["usage_metered"]
+    assert server["calls"] == 3 and server["cachedContentTokenCount"] > 0 and server["thoughtsTokenCount"] > 0
+    assert (m["tokens_in"], m["tokens_out"], m["tokens_cache_read"], m["tokens_reasoning"]) == (
+        server["promptTokenCount"], server["candidatesTokenCount"] + server["thoughtsTokenCount"],
+        server["cachedContentTokenCount"], server["thoughtsTokenCount"])
+    assert m["tokens_in"] + m["tokens_out"] == server["totalTokenCount"]
+    assert (m["responses"], m["responses_side"], m["responses_with_usage"]) == (4, 1, 3)
+    assert rec["tokens_source"] == "metered"
+    assert rec["session_observed"]["answers"] == {MODEL_VERSION: [MODEL_VERSION]}
