@@ -313,6 +313,18 @@ def test_honest_chat_completions_metering_is_unchanged() -> None:
     assert (w.total.responses, w.total.with_usage, w.total.side) == (2, 2, 0) and w.source() == "metered"
 
 
+def test_event_stream_data_over_several_lines_and_events_without_the_empty_line() -> None:
+    """SSE: an event's ``data:`` lines are joined; a server that leaves out the empty line
+    between two one-line events is still read event by event."""
+    usage = {"type": "message_delta", "delta": {}, "usage": {"output_tokens": 96}}
+    start = json.loads(ANTHROPIC_STREAM.split("data: ", 1)[1].split("\n", 1)[0])
+    split = json.dumps(start, indent=1).replace("\n", "\ndata: ")
+    body = f"event: message_start\ndata: {split}\n\ndata: {json.dumps(usage)}\ndata: [DONE]\n"
+    w = Wire().call(post("/v1/messages", {"model": CLAUDE}), reply(body, "text/event-stream"))
+    assert w.numbers() == (15905, 96, 1210, 14688)
+    assert bridge.model_in_body(body.encode(), "text/event-stream") == CLAUDE
+
+
 # ---------------------------------------------------------------------------------------------
 # run.json and the runs table
 

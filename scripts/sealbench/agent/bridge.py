@@ -598,6 +598,17 @@ def _sse_data(text: str) -> list[str]:
     return out
 
 
+def _json_value(data: str) -> object | None:
+    """One event's data as JSON, or None (empty, ``[DONE]``, not JSON, or JSON ``null``)."""
+    data = data.strip()
+    if not data or data == "[DONE]":
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+
+
 def reply_objects(body: bytes, content_type: str) -> list[object]:
     """The JSON values one reply body holds, in order: an event stream's events (``[DONE]`` and
     unreadable ones left out; Gemini's ``?alt=sse`` too), the elements of a JSON array (Gemini's
@@ -606,12 +617,10 @@ def reply_objects(body: bytes, content_type: str) -> list[object]:
     if "event-stream" in content_type or text.lstrip().startswith(("data:", "event:")):
         out = []
         for data in _sse_data(text):
-            if not data.strip() or data.strip() == "[DONE]":
-                continue
-            try:
-                out.append(json.loads(data))
-            except (ValueError, RecursionError):
-                continue
+            # the event's data lines joined; failing that, each line alone (a server that wrote
+            # two events without the empty line between them)
+            whole = _json_value(data)
+            out += [whole] if whole is not None else [v for v in map(_json_value, data.split("\n")) if v is not None]
         return out
     try:
         obj = json.loads(text)
