@@ -297,3 +297,101 @@ def test_without_a_bridge_the_tokens_are_the_agents(sealed) -> None:
     rec, _ = _attempt(sealed, 'echo \'{"tokens_in": 3, "tokens_out": 4}\' > "$SEALBENCH_OUT/usage.json"')
     assert rec["tokens_source"] == "agent" and rec["usage_metered"] is None
     assert rec["usage"]["tokens_out"] == 4
+
+
+@pytest.mark.sandbox
+@NEEDS_BWRAP
+def test_an_anthropic_client_is_metered_exactly_cache_tokens_and_side_calls_included(sealed) -> None:
+    """Issue 34 point 3, through a real bridge: a client of the Anthropic Messages API (as Claude
+    Code talks: a reachability probe, a model listing, ``count_tokens``, two streamed main turns
+    with prompt caching, a non-streamed side call). The metered totals are the server's own
+    counts exactly: tokens_in = input + cache creation + cache read; the side calls are counted
+    apart and do not make the run incomplete."""
+    from sealbench.testing.scripted_anthropic import ScriptedAnthropic
+
+    model = "claude-sonnet-4-20250514"
+    with ScriptedAnthropic(["pytest -q"], models=[model]) as srv:
+        tools = [{"name": "Bash", "description": "run", "input_schema": {
+            "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
+        first = [{"role": "user", "content": "Fix the bug in calc.py, please."}]
+        client = ("import json, urllib.request as u\n"
+                  f"base = 'http://127.0.0.1:{srv.port}'\n"
+                  "def call(path, body=None, method='POST'):\n"
+                  "    data = None if body is None else json.dumps(body).encode()\n"
+                  "    r = u.urlopen(u.Request(base + path, data=data, method=method,\n"
+                  "                            headers={'Content-Type': 'application/json'}))\n"
+                  "    return r.read().decode()\n"
+                  "call('/', method='HEAD')\n"
+                  "call('/v1/models', method='GET')\n"
+                  f"m, tools, first = {model!r}, {tools!r}, {first!r}\n"
+                  "call('/v1/messages/count_tokens?beta=true', {'model': m, 'messages': first, 'tools': tools})\n"
+                  "out = call('/v1/messages?beta=true', {'model': m, 'stream': True, 'system': 'You fix bugs.',\n"
+                  "                                       'tools': tools, 'messages': first, 'max_tokens': 100})\n"
+                  "start = json.loads([ln for ln in out.splitlines() if ln.startswith('data:')][0][5:])\n"
+                  "use = [json.loads(ln[5:]) for ln in out.splitlines() if 'toolu_' in ln and ln.startswith('data:')]\n"
+                  "tid = use[0]['content_block']['id']\n"
+                  "turn2 = first + [{'role': 'assistant', 'content': [{'type': 'tool_use', 'id': tid, 'name': 'Bash',\n"
+                  "                                                     'input': {'command': 'pytest -q'}}]},\n"
+                  "                 {'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': tid,\n"
+                  "                                               'content': '1 failed'}]}]\n"
+                  "call('/v1/messages?beta=true', {'model': m, 'stream': True, 'system': 'You fix bugs.',\n"
+                  "                                'tools': tools, 'messages': turn2, 'max_tokens': 100})\n"
+                  "call('/v1/messages', {'model': m, 'messages': [{'role': 'user', 'content': 'A title?'}]})\n")
+        (sealed["base"] / "client.py").write_text(client)
+        cmd = f'python {sealed["base"] / "client.py"}'
+        rec, _ = _attempt(sealed, cmd, endpoint=srv.endpoint, readonly_paths=(sealed["base"] / "client.py",))
+        server = srv.totals()
+    assert rec["exit_code"] == 0, rec
+    m = rec["usage_metered"]
+    assert server["calls"] == 3 and server["cache_read_input_tokens"] > 0 and server["cache_creation_input_tokens"] > 0
+    assert m["tokens_in"] == (server["input_tokens"] + server["cache_creation_input_tokens"]
+                              + server["cache_read_input_tokens"])
+    assert (m["tokens_out"], m["tokens_cache_creation"], m["tokens_cache_read"]) == (
+        server["output_tokens"], server["cache_creation_input_tokens"], server["cache_read_input_tokens"])
+    assert (m["responses"], m["responses_side"], m["responses_with_usage"]) == (6, 3, 3)
+    assert rec["tokens_source"] == "metered" and rec["usage"]["tokens_in"] == m["tokens_in"]
+    assert rec["session_observed"]["answers"] == {model: [model]}
+
+
+@pytest.mark.sandbox
+@NEEDS_BWRAP
+def test_a_gemini_client_is_metered_exactly_every_stream_shape(sealed) -> None:
+    """Issue 34 point 3, through a real bridge: a client of the Gemini API (as Gemini CLI talks:
+    the model in the path, ``streamGenerateContent`` with ``?alt=sse`` and as a JSON array,
+    ``generateContent``, ``countTokens``). Each stream chunk carries cumulative ``usageMetadata``:
+    the metered totals are the server's final counts exactly (in + out = ``totalTokenCount``)."""
+    from sealbench.testing.scripted_gemini import MODEL_VERSION, ScriptedGemini
+
+    with ScriptedGemini(["pytest -q", "ls"]) as srv:
+        tools = [{"functionDeclarations": [{"name": "run_shell_command", "parameters": {
+            "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]}]
+        task = [{"role": "user", "parts": [{"text": "Fix the bug in calc.py, please."}]}]
+        client = ("import json, urllib.request as u\n"
+                  f"base = 'http://127.0.0.1:{srv.port}/v1beta/models/{MODEL_VERSION}'\n"
+                  "def call(verb, body):\n"
+                  "    r = u.urlopen(u.Request(base + verb, data=json.dumps(body).encode(),\n"
+                  "                            headers={'Content-Type': 'application/json'}))\n"
+                  "    return r.read().decode()\n"
+                  f"tools, task = {tools!r}, {task!r}\n"
+                  "call(':countTokens', {'contents': task})\n"
+                  "call(':streamGenerateContent?alt=sse', {'contents': task, 'tools': tools})\n"
+                  "done = [{'role': 'model', 'parts': [{'functionCall': {'name': 'run_shell_command',\n"
+                  "                                                      'args': {'command': 'pytest -q'}}}]},\n"
+                  "        {'role': 'user', 'parts': [{'functionResponse': {'name': 'run_shell_command',\n"
+                  "                                                         'response': {'output': '1 failed'}}}]}]\n"
+                  "call(':streamGenerateContent', {'contents': task + done, 'tools': tools})\n"
+                  "call(':generateContent', {'contents': [{'role': 'user', 'parts': [{'text': 'A title?'}]}]})\n")
+        (sealed["base"] / "client.py").write_text(client)
+        cmd = f'python {sealed["base"] / "client.py"}'
+        rec, _ = _attempt(sealed, cmd, endpoint=f"127.0.0.1:{srv.port}", readonly_paths=(sealed["base"] / "client.py",))
+        server = srv.totals()
+    assert rec["exit_code"] == 0, rec
+    m = rec["usage_metered"]
+    assert server["calls"] == 3 and server["cachedContentTokenCount"] > 0 and server["thoughtsTokenCount"] > 0
+    assert (m["tokens_in"], m["tokens_out"], m["tokens_cache_read"], m["tokens_reasoning"]) == (
+        server["promptTokenCount"], server["candidatesTokenCount"] + server["thoughtsTokenCount"],
+        server["cachedContentTokenCount"], server["thoughtsTokenCount"])
+    assert m["tokens_in"] + m["tokens_out"] == server["totalTokenCount"]
+    assert (m["responses"], m["responses_side"], m["responses_with_usage"]) == (4, 1, 3)
+    assert rec["tokens_source"] == "metered"
+    assert rec["session_observed"]["answers"] == {MODEL_VERSION: [MODEL_VERSION]}

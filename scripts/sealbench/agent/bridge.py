@@ -10,21 +10,35 @@ loopback, forwards every connection to the unix socket, and runs the agent comma
 Nothing else is reachable: any other address or port is refused by the empty network.
 
 The harness side also *meters* the traffic (:class:`ResponseMeter`): every HTTP response the
-server sends back is parsed (``Content-Length``, chunked or read-to-close bodies; JSON or
-``text/event-stream``) and the ``usage`` object of OpenAI-compatible replies
-(``prompt_tokens``/``completion_tokens``; ``input_tokens``/``output_tokens`` too) is summed.
-So the token counts of a sandboxed agent come from what the server said, not from the agent.
-A reply that carries no usage, or that the connection cut short (the client hung up before its
-end, where a stream says its usage), is counted as a reply without usage: the run's metered
-tokens are then incomplete (``run_agent.choose_tokens``), never replaced by the agent's word.
+server sends back is parsed (``Content-Length``, chunked or read-to-close bodies; JSON, a JSON
+array of chunks, or ``text/event-stream``) and its usage summed, in every wire format the
+clients speak (:func:`_usage_of`): OpenAI Chat Completions (``usage.prompt_tokens``/
+``completion_tokens``, ``prompt_tokens_details.cached_tokens``), OpenAI Responses (``usage``, or
+``response.usage`` of the ``response.completed`` event), Anthropic Messages (``usage``, or
+``message.usage`` of ``message_start`` then the final ``usage.output_tokens`` of
+``message_delta``; the prompt-cache tokens ``cache_creation_input_tokens`` and
+``cache_read_input_tokens``) and Gemini (``usageMetadata``, cumulative on every chunk of
+``streamGenerateContent``, ``?alt=sse`` or not). A stream's usages are cumulative, so they are
+combined into the final count, never summed (:meth:`Usage.latest`). ``tokens_in`` is every
+input token the server counted (uncached + cache creation + cache read; the cache parts are
+kept beside it), ``tokens_out`` every output token (reasoning/thoughts included): the totals
+equal the server's own counts. So the token counts of a sandboxed agent come from what the
+server said, not from the agent. A reply that carries no usage, or that the connection cut
+short (the client hung up before its end, where a stream says its usage), is counted as a reply
+without usage: the run's metered tokens are then incomplete (``run_agent.choose_tokens``), never
+replaced by the agent's word. Replies to *side calls* (:func:`side_call`: any method but POST —
+model listings, ``HEAD``/``GET`` probes, a stored response fetched again — and POSTs that only
+count tokens, e.g. Anthropic's ``/v1/messages/count_tokens``) are counted apart
+(``responses_side``): never added to the totals, never a reply without usage.
 
 It also *observes the session* (:class:`ObservedSession`, run.json ``session_observed``): per
 reply its HTTP status, the time on the harness's clock from the request's first byte to the
-reply's first byte, and the reply's ``model`` field (JSON or event stream); and every upstream
+reply's first byte, and the model the reply names (``model``, Gemini's ``modelVersion``, in
+Anthropic's ``message_start``, in a Responses event's ``response``); and every upstream
 connect that failed (the harness's own fault reaching the server). The client→server direction
 is read too (:class:`RequestMeter`: ``Content-Length`` and chunked bodies, pipelined requests
 matched with their replies in order), so each reply is paired with the ``model`` its request
-asked for. Which model is asked for is the agent's choice and never a session problem; what the
+asked for (its body's ``model``, or the model in a Gemini path ``/models/<model>:<method>``). Which model is asked for is the agent's choice and never a session problem; what the
 server answered to it is the server's. From these, not from the agent's ``stamp.json``, come the
 session facts that can exclude a run (``stratify``): the server (``server_id``: the endpoint the
 harness forwarded to, which no request can change; ``answers``: requested model -> reply
@@ -49,6 +63,7 @@ import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote
 
 try:
     from ..core.unix_rpc import UnixServer
@@ -96,19 +111,95 @@ def _splice(a: socket.socket, b: socket.socket, tap_b_to_a=None, tap_a_to_b=None
 METER_BODY_CAP = 32 << 20
 
 
-@dataclass
-class MeteredUsage:
-    """What the server's replies said, summed over a session."""
+@dataclass(frozen=True)
+class Usage:
+    """One reply's usage as the server counted it, in one shape whatever its wire format.
+
+    ``tokens_in`` is every input token the server counted: the uncached ones plus those written
+    to and read from its prompt cache (``cache_creation`` and ``cache_read`` are parts of it);
+    ``tokens_out`` every output token, reasoning ("thoughts") included (``reasoning`` is a part
+    of it). So ``tokens_in + tokens_out`` is the server's own total where it gives one."""
 
     tokens_in: int = 0
     tokens_out: int = 0
+    cache_creation: int = 0
+    cache_read: int = 0
+    reasoning: int = 0
+
+    def latest(self, other: Usage) -> Usage:
+        """Two usages of one streamed reply: each field's larger value. The fields a stream
+        repeats are cumulative (Anthropic ``message_start`` then ``message_delta``, Gemini's
+        ``usageMetadata`` on every chunk, an OpenAI chat total in the last chunk), so this is
+        the final count, never a sum."""
+        return Usage(*(max(a, b) for a, b in zip(vars(self).values(), vars(other).values())))
+
+
+@dataclass
+class MeteredUsage:
+    """What the server's replies said, summed over a session (fields as in :class:`Usage`).
+
+    ``responses`` counts every reply (1xx excluded); ``side`` those that answered a side call
+    (:func:`side_call`: token counting, model listings, probes), which generate nothing: never
+    added to the totals, never a reply without usage. ``with_usage`` and ``unparsed`` count the
+    other replies (generation requests), so :meth:`without_usage` of them carried none."""
+
+    tokens_in: int = 0            #: every input token counted: uncached + cache creation + cache read
+    tokens_out: int = 0           #: every output token, reasoning included
+    cache_creation: int = 0       #: of tokens_in: written to the prompt cache
+    cache_read: int = 0           #: of tokens_in: read from the prompt cache
+    reasoning: int = 0            #: of tokens_out: reasoning / thinking, where the server says so
     responses: int = 0            #: HTTP responses seen (1xx excluded)
-    with_usage: int = 0           #: responses that carried a usage object
-    unparsed: int = 0             #: responses whose body could not be read for usage
+    with_usage: int = 0           #: generation replies that carried a usage object
+    unparsed: int = 0             #: generation replies whose body could not be read for usage
+    side: int = 0                 #: replies to side calls (:func:`side_call`), usage or not
+
+    def without_usage(self) -> int:
+        """Generation replies that carried no usage (or were cut short): >0 makes the count a
+        lower bound."""
+        return max(0, self.responses - self.side - self.with_usage)
+
+    def add(self, got: Usage) -> None:
+        self.with_usage += 1
+        self.tokens_in += got.tokens_in
+        self.tokens_out += got.tokens_out
+        self.cache_creation += got.cache_creation
+        self.cache_read += got.cache_read
+        self.reasoning += got.reasoning
 
     def as_dict(self) -> dict:
-        return {"tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "responses": self.responses,
-                "responses_with_usage": self.with_usage, "responses_unparsed": self.unparsed}
+        """run.json ``usage_metered``."""
+        return {"tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
+                "tokens_cache_creation": self.cache_creation, "tokens_cache_read": self.cache_read,
+                "tokens_reasoning": self.reasoning, "responses": self.responses,
+                "responses_with_usage": self.with_usage, "responses_unparsed": self.unparsed,
+                "responses_side": self.side}
+
+
+#: Request paths that count or list but never generate (a POST to one is a side call):
+#: Anthropic ``/v1/messages/count_tokens``, Gemini ``…/models/<m>:countTokens``, OpenAI
+#: ``/v1/responses/input_tokens``, the ``/tokenize`` and ``/detokenize`` of local servers.
+_SIDE_PATH = re.compile(r"(?:/count_tokens|:countTokens|/input_tokens|/tokenize|/detokenize)/?$")
+
+
+def side_call(method: str, target: str) -> bool:
+    """Whether a request is a side call, which generates nothing: any method but POST (model
+    listings, ``HEAD``/``GET`` probes, a stored response fetched again) or a POST to a counting
+    path (:data:`_SIDE_PATH`). An unknown method (the request not read) is not one."""
+    if not method:
+        return False
+    path = target.split("?", 1)[0].split("#", 1)[0]
+    return method.upper() != "POST" or _SIDE_PATH.search(path) is not None
+
+
+#: A Gemini request names its model in the path: ``/v1beta/models/<model>:streamGenerateContent``
+#: (Vertex: ``…/publishers/google/models/<model>:generateContent``).
+_PATH_MODEL = re.compile(r"/models/([^/:?#]+):[A-Za-z]+$")
+
+
+def model_in_path(target: str) -> str | None:
+    """The model a request's path names (Gemini's ``/models/<model>:<method>``), or None."""
+    m = _PATH_MODEL.search(target.split("?", 1)[0])
+    return unquote(m.group(1)) if m else None
 
 
 #: Parts a server appends to a requested model name when it resolves an alias to a snapshot
@@ -411,92 +502,150 @@ class RequestMeter:
     def _finish(self) -> None:
         req = self.req
         if req is not None:
-            model = None if self.too_big or not self.body else model_requested(bytes(self.body), self.headers)
+            # Gemini names the model in the path (the server reads it there); others in the body
+            model = model_in_path(req.target) or (
+                None if self.too_big or not self.body else model_requested(bytes(self.body), self.headers))
             with self.exchange.lock:
                 req.model, req.read = model, not self.too_big
         self.req, self.state, self.body = None, "head", bytearray()
 
 
-def _usage_of(obj: object) -> tuple[int, int] | None:
-    """(tokens in, tokens out) of one reply object, or None when it carries no usage."""
+def _valid(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _count_of(u: dict, key: str, part: str | None = None) -> int:
+    """``u[key]`` (or ``u[key][part]``) when it is a whole number >= 0, else 0."""
+    v = u.get(key)
+    if part is not None:
+        v = v.get(part) if isinstance(v, dict) else None
+    return v if _valid(v) else 0  # type: ignore[return-value]
+
+
+def _holders(obj: dict) -> tuple[object, ...]:
+    """Where a reply object keeps its ``usage`` and ``model``: itself, ``message`` (Anthropic
+    ``message_start``), ``response`` (OpenAI Responses stream events)."""
+    return obj, obj.get("message"), obj.get("response")
+
+
+def _usage_of(obj: object) -> Usage | None:
+    """The usage of one reply object (a whole reply, a stream event or chunk), or None when it
+    carries none. Each wire format in one shape (:class:`Usage`):
+
+    - OpenAI Chat Completions ``usage``: ``prompt_tokens`` (cached ones included:
+      ``prompt_tokens_details.cached_tokens``), ``completion_tokens`` (reasoning included:
+      ``completion_tokens_details.reasoning_tokens``);
+    - OpenAI Responses ``usage`` (top level, or ``response.usage`` of ``response.completed``):
+      ``input_tokens`` (cached ones included: ``input_tokens_details.cached_tokens``),
+      ``output_tokens`` (``output_tokens_details.reasoning_tokens``);
+    - Anthropic Messages ``usage`` (top level, ``message.usage`` of ``message_start``):
+      ``input_tokens`` is the uncached part only, ``cache_creation_input_tokens`` and
+      ``cache_read_input_tokens`` are added to it; ``output_tokens``;
+    - Gemini ``usageMetadata``: ``promptTokenCount`` (+ ``toolUsePromptTokenCount``; cached ones
+      included: ``cachedContentTokenCount``), ``candidatesTokenCount`` + ``thoughtsTokenCount``
+      out, so in + out = ``totalTokenCount``."""
     if not isinstance(obj, dict):
         return None
-    u = obj.get("usage")
-    if not isinstance(u, dict) and isinstance(obj.get("message"), dict):   # anthropic stream start
-        u = obj["message"].get("usage")
-    if not isinstance(u, dict):
+    meta = obj.get("usageMetadata")
+    if isinstance(meta, dict):
+        thoughts = _count_of(meta, "thoughtsTokenCount")
+        return Usage(tokens_in=_count_of(meta, "promptTokenCount") + _count_of(meta, "toolUsePromptTokenCount"),
+                     tokens_out=_count_of(meta, "candidatesTokenCount") + thoughts,
+                     cache_read=_count_of(meta, "cachedContentTokenCount"), reasoning=thoughts)
+    u = next((h["usage"] for h in _holders(obj) if isinstance(h, dict) and isinstance(h.get("usage"), dict)), None)
+    if u is None:
         return None
-
-    def num(*keys: str) -> int:
-        for k in keys:
-            v = u.get(k)
-            if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
-                return v
-        return 0
-
-    return num("prompt_tokens", "input_tokens"), num("completion_tokens", "output_tokens")
+    out = _count_of(u, "completion_tokens") if _valid(u.get("completion_tokens")) else _count_of(u, "output_tokens")
+    if _valid(u.get("prompt_tokens")):                              # chat completions
+        return Usage(tokens_in=_count_of(u, "prompt_tokens"), tokens_out=out,
+                     cache_read=_count_of(u, "prompt_tokens_details", "cached_tokens"),
+                     reasoning=_count_of(u, "completion_tokens_details", "reasoning_tokens"))
+    created, read = _count_of(u, "cache_creation_input_tokens"), _count_of(u, "cache_read_input_tokens")
+    return Usage(tokens_in=_count_of(u, "input_tokens") + created + read,         # anthropic: beside it
+                 tokens_out=out, cache_creation=created,
+                 cache_read=read + _count_of(u, "input_tokens_details", "cached_tokens"),   # responses: inside it
+                 reasoning=_count_of(u, "output_tokens_details", "reasoning_tokens"))
 
 
 def _model_of(obj: object) -> str | None:
+    """The model one reply object names: ``model`` (OpenAI), ``modelVersion`` (Gemini), in
+    ``message`` (Anthropic ``message_start``) or ``response`` (OpenAI Responses events)."""
     if not isinstance(obj, dict):
         return None
-    m = obj.get("model")
-    if not isinstance(m, str) and isinstance(obj.get("message"), dict):   # anthropic stream start
-        m = obj["message"].get("model")
-    return m if isinstance(m, str) and m else None
+    for h in _holders(obj):
+        if isinstance(h, dict):
+            for key in ("model", "modelVersion"):
+                m = h.get(key)
+                if isinstance(m, str) and m:
+                    return m
+    return None
+
+
+def _sse_data(text: str) -> list[str]:
+    """The data of each event of an event stream (its ``data:`` lines joined by newlines; an
+    event ends at an empty line)."""
+    out: list[str] = []
+    lines: list[str] = []
+    for line in text.splitlines():
+        if not line:
+            if lines:
+                out.append("\n".join(lines))
+            lines = []
+        elif line.startswith("data:"):
+            lines.append(line[6:] if line.startswith("data: ") else line[5:])
+    if lines:
+        out.append("\n".join(lines))
+    return out
+
+
+def _json_value(data: str) -> object | None:
+    """One event's data as JSON, or None (empty, ``[DONE]``, not JSON, or JSON ``null``)."""
+    data = data.strip()
+    if not data or data == "[DONE]":
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+
+
+def reply_objects(body: bytes, content_type: str) -> list[object]:
+    """The JSON values one reply body holds, in order: an event stream's events (``[DONE]`` and
+    unreadable ones left out; Gemini's ``?alt=sse`` too), the elements of a JSON array (Gemini's
+    ``streamGenerateContent`` without ``alt=sse``), or the one JSON value of a plain reply."""
+    text = body.decode("utf-8", "replace")
+    if "event-stream" in content_type or text.lstrip().startswith(("data:", "event:")):
+        out = []
+        for data in _sse_data(text):
+            # the event's data lines joined; failing that, each line alone (a server that wrote
+            # two events without the empty line between them)
+            whole = _json_value(data)
+            out += [whole] if whole is not None else [v for v in map(_json_value, data.split("\n")) if v is not None]
+        return out
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    return list(obj) if isinstance(obj, list) else [obj]
 
 
 def model_in_body(body: bytes, content_type: str) -> str | None:
-    """The server identity one reply names (its ``model`` field; in an event stream, the first
-    event that names one), or None."""
-    text = body.decode("utf-8", "replace")
-    if "event-stream" in content_type or text.lstrip().startswith(("data:", "event:")):
-        for line in text.splitlines():
-            if line.startswith("data:"):
-                try:
-                    m = _model_of(json.loads(line[5:].strip()))
-                except ValueError:
-                    continue
-                if m is not None:
-                    return m
-        return None
-    try:
-        return _model_of(json.loads(text))
-    except ValueError:
-        return None
+    """The server identity one reply names (the first of its objects that names a model:
+    :func:`_model_of`), or None."""
+    return next((m for m in map(_model_of, reply_objects(body, content_type)) if m is not None), None)
 
 
-def usage_in_body(body: bytes, content_type: str) -> tuple[int, int] | None:
-    """Usage of one response body: a JSON reply, or an event stream whose events carry usage
-    (OpenAI: the last chunk holds the total; Anthropic: ``message_start`` + ``message_delta``)."""
-    text = body.decode("utf-8", "replace")
-    if "event-stream" in content_type or text.lstrip().startswith(("data:", "event:")):
-        found, tin, tout, openai_last = False, 0, 0, None
-        for line in text.splitlines():
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if not data or data == "[DONE]":
-                continue
-            try:
-                obj = json.loads(data)
-            except ValueError:
-                continue
-            got = _usage_of(obj)
-            if got is None:
-                continue
-            found = True
-            if isinstance(obj, dict) and obj.get("type") in ("message_start", "message_delta"):
-                tin, tout = max(tin, got[0]), max(tout, got[1])     # anthropic: cumulative fields
-            else:
-                openai_last = got                                   # openai: the final chunk's total
-        if not found:
-            return None
-        return openai_last if openai_last is not None else (tin, tout)
-    try:
-        return _usage_of(json.loads(text))
-    except ValueError:
-        return None
+def usage_in_body(body: bytes, content_type: str) -> Usage | None:
+    """Usage of one response body (:func:`_usage_of` of each of its objects), or None when none
+    carries any. A stream's usages are cumulative (OpenAI chat: the last chunk holds the total;
+    Anthropic: ``message_start`` + ``message_delta``; Responses: ``response.completed``; Gemini:
+    every chunk), so they are combined field by field into the final count, never summed."""
+    found: Usage | None = None
+    for obj in reply_objects(body, content_type):
+        got = _usage_of(obj)
+        if got is not None:
+            found = got if found is None else found.latest(got)
+    return found
 
 
 class ResponseMeter:
@@ -513,6 +662,7 @@ class ResponseMeter:
         self.headers: dict[str, str] = {}
         self.too_big = False
         self.request: _Request | None = None   #: the request the reply being read answers
+        self.side = False             #: the reply being read answers a side call (:func:`side_call`)
 
     def feed(self, data: bytes) -> None:
         if data and self.state == "head" and not self.buf:
@@ -530,7 +680,8 @@ class ResponseMeter:
             self._finish()
         elif self.state in ("length", "chunked") or (self.state == "head" and self.buf):
             # the connection ended inside a reply (the client hung up before its end, where a
-            # stream says its usage): a reply without usage, so the count is incomplete
+            # stream says its usage): a reply without usage, so the count is incomplete (unless
+            # it answered a side call, which says no usage anyway)
             self._count(None, parsed=False)
         self.state = "skip"
 
@@ -548,8 +699,13 @@ class ResponseMeter:
             if 100 <= status < 200:
                 return True
             self.request = self.exchange.answered() if self.exchange is not None else None
+            if self.request is not None and self.exchange is not None:
+                with self.exchange.lock:
+                    self.side = side_call(self.request.method, self.request.target)
             if status in (204, 304) or (self.request is not None and self.request.method == "HEAD"):
                 self._observe_model(None)
+                if self.side:         # a probe: counted as a side call (no body to read)
+                    self._count(None, parsed=True)
                 return True
             if "chunked" in self.headers.get("transfer-encoding", "").lower():
                 self.state, self.need = "chunked", -1
@@ -622,15 +778,19 @@ class ResponseMeter:
             if status == 429:
                 s.quota_replies += 1
 
-    def _count(self, got: tuple[int, int] | None, parsed: bool) -> None:
+    def _count(self, got: Usage | None, parsed: bool) -> None:
+        """One reply counted: a side call's apart (its usage, if any, never added: a count or a
+        stored response fetched again generated nothing), a generation reply's with its usage."""
+        side, self.side = self.side, False
         with self.lock:
             self.total.responses += 1
+            if side:
+                self.total.side += 1
+                return
             if not parsed:
                 self.total.unparsed += 1
             if got is not None:
-                self.total.with_usage += 1
-                self.total.tokens_in += got[0]
-                self.total.tokens_out += got[1]
+                self.total.add(got)
 
 
 class UnixToTcp:

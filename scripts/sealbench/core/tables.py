@@ -61,8 +61,15 @@ RUNS_COLUMNS: list[tuple[str, str, bool, str]] = [
     ("agent_error", "bool", True, "the agent crashed: it ended on its own with a non-zero exit or a signal (not at "
                                   "the clock, a stop or a limit), whatever its patch scored; false for controls"),
     ("steps", "int64", True, "reported by the agent in usage.json (null: unknown)"),
-    ("tokens_in", "int64", True, "metered from the server's replies, or reported by the agent (see tokens_source; null: unknown)"),
-    ("tokens_out", "int64", True, "metered from the server's replies, or reported by the agent (see tokens_source; null: unknown)"),
+    ("tokens_in", "int64", True, "input tokens: metered from the server's replies (every input token the server counted: "
+                                 "uncached + cache creation + cache read), or reported by the agent (see tokens_source; null: unknown)"),
+    ("tokens_out", "int64", True, "output tokens, reasoning included: metered from the server's replies, or reported by the "
+                                  "agent (see tokens_source; null: unknown)"),
+    ("tokens_cache_creation", "int64", True, "metered: of tokens_in, those the server wrote to its prompt cache (Anthropic "
+                                             "`cache_creation_input_tokens`); null: not metered"),
+    ("tokens_cache_read", "int64", True, "metered: of tokens_in, those the server read from its prompt cache (Anthropic "
+                                         "`cache_read_input_tokens`, OpenAI `cached_tokens`, Gemini `cachedContentTokenCount`); "
+                                         "null: not metered"),
     ("tokens_source", "string", True, "`metered` (the harness read the server's replies through the bridge, each with its usage), "
                                       "`metered_incomplete` (the bridge's count, but a reply carried no usage or was cut short: a lower "
                                       "bound; the agent's own numbers are never used then) or `agent` (no bridge: the agent's usage.json)"),

@@ -151,12 +151,15 @@ def choose_tokens(usage_agent: Mapping[str, Any], metered: bridge_module.Metered
     the bridge metered, whatever the agent says: ``metered`` when every reply carried its usage,
     ``metered_incomplete`` when one or more did not (the count is then a lower bound). The
     agent's own tokens are used only without a bridge (``agent``); its other numbers (steps,
-    cost) are always its own."""
+    cost) are always its own. ``tokens_in`` is every input token the server counted (uncached,
+    cache creation and cache read: their parts are ``usage_metered``'s ``tokens_cache_*``);
+    replies to side calls (``bridge.side_call``: token counting, model listings, probes) never
+    make the count incomplete."""
     usage = dict(usage_agent)
     if metered is None:
         return usage, AGENT
     usage["tokens_in"], usage["tokens_out"] = metered.tokens_in, metered.tokens_out
-    return usage, (METERED if metered.with_usage >= metered.responses else METERED_INCOMPLETE)
+    return usage, (METERED if metered.without_usage() == 0 else METERED_INCOMPLETE)
 
 
 def envelope_unconfirmed(usage: Mapping[str, Any], envelope: Mapping[str, Any], tokens_source: str | None,
@@ -168,8 +171,9 @@ def envelope_unconfirmed(usage: Mapping[str, Any], envelope: Mapping[str, Any], 
     if tokens_source != METERED_INCOMPLETE or cap is None or (tok is not None and tok > cap):
         return []
     m = metered or {}
-    missing = (m.get("responses") or 0) - (m.get("responses_with_usage") or 0)
-    return [f"tokens_out {tok} is a lower bound ({missing} of {m.get('responses') or 0} server replies carried no "
+    generation = (m.get("responses") or 0) - (m.get("responses_side") or 0)   # side calls say no usage
+    missing = generation - (m.get("responses_with_usage") or 0)
+    return [f"tokens_out {tok} is a lower bound ({missing} of {generation} server replies carried no "
             f"usage): within max_output_tokens {cap} cannot be confirmed"]
 
 

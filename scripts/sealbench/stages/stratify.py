@@ -168,6 +168,16 @@ def server_use(run: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def metered_cache(run: Mapping[str, Any]) -> dict[str, int | None]:
+    """The runs table's ``tokens_cache_creation`` / ``tokens_cache_read``: the parts of the
+    metered ``tokens_in`` the server wrote to and read from its prompt cache (run.json
+    ``usage_metered``); null when the tokens are not metered or the record predates them."""
+    metered = run.get("usage_metered") if str(run.get("tokens_source") or "").startswith("metered") else None
+    metered = metered if isinstance(metered, Mapping) else {}
+    return {"tokens_cache_creation": metered.get("tokens_cache_creation"),
+            "tokens_cache_read": metered.get("tokens_cache_read")}
+
+
 def envelope_flag(run: Mapping[str, Any], usage: Mapping[str, Any]) -> bool | None:
     """The runs table's ``over_envelope``: true when a reported or metered number is over the
     envelope; null when none is known, or when the run is not over but cannot be said to be
@@ -240,7 +250,7 @@ def build_tasks(experiment: Mapping, split_of: Mapping[str, str], sealed: Iterab
 
 def _nulls() -> dict[str, Any]:
     return {k: None for k in ("time_to_green_s", "wall_s", "time_box_s", "end_reason", "exit_code", "steps",
-                              "tokens_in", "tokens_out", "cost_usd", "steer_count", "visible_attempts",
+                              "tokens_in", "tokens_out", "tokens_cache_creation", "tokens_cache_read", "cost_usd", "steer_count", "visible_attempts",
                               "excluded_reason", "stamp_notes", "server_id", "queue_ms", "retries", "quota_state", "route_changed",
                               "isolation", "workspace", "over_envelope", "tamper_paths", "gold_like", "gold_similarity",
                               "stdout_truncated_bytes", "stderr_truncated_bytes", "tokens_source", "draw_id", "redraw")}
@@ -279,6 +289,8 @@ def build_runs(experiment: Mapping, tasks: list[dict], controls: Iterable[Mappin
             "agent_error": ended_in_error(run.get("end_reason"), run.get("exit_code"), run.get("signal")),
             "steps": usage.get("steps"), "tokens_in": usage.get("tokens_in"), "tokens_out": usage.get("tokens_out"),
             "tokens_source": run.get("tokens_source"),
+            # the cache parts of tokens_in: the bridge's count only (an agent's usage.json has none)
+            **metered_cache(run),
             "cost_usd": None if usage.get("cost_usd") is None else float(usage["cost_usd"]),
             "steer_count": run.get("steer_count"), "visible_attempts": len(run.get("attempts") or []),
             "patch_bytes": run.get("patch_bytes"), "reason": s.get("reason"),
