@@ -105,6 +105,9 @@ def test_the_documented_preset_passes_a_bundled_task_metered_exactly(name: str, 
     gold = {ln.split(" b/", 1)[1] for ln in (task / "oracle.patch").read_text().splitlines()
             if ln.startswith("diff --git ")}
     assert touched == gold, touched
+    # the conversation is kept beside the run (issue 34 point 5), one line per reply the bridge relayed
+    lines = (run_json.parent / "transcript.jsonl").read_text().splitlines()
+    assert len(lines) == run["usage_metered"]["responses"] and json.loads(lines[0])["reply"]["status"] == 200
 
 
 @pytest.mark.parametrize("name", ["claude-code", "gemini-cli"])
@@ -143,3 +146,37 @@ def test_an_upgrade_changes_the_fingerprint_and_an_unrelated_package_does_not(tm
     spec = clients.expand_agent("g", {"client": "gemini-cli", "model": MODEL, "endpoint": "127.0.0.1:4000"}, root=root)
     assert agent_identity("g", spec, base=tmp_path, cache=tmp_path / "hc.json")["fingerprint"] == \
         fingerprints[client.version]
+
+
+def test_a_pipeline_run_with_a_client_as_candidate_against_repair_gives_a_decision(tmp_path: Path) -> None:
+    """Codex as the candidate of a whole pipeline run on a small pack, the built-in repair agent
+    as its baseline: a decision, the client's tokens metered on every row, its transcript linked
+    from report.html."""
+    import subprocess
+
+    from packgen import make_pack, write_config
+    from pipeline_runs import smk_cmd
+
+    wd = tmp_path / "wd"
+    pack = make_pack(wd / "pack")
+    with _server("codex", ["sed -i 's/a - b/a + b/' calc.py", "git diff --stat"]) as srv:
+        write_config(wd / "cfg.yaml", pack, candidate="codex", baseline="repair",
+                     agents={"codex": {"client": "codex", "model": MODEL, "endpoint": f"127.0.0.1:{srv.port}"},
+                             "repair": {"command": "python -m sealbench.agents.repair --max-candidates 20",
+                                        "offline": True}})
+        res = subprocess.run(smk_cmd(wd, "--cores", "2", "gate"), capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    latest = wd / "results" / "latest"
+    decision = json.loads((latest / "decision.json").read_text())
+    assert decision["publishable"] and decision["headline"] == 1.0, decision["reasons"]
+    import pandas as pd
+
+    runs = pd.read_parquet(latest / "tables" / "runs.parquet")
+    mine = runs[runs.solver == "codex"]
+    assert len(mine) and (mine.status == "pass").all(), mine[["task_id", "status", "reason"]]
+    assert (mine.tokens_source == "metered").all() and (mine.tokens_in > 0).all()
+    card = json.loads((latest / "card.json").read_text())
+    assert card["candidate"]["name"] == "codex" and card["candidate"]["client"] == {"name": "codex", "version": clients.CLIENTS["codex"].version,
+                                           "model": MODEL}
+    report = (latest / "report.html").read_text()
+    assert report.count("transcript.jsonl") >= len(mine), "every codex run's transcript is linked"

@@ -101,6 +101,11 @@ def test_the_sandbox_holds_no_key_and_the_key_reaches_the_upstream(sealed, upstr
     # metered through the bridge as any server's reply; the session's server is the provider
     assert (rec["usage"]["tokens_in"], rec["usage"]["tokens_out"]) == (12, 3), rec["usage"]
     assert rec["session_observed"]["endpoint"] == url
+    # the conversation is kept beside the run, credentials redacted (issue 34 point 5)
+    [line] = [json.loads(x) for x in (rd / "transcript.jsonl").read_text().splitlines()]
+    assert line["request"]["target"] == "/v1/messages" and line["request"]["body"] == '{"model": "m-1"}'
+    assert line["request"]["headers"]["x-api-key"] == "[redacted]" and '"usage"' in line["reply"]["body"]
+    assert line["reply"]["status"] == 200 and KEY not in (rd / "transcript.jsonl").read_text()
     # the seeker finds a key that is inside: the same agent given the key in its env:, as a recipe
     # that sends it from the sandbox would
     from sealbench.stages import run_agent

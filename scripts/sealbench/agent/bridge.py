@@ -307,6 +307,8 @@ class _Request:
     model: str | None = None      #: its body's ``model`` (None: none, or not read)
     read: bool = False            #: the whole request was parsed (head and body under the cap)
     timed: bool = False           #: its reply's first byte has been timed
+    headers: dict | None = None   #: its headers, credentials redacted (the transcript)
+    body: bytes | None = None     #: its body, when read whole (the transcript)
 
 
 class _Exchange:
@@ -365,6 +367,57 @@ def model_requested(body: bytes, headers: dict[str, str]) -> str | None:
         return None
     m = obj.get("model")
     return m if isinstance(m, str) and m else None
+
+
+def _decoded(body: bytes, headers: dict[str, str]) -> bytes:
+    """A body as sent, its gzip/deflate content encoding undone (b"" when it does not decode)."""
+    enc = headers.get("content-encoding", "").lower()
+    try:
+        if enc == "gzip":
+            return gzip.decompress(body)
+        if enc == "deflate":
+            return zlib.decompress(body)
+    except (OSError, zlib.error, EOFError):
+        return b""
+    return body
+
+
+#: Request headers that carry a credential: never written to a transcript.
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie",
+                            "proxy-authorization"})
+
+
+def redacted(headers: dict[str, str]) -> dict[str, str]:
+    """``headers`` with every credential's value replaced by ``[redacted]``."""
+    return {k: ("[redacted]" if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
+
+
+class Transcript:
+    """The model traffic of one run, one JSON line per reply (``transcript.jsonl`` in the run
+    folder): the request (method, target with any ``key=`` redacted, headers with credentials
+    redacted, body) and the reply (status, headers, body), bodies as text. A body over
+    :data:`METER_BODY_CAP` is left out (``body_omitted``). Written outside the sandbox, by the
+    harness: what the agent said to its model and what it was told, for a reviewer."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def write(self, request: _Request | None, status: int, headers: dict[str, str], body: bytes | None) -> None:
+        def text(b: bytes | None) -> str | None:
+            return None if b is None else b.decode("utf-8", "replace")
+
+        target = re.sub(r"([?&]key=)[^&]*", r"\1[redacted]", request.target) if request is not None else None
+        line = {"time": round(time.time(), 3),
+                "request": None if request is None else {
+                    "method": request.method, "target": target, "headers": request.headers or {},
+                    "body": text(request.body), "body_omitted": request.body is None and request.read is False},
+                "reply": {"status": status, "headers": redacted(headers), "body": text(body),
+                          "body_omitted": body is None}}
+        data = (json.dumps(line, ensure_ascii=False) + "\n").encode()
+        with self._lock:
+            with open(self.path, "ab") as fh:
+                fh.write(data)
 
 
 def _keep_body(m, data: bytes) -> None:
@@ -507,6 +560,8 @@ class RequestMeter:
                 None if self.too_big or not self.body else model_requested(bytes(self.body), self.headers))
             with self.exchange.lock:
                 req.model, req.read = model, not self.too_big
+                req.headers = redacted(self.headers)
+                req.body = None if self.too_big else _decoded(bytes(self.body), self.headers)
         self.req, self.state, self.body = None, "head", bytearray()
 
 
@@ -652,8 +707,10 @@ class ResponseMeter:
     """Incremental parser of the server→client byte stream of one connection (HTTP/1.x)."""
 
     def __init__(self, total: MeteredUsage, lock: threading.Lock, session: ObservedSession | None = None,
-                 exchange: _Exchange | None = None) -> None:
+                 exchange: _Exchange | None = None, transcript: Transcript | None = None) -> None:
         self.total, self.lock = total, lock
+        self.transcript = transcript
+        self.status = 0
         self.session, self.exchange = session, exchange
         self.buf = b""
         self.state = "head"           # head | length | chunked | close | skip
@@ -694,6 +751,7 @@ class ResponseMeter:
             if first is None:
                 return False
             status = int(first.split()[1])
+            self.status = status
             self._observe_status(status)
             self.body, self.too_big = bytearray(), False
             if 100 <= status < 200:
@@ -726,16 +784,10 @@ class ResponseMeter:
         _keep_body(self, data)
 
     def _finish(self) -> None:
-        body = bytes(self.body)
-        enc = self.headers.get("content-encoding", "").lower()
-        try:
-            if enc == "gzip":
-                body = gzip.decompress(body)
-            elif enc == "deflate":
-                body = zlib.decompress(body)
-        except (OSError, zlib.error):
-            body = b""
+        body = _decoded(bytes(self.body), self.headers)
         ctype = self.headers.get("content-type", "")
+        if self.transcript is not None:
+            self.transcript.write(self.request, self.status, self.headers, None if self.too_big else body)
         got = None if self.too_big or not body else usage_in_body(body, ctype)
         self._observe_model(None if self.too_big or not body else model_in_body(body, ctype))
         self._count(got, parsed=not self.too_big)
@@ -796,8 +848,9 @@ class ResponseMeter:
 class UnixToTcp:
     """Outside the sandbox: accept on a unix socket, connect to ``host:port``."""
 
-    def __init__(self, sock_path: str, host: str, port: int) -> None:
+    def __init__(self, sock_path: str, host: str, port: int, transcript: Path | None = None) -> None:
         self.sock_path, self.host, self.port = sock_path, host, port
+        self.transcript = Transcript(transcript) if transcript is not None else None
         self.usage = MeteredUsage()
         self.session = ObservedSession(endpoint=f"{host}:{port}")
         self._lock = threading.Lock()
@@ -827,7 +880,7 @@ class UnixToTcp:
             conn.close()
             return
         exchange = _Exchange()
-        pipes = _splice(conn, up, ResponseMeter(self.usage, self._lock, self.session, exchange),
+        pipes = _splice(conn, up, ResponseMeter(self.usage, self._lock, self.session, exchange, self.transcript),
                         RequestMeter(exchange))
         with self._lock:
             self._pipes += pipes

@@ -679,7 +679,8 @@ def run_files(row: Mapping[str, Any], res: str) -> list[tuple[str, str]]:
     else:
         fp = str(row.get("fingerprint"))
         run, score = paths.run_dir(t, d, s, fp, e, res), paths.score(t, d, s, fp, e, res)
-    return [("patch", f"{run}/patch.diff"), ("logs", run), ("scoring", score[: -len(".json")] + ".logs")]
+    return [("patch", f"{run}/patch.diff"), ("transcript", f"{run}/transcript.jsonl"), ("logs", run),
+            ("scoring", score[: -len(".json")] + ".logs")]
 
 
 def _status_class(status: str) -> str:
@@ -761,6 +762,7 @@ def section_outcomes(decision: Mapping, tasks: pd.DataFrame, runs: pd.DataFrame,
     out = ['<section id="outcomes"><h2>Per-task outcomes</h2>', won_lost_block(c, won, lost),
            '<p class="sub">Each solver\'s outcome on each task and epoch, from runs.parquet (hover an outcome for '
            "its reason). Links, relative to this experiment's folder: <code>patch</code> (the diff scored), "
+           "<code>transcript</code> (the model traffic the bridge relayed: each request and reply, keys redacted), "
            "<code>logs</code> (the run folder: the agent's output, run.json, visible runs), <code>scoring</code> "
            "(the sealed visible and hidden test output), <code>log</code> (the controls' job log); a file no "
            "longer in results/ gets no link. The column vs baseline marks the tasks the candidate won or lost."
@@ -1023,8 +1025,8 @@ tr.scored td:first-child{border-left:3px solid #1f5fa8}
 .flag{display:inline-block;background:#fbe5e3;color:#8e1c1c;border-radius:3px;padding:0 4px;margin:1px;font-size:12px}
 .refused{text-decoration:line-through;color:#8e1c1c}
 ul.sentences li{margin:4px 0}
-dl{margin:4px 0 4px 0;display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}
-dt{font-weight:600;color:#333}dd{margin:0;overflow-wrap:anywhere}
+dl{margin:4px 0 4px 0;display:grid;grid-template-columns:fit-content(45%) minmax(0,1fr);gap:2px 12px}
+dt{font-weight:600;color:#333;overflow-wrap:anywhere}dd{margin:0;overflow-wrap:anywhere}
 dl dl{border-left:2px solid #e2e2e2;padding-left:8px}
 svg{max-width:100%;height:auto;display:block;margin:8px 0}
 figure{margin:12px 0}figcaption{font-size:13px;color:#444}

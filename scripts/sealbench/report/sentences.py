@@ -309,9 +309,8 @@ def envelope_words(env: Mapping, facts: Mapping) -> str:
                                (f"{env['max_output_tokens']} output tokens", facts.get("tokens_unknown", 0),
                                 "have no output-token count, or only a lower bound")):
         (unconfirmed if unknown else caps).append((cap, unknown, what))
-    said = f"under a clock of at most {env['max_wall_s']} s per task"
-    if caps:
-        said += ", " + " and ".join(c for c, _u, _w in caps)
+    parts = [f"a clock of at most {env['max_wall_s']} s per task", *(c for c, _u, _w in caps)]
+    said = "under " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
     if unconfirmed:
         said += (" (not confirmed: the cap of " + " and the cap of ".join(
             f"{c} ({u} of {n} runs {w})" for c, u, w in unconfirmed) + ")")

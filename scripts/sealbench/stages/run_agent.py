@@ -131,6 +131,10 @@ class RunOptions:
     slot: str | None = None
 
 
+#: The model traffic the bridge relayed, one JSON line per reply (agent.bridge.Transcript), in the run folder.
+TRANSCRIPT_FILE = "transcript.jsonl"
+
+
 def over_envelope(usage: Mapping[str, Any], envelope: Mapping[str, Any]) -> list[str]:
     """Why reported usage exceeds the envelope (empty: within it or unknown)."""
     out = []
@@ -279,7 +283,8 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
             gateway = Gateway(options.upstream, upstream_key(options.key_env), options.api or "",
                               port=0 if level == "bwrap" else port)   # unsandboxed: at the endpoint itself
         if level == "bwrap":
-            bridge = UnixToTcp(str(ctl / "endpoint.sock"), *(("127.0.0.1", gateway.port) if gateway else (host, port)))
+            bridge = UnixToTcp(str(ctl / "endpoint.sock"), *(("127.0.0.1", gateway.port) if gateway else (host, port)),
+                               transcript=run_dir / TRANSCRIPT_FILE)
             if gateway is not None:
                 bridge.session.endpoint = options.upstream    # the server is the provider, not the gateway
             worker_cmd = (f"exec {shlex.quote(sys.executable)} -S {shlex.quote(str(Path(bridge_module.__file__).resolve()))} "
