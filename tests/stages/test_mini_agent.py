@@ -8,9 +8,7 @@ except in CI (``CI`` set), where a missing client is a failure.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import sys
 import urllib.request
 import uuid
@@ -30,10 +28,14 @@ from sealbench.isolation import sandbox  # noqa: E402
 from sealbench.stages import hash_pack, hidden_score, run_agent  # noqa: E402
 from sealbench.testing.fake_llm import SUBMIT, FakeLLM  # noqa: E402
 
-HAVE_MINI = importlib.util.find_spec("minisweagent") is not None and adapter.find_mini() is not None
-needs_mini = pytest.mark.skipif(
-    not HAVE_MINI and not os.environ.get("CI"),
-    reason="mini-swe-agent is not installed (pip install -e '.[test]'); in CI this is a failure")
+
+def mini_bin() -> str:
+    """The real ``mini``: the mini-swe-agent preset's own install (agent.clients; made once, from the
+    registry: these tests are the clients tier)."""
+    from sealbench.agent import clients
+
+    client = clients.CLIENTS["mini-swe-agent"]
+    return str(clients.install(client, client.version) / client.bin)
 
 FIX = "sed -i 's/a - b/a + b/' calc.py"
 SCRIPT = ["cat calc.py", FIX, "$SEALBENCH_VISIBLE_CMD", SUBMIT]
@@ -131,8 +133,7 @@ def test_missing_mini_is_a_clear_error(tmp_path: Path, monkeypatch, capsys) -> N
 # 2. a real mini run on a sealed task, through run_agent and hidden_score
 
 
-@pytest.mark.sandbox
-@needs_mini
+@pytest.mark.clients
 @pytest.mark.parametrize("mode", ["tool", "text"])
 def test_mini_fixes_a_sealed_task_and_reports_the_server_usage(tmp_path: Path, mode: str) -> None:
     base = tmp_path / f"secret-{uuid.uuid4().hex[:8]}"
@@ -144,10 +145,11 @@ def test_mini_fixes_a_sealed_task_and_reports_the_server_usage(tmp_path: Path, m
     script = SCRIPT if mode == "tool" else [SCRIPT[0], None, *SCRIPT[1:]]
     rd = base / "results" / "run"
     with FakeLLM(script, mode=mode) as fake:
-        command = f"python -m sealbench.agents.mini --model fake --api-base {fake.api_base}"
+        command = f"python -m sealbench.agents.mini --model fake --api-base {fake.api_base} --mini {mini_bin()}"
         command += " --text-mode" if mode == "text" else ""
         options = run_agent.RunOptions(sandbox_mode="auto", endpoint=fake.endpoint,
-                                       hide=(pack, base / "results"))
+                                       hide=(pack, base / "results"),
+                                       readonly_paths=(Path(mini_bin()).parents[2],))
         rec = run_agent.run_agent(sealed, rd, "mini", "0" * 16, command, {}, 1, ENVELOPE, options)
         served = fake.totals()
     score = hidden_score.score_run(sealed, rd, base / "results" / "score.json", 30)
@@ -169,15 +171,13 @@ def test_mini_fixes_a_sealed_task_and_reports_the_server_usage(tmp_path: Path, m
 # 3. the pipeline, with mini as the candidate
 
 
-@pytest.mark.pipeline
-@needs_mini
+@pytest.mark.clients
 def test_pipeline_with_mini_candidate(tmp_path: Path) -> None:
     import pandas as pd
 
     make_pack(tmp_path / "pack")
     with FakeLLM(SCRIPT, mode="tool") as fake:
-        agents = {"mini": {"command": f"python -m sealbench.agents.mini --model fake --api-base {fake.api_base}",
-                           "endpoint": fake.endpoint},
+        agents = {"mini": {"client": "mini-swe-agent", "model": "fake", "endpoint": fake.endpoint},
                   "idle": {"command": NOOP_AGENT}}
         write_config(tmp_path / "cfg.yaml", tmp_path / "pack", agents=agents, candidate="mini", baseline="idle")
         res = smk(tmp_path, "--cores", "2", "gate")
