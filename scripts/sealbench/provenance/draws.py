@@ -457,7 +457,9 @@ def draw_check(runs, split: str | None, copies: list[Path], experiments: Path | 
                                    f"to its end, and the first draw's outcome is not on the record "
                                    f"({', '.join(refused[:5])}{', …' if len(refused) > 5 else ''}): the first draw "
                                    "cannot be scored and a later one would be best-of-k. Score this agent version "
-                                   "on a fresh pack, or restore the first draws' score records.", refused))
+                                   "on a fresh pack, or restore the first draws' score records, or put back their "
+                                   f"kept files ({KEPT_DIR}/ beside the record) and delete these runs' folders: "
+                                   "the first draws are then restored and scored.", refused))
     if out.redrawn:
         out.notes.append(note_for("REDRAWN_SLOTS", f"{len(out.redrawn)} slot(s) of the {split or 'any'} split were drawn more "
                                   f"than once ({'; '.join(out.redrawn[:5])}{'; …' if len(out.redrawn) > 5 else ''})."))

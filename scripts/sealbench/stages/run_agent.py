@@ -7,6 +7,12 @@ Writes: results/tasks/<id>/<digest>/runs/<agent>/<fingerprint>/<epoch>/
           agent.stdout / agent.stderr (capped), attempts.jsonl (visible runs, written by the
           harness), visible_logs/, out/ (SEALBENCH_OUT)
 
+Each attempt is a draw of its slot on the draw record (``provenance/draws.py``): ``draw`` before
+the agent starts, ``ran`` (with run.json and patch.diff kept, content-addressed) once all of it is
+on disk. A slot whose draw ran to its end and has no outcome yet (this job was killed after the
+agent ended, before Snakemake saw it finish) is not drawn again: that draw's run.json (with
+``restored``) and patch.diff (byte for byte) are written back from the record (:func:`restore_draw`).
+
 The agent is a shell command (docs/contract.md §2) run with the workspace as cwd, stdin from
 /dev/null and the SEALBENCH_* variables, inside the sandbox (``sandbox.py``) where it works.
 Its clock is min(task time_box_sec, envelope max_wall_s); at the clock — or at the first green
