@@ -9,17 +9,28 @@ line before it), and it is kept twice, written together: ``PACK/draws.jsonl`` (i
 pack) and ``results/draws.jsonl`` (it stays with the results). Deleting one copy loses nothing:
 the gate reads both (:func:`read_draws`) and says which copy lacked what.
 
+A draw that ran to its end keeps what scoring reads of it (``run.json`` and ``patch.diff``),
+content-addressed beside each copy (``draws.kept/<sha256>``, outside every job's outputs), and
+its ``ran`` line names their digests (``kept``). A job killed after its agent ended and before
+Snakemake saw it finish has its outputs deleted on resume; run_agent then finds the slot's draw
+ran with no outcome noted (:func:`restorable`), checks the kept files against the digests on the
+record and writes them back instead of drawing again: the slot keeps its one draw, and its run
+record says it was restored (``restored``). Kept files that are gone or do not match their
+digests are not restored: the slot is drawn again, and the gate refuses it as below.
+
 Why: deleting the folders of failed runs and running the same command again draws those slots
 anew. Without a record that is best-of-k, undisclosed. With it, the gate sees the slot drawn
-twice (:func:`redraws`) and scores the *first* draw's recorded outcome; a first draw that ran to
-its end but whose outcome is not on the record is refused (``REDRAWN``), naming the slots; a
-first draw the harness never saw end (a Ctrl-C, a killed job) is disclosed and counted in the
-headline sentence.
+twice (:func:`redraws`) and scores the recorded outcome of the first draw that ran to its end; a
+first draw that ran to its end but whose outcome is not on the record is refused (``REDRAWN``),
+naming the slots (an honest resume never gets there: that draw is restored, not drawn again); draws
+the harness never saw end (a Ctrl-C, a job killed while its agent ran) are disclosed and counted
+in the headline sentence.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import time
@@ -28,10 +39,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.core import sha256_text
+from ..core.core import atomic_write_bytes, sha256_text
 
 #: The record's file name, in the pack and in the results folder.
 DRAWS = "draws.jsonl"
+
+#: Beside each copy of the record: the kept files of draws that ran, each named by its sha256.
+KEPT_DIR = "draws.kept"
+
+#: What a draw that ran keeps: what hidden_score reads of a run (run_agent's two outputs).
+KEPT_FILES = ("run.json", "patch.diff")
 
 #: Line kinds, in the order a slot's draw goes through them.
 DRAW, RAN, OUTCOME = "draw", "ran", "outcome"
@@ -106,11 +123,41 @@ def start_draw(slot: str, paths: Iterable[Path] | None = None) -> str | None:
     return draw
 
 
-def note_ran(slot: str, draw: str | None, end_reason: str | None, paths: Iterable[Path] | None = None) -> None:
-    """The agent of ``draw`` ended (green, exited, timed out…): the draw is no longer interrupted."""
+def kept_path(copy: Path, digest: str) -> Path:
+    """Where the copy of the record at ``copy`` keeps the file whose sha256 is ``digest``."""
+    return Path(copy).parent / KEPT_DIR / digest
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def keep(paths: Iterable[Path], data: bytes) -> str:
+    """Keep ``data`` beside every copy of the record (written whole and fsynced, read-only);
+    returns its sha256. A file already kept under that name is left as it is."""
+    digest = sha256_bytes(data)
+    for copy in paths:
+        target = kept_path(copy, digest)
+        if target.is_file() and sha256_bytes(target.read_bytes()) == digest:
+            continue
+        atomic_write_bytes(target, data)
+        target.chmod(0o444)
+    return digest
+
+
+def note_ran(slot: str, draw: str | None, end_reason: str | None, paths: Iterable[Path] | None = None,
+             kept: Mapping[str, Path] | None = None) -> None:
+    """The agent of ``draw`` ended (green, exited, timed out…): the draw is no longer interrupted.
+    ``kept`` (name -> file: run_agent's ``run.json`` and ``patch.diff``) are kept first and their
+    digests go on the ``ran`` line, so a job killed from here on can be restored (:func:`restorable`)."""
     paths = list(record_paths() if paths is None else paths)
     if draw and paths:
-        append(paths, {"kind": RAN, "slot": slot, "draw": draw, "end_reason": end_reason, "time_ns": time.time_ns()})
+        digests = {name: keep(paths, Path(f).read_bytes()) for name, f in sorted((kept or {}).items())
+                   if Path(f).is_file()}
+        entry = {"kind": RAN, "slot": slot, "draw": draw, "end_reason": end_reason, "time_ns": time.time_ns()}
+        if digests:
+            entry["kept"] = digests
+        append(paths, entry)
 
 
 def note_outcome(slot: str, draw: str | None, status: str, hidden_pass: bool | None,
@@ -156,6 +203,7 @@ class Record:
 
     slots: dict[str, list[str]] = field(default_factory=dict)      #: slot -> draw ids, first first
     ran: dict[str, str | None] = field(default_factory=dict)        #: draw -> end reason
+    kept: dict[str, dict[str, str]] = field(default_factory=dict)   #: draw -> {kept file name: sha256}
     outcome: dict[str, dict] = field(default_factory=dict)          #: draw -> its last outcome line
     seen: dict[str, set[str]] = field(default_factory=dict)         #: copy path -> the draw ids it holds
     heads: dict[str, str | None] = field(default_factory=dict)      #: copy path -> digest of its last line
@@ -186,11 +234,69 @@ def read_draws(copies: Iterable[Path]) -> Record:
                     starts[d] = (int(e.get("time_ns") or 0), e["slot"])
             elif e["kind"] == RAN:
                 rec.ran[d] = e.get("end_reason")
+                if isinstance(e.get("kept"), dict):
+                    rec.kept[d] = {str(k): str(v) for k, v in e["kept"].items()}
             elif e["kind"] == OUTCOME:
                 rec.outcome[d] = e
     for d, (_t, slot) in sorted(starts.items(), key=lambda kv: (kv[1][0], kv[0])):
         rec.slots.setdefault(slot, []).append(d)
     return rec
+
+
+def counted_draw(rec: Record, ids: list[str]) -> str | None:
+    """Of a slot's draws (first first), the one that counts: the first whose agent ran to its end."""
+    return next((d for d in ids if d in rec.ran), None)
+
+
+@dataclass
+class Kept:
+    """A slot's draw that ran to its end with no outcome on the record, and its kept files."""
+
+    slot: str
+    draw: str
+    end_reason: str | None
+    files: dict[str, bytes]     #: kept file name -> its bytes, checked against the record's digest
+    digests: dict[str, str]     #: kept file name -> sha256 (as on the ``ran`` line)
+
+
+class NotRestorable(Exception):
+    """The slot's draw that ran has no outcome on the record, but cannot be restored (the message
+    says why): drawing the slot again is what the gate refuses (``REDRAWN``)."""
+
+
+def restorable(slot: str, paths: Iterable[Path] | None = None) -> Kept | None:
+    """What run_agent restores instead of drawing ``slot`` again: the slot's first draw that ran
+    to its end, when its outcome is not on the record and its kept files are whole (each one's
+    sha256 is the one its ``ran`` line names, in either copy's ``draws.kept/``). None: nothing to
+    restore (no draw of the slot ran, or the one that ran was scored: a new draw, which the gate
+    discloses or scores by that outcome). Raises :class:`NotRestorable` when a draw that ran is
+    unscored but its kept files cannot be had, or the record cannot be read."""
+    paths = list(record_paths() if paths is None else paths)
+    if not paths:
+        return None
+    rec = read_draws(paths)
+    if rec.problems:
+        raise NotRestorable("the draw record is damaged: " + "; ".join(rec.problems))
+    draw = counted_draw(rec, rec.slots.get(slot) or [])
+    if draw is None or draw in rec.outcome:
+        return None
+    digests = rec.kept.get(draw) or {}
+    missing = [name for name in KEPT_FILES if name not in digests]
+    if missing:
+        raise NotRestorable(f"its ran line keeps no {', '.join(missing)} (recorded before draws were kept)")
+    files: dict[str, bytes] = {}
+    for name, digest in digests.items():
+        for copy in paths:
+            target = kept_path(copy, digest)
+            data = target.read_bytes() if target.is_file() else None
+            if data is not None and sha256_bytes(data) == digest:
+                files[name] = data
+                break
+        else:
+            raise NotRestorable(f"its kept {name} (sha256 {digest[:12]}…) is gone from "
+                                f"{', '.join(str(Path(c).parent / KEPT_DIR) for c in paths)} or does not match "
+                                "its digest")
+    return Kept(slot, draw, rec.ran.get(draw), files, dict(digests))
 
 
 @dataclass
@@ -199,7 +305,8 @@ class Redraw:
 
     slot: str
     draws: int                 #: how many draws the record holds for the slot
-    first: str                 #: the first draw's id
+    first: str                 #: the draw that counts: the first that ran to its end before the scored one,
+                               #: else the slot's first draw
     first_outcome: dict | None  #: its recorded outcome (None: never scored)
     first_ran: bool            #: the harness saw its agent end
 
@@ -207,7 +314,9 @@ class Redraw:
 def redraws(rec: Record, scored: Mapping[str, str | None]) -> tuple[list[Redraw], list[str]]:
     """For the scored rows (slot -> the row's draw id), the slots drawn more than once, and the
     rows whose draw the record does not hold (made while the record was kept elsewhere, or after
-    it was deleted)."""
+    it was deleted). A slot's draw that counts is the first that ran to its end: draws before
+    it were interrupted, so an interrupted first draw does not let a later draw replace a draw
+    that ran. Only draws made before the scored one are looked at."""
     out, unknown = [], []
     for slot, draw in sorted(scored.items()):
         ids = rec.slots.get(slot) or []
@@ -215,7 +324,8 @@ def redraws(rec: Record, scored: Mapping[str, str | None]) -> tuple[list[Redraw]
             unknown.append(slot)
             continue
         if len(ids) > 1:
-            first = ids[0]
+            before = ids[:ids.index(draw)] if draw is not None else ids
+            first = counted_draw(rec, before) or ids[0]
             out.append(Redraw(slot, len(ids), first, rec.outcome.get(first), first in rec.ran))
     return out, unknown
 
@@ -347,7 +457,9 @@ def draw_check(runs, split: str | None, copies: list[Path], experiments: Path | 
                                    f"to its end, and the first draw's outcome is not on the record "
                                    f"({', '.join(refused[:5])}{', …' if len(refused) > 5 else ''}): the first draw "
                                    "cannot be scored and a later one would be best-of-k. Score this agent version "
-                                   "on a fresh pack, or restore the first draws' score records.", refused))
+                                   "on a fresh pack, or restore the first draws' score records, or put back their "
+                                   f"kept files ({KEPT_DIR}/ beside the record) and delete these runs' folders: "
+                                   "the first draws are then restored and scored.", refused))
     if out.redrawn:
         out.notes.append(note_for("REDRAWN_SLOTS", f"{len(out.redrawn)} slot(s) of the {split or 'any'} split were drawn more "
                                   f"than once ({'; '.join(out.redrawn[:5])}{'; …' if len(out.redrawn) > 5 else ''})."))

@@ -7,6 +7,12 @@ Writes: results/tasks/<id>/<digest>/runs/<agent>/<fingerprint>/<epoch>/
           agent.stdout / agent.stderr (capped), attempts.jsonl (visible runs, written by the
           harness), visible_logs/, out/ (SEALBENCH_OUT)
 
+Each attempt is a draw of its slot on the draw record (``provenance/draws.py``): ``draw`` before
+the agent starts, ``ran`` (with run.json and patch.diff kept, content-addressed) once all of it is
+on disk. A slot whose draw ran to its end and has no outcome yet (this job was killed after the
+agent ended, before Snakemake saw it finish) is not drawn again: that draw's run.json (with
+``restored``) and patch.diff (byte for byte) are written back from the record (:func:`restore_draw`).
+
 The agent is a shell command (docs/contract.md §2) run with the workspace as cwd, stdin from
 /dev/null and the SEALBENCH_* variables, inside the sandbox (``sandbox.py``) where it works.
 Its clock is min(task time_box_sec, envelope max_wall_s); at the clock — or at the first green
@@ -77,7 +83,7 @@ from ..core.contract import (
     read_report,
     time_box,
 )
-from ..core.core import read_json
+from ..core.core import atomic_write_bytes, read_json
 from ..core.processes import run_process
 from ..core.records import RunRecord, write_record
 from ..core.untrusted import copy_untrusted_tree
@@ -351,6 +357,25 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     return record
 
 
+#: ``restored.why`` in a run record written back from the draw record (:func:`restore_draw`).
+RESTORED_WHY = ("the job was interrupted after this draw's agent ended and before the job was seen to finish; "
+                "its result was restored from the draw record instead of drawing the slot again")
+
+
+def restore_draw(run_dir: Path, kept: draws.Kept) -> dict:
+    """Write back the result of the slot's draw that ran (``draws.restorable``): ``patch.diff``
+    byte for byte, and ``run.json`` as it was with ``restored`` added (the draw, why, and the
+    kept files' digests). The agent is not started; what else the first draw left in ``run_dir``
+    (logs, ``out/``) is left as it is."""
+    run_dir = Path(run_dir)
+    record = json.loads(kept.files["run.json"].decode("utf-8"))
+    if not isinstance(record, dict) or record.get("draw") != kept.draw:
+        raise ValueError(f"the kept run.json of draw {kept.draw} is not that draw's run record")
+    atomic_write_bytes(run_dir / "patch.diff", kept.files["patch.diff"])
+    record["restored"] = {"draw": kept.draw, "why": RESTORED_WHY, "kept": dict(kept.digests)}
+    return write_record(RunRecord, run_dir / "run.json", record)
+
+
 def harness_failure(sealed: Path, run_dir: Path, agent: str, fingerprint: str, epoch: int,
                     exc: BaseException, draw: str | None = None) -> dict:
     """run.json (and an empty patch) for an attempt the harness could not run: hidden_score
@@ -400,6 +425,20 @@ def main(argv: list[str] | None = None) -> int:
     sealed_at = Path(args.sealed).absolute()
     slot = draws.slot_key(sealed_at.parent.parent.name, sealed_at.parent.name, args.agent, args.fingerprint,
                           args.epoch)
+    kept = {name: Path(args.run_dir) / name for name in draws.KEPT_FILES}
+    # the slot's draw already ran, unscored (this job was killed after its agent ended, before
+    # Snakemake saw it finish): its result comes back from the record; the slot is not drawn again
+    try:
+        first = draws.restorable(slot)
+    except (draws.NotRestorable, OSError, ValueError) as exc:
+        first = None
+        print(f"run_agent: slot {slot} was drawn before and that draw's agent ran to its end, but it could not be "
+              f"restored ({exc}); the slot is drawn again, and the gate will refuse it (REDRAWN).", file=sys.stderr)
+    if first is not None:
+        rec = restore_draw(args.run_dir, first)
+        print(f"run_agent {rec.get('task_id')} {rec.get('solver')}#{rec.get('epoch')}: restored draw {first.draw} "
+              f"({first.end_reason}): the job was interrupted after its agent ended; not drawn again")
+        return 0
     try:
         draw = draws.start_draw(slot)
     except OSError as exc:
@@ -426,18 +465,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     rec, broke = ran
     if broke:  # the harness broke on this attempt: recorded; the other jobs go on
-        draws.note_ran(slot, draw, "harness_error")
+        draws.note_ran(slot, draw, "harness_error", kept=kept)
         print(f"run_agent: HARNESS ERROR on {rec['task_id']}: {rec['error']}", file=sys.stderr)
         return 0
-    # last: the draw "ran" once everything of it is on disk; a job killed before this line is
-    # an interrupted draw (counted in the sentence), never a finished one left unscored (REDRAWN)
+    # last: the draw "ran" once everything of it is on disk (run.json and patch.diff kept on the
+    # record with it); a job killed before this line is an interrupted draw (drawn again, counted
+    # in the sentence), one killed after it is restored on resume (above), never drawn again
     if rec.get("stopped"):
         print(f"run_agent {rec['task_id']} {rec['solver']}#{rec['epoch']}: not started, {rec['error']}")
-        draws.note_ran(slot, draw, "not started")
+        draws.note_ran(slot, draw, "not started", kept=kept)
         return 0
     print(f"run_agent {rec['task_id']} {rec['solver']}#{rec['epoch']}: {rec['end_reason']} "
           f"exit={rec['exit_code']} wall={rec['wall_s']}s patch={rec['patch_bytes']}B")
-    draws.note_ran(slot, draw, rec.get("end_reason"))
+    draws.note_ran(slot, draw, rec.get("end_reason"), kept=kept)
     return 0
 
 
