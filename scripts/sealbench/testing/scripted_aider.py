@@ -99,6 +99,16 @@ def chat_files(messages: Sequence[dict], paths: Sequence[str]) -> dict[str, tupl
     return out
 
 
+def task_text(message: str, system: str) -> str:
+    """A user message without the reminder aider appends to the latest one (the system prompt's
+    closing rules: from the first blank line whose every following paragraph is in ``system``)."""
+    for m in re.finditer("\n\n", message):
+        tail = message[m.end():].strip()
+        if tail and tail in system:
+            return message[:m.start()]
+    return message
+
+
 def _is_new(edit: Any) -> bool:
     return not isinstance(edit, str) and bool(edit) and not edit[0][0]
 
@@ -204,7 +214,7 @@ class ScriptedAider(LoopbackServer):
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         users = [fake_llm._text_of(m.get("content")) for m in messages if m.get("role") == "user"]
         after = next((i + 1 for i, u in enumerate(users) if u.startswith(EXAMPLES_END)), 0)   # past aider's examples
-        task = next((u for u in users[after:] if not u.startswith(AIDER_SAYS)), "")
+        task = task_text(next((u for u in users[after:] if not u.startswith(AIDER_SAYS)), ""), system)
         with self.lock:
             self.calls.append({"kind": kind, "turn": turn, "format": fmt, "paths": missing if kind == "ask" else
                                list(edit) if kind == "edit" else [], "stream": bool(body.get("stream")),
