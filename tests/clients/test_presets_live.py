@@ -1,8 +1,9 @@
 """The clients tier (issue 34): each named client installed from its registry at the version the
 preset pins, its documented two-line config copied as written, run by ``sealbench try`` on a
 bundled task against a scripted model server that drives the client's own shell tool to apply the
-task's gold patch: PASS, tokens metered equal to the server's own totals, and a misconfigured
-client stopped with its own error line.
+task's gold patch (aider, which has none, through its own edit format: the files the patch
+leaves): PASS, tokens metered equal to the server's own totals, and a misconfigured client
+stopped with its own error line.
 
 Run by ``.ci/run`` after the other tiers (``pytest -m clients``); installs go to
 ``$SEALBENCH_CLIENTS`` (default ``~/.cache/sealbench/clients``) and are kept between runs.
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.clients
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "xs03-cargo-amount-whitespace"          # a tune task of the bundled suite
 MODEL = "scripted-model"
-NEEDS = {"claude-code": None, "codex": None, "gemini-cli": None, "mini-swe-agent": None}
+NEEDS = {"aider": None, "claude-code": None, "codex": None, "gemini-cli": None, "mini-swe-agent": None}
 
 
 def _apply_gold(task: Path) -> str:
@@ -40,6 +41,11 @@ def _apply_gold(task: Path) -> str:
 
 
 def _server(name: str, commands: list[str]):
+    if name == "aider":     # no shell tool: the gold patch's result as one edit in aider's own format
+        from sealbench.testing.scripted_aider import ScriptedAider, edits_from_patch
+
+        task = ROOT / "suite" / "tasks" / TASK
+        return ScriptedAider([edits_from_patch(task / "repo", (task / "oracle.patch").read_text())])
     if name == "claude-code":
         return ScriptedAnthropic(commands)
     if name == "gemini-cli":
@@ -60,7 +66,7 @@ def _server_totals(name: str, srv) -> tuple[int, int]:
                 t["output_tokens"])
     if name == "gemini-cli":
         return t["promptTokenCount"], t["candidatesTokenCount"] + t.get("thoughtsTokenCount", 0)
-    if name == "mini-swe-agent":
+    if name in ("mini-swe-agent", "aider"):
         return t["prompt_tokens"], t["completion_tokens"]
     return t["input_tokens"], t["output_tokens"]
 

@@ -234,16 +234,23 @@ def _mini_swe_agent(client: Client, folder: Path, model: str, base_url: str) -> 
 
 
 def _aider(client: Client, folder: Path, model: str, base_url: str) -> Recipe:
-    """aider, one message, every confirmation answered yes; nothing of its own in the workspace:
-    its histories go to ``$HOME``, no repository map (its tag cache), no ``.gitignore`` line, no
-    commits; litellm reads its bundled price map (it fetches nothing)."""
+    """aider, one message, every confirmation answered yes, its own test run on the visible tests
+    (``--auto-test``: aider runs no command the model proposes, so this is how it checks its work);
+    nothing of its own in the workspace: its histories go to ``$HOME``, no repository map (its tag
+    cache), no ``.gitignore`` line, no commits. Nothing from the network: litellm reads its bundled
+    price map, and aider's own copy of that map (``~/.aider/caches``, fetched from GitHub when
+    missing or empty) is seeded from the installed litellm's; update checks and analytics off."""
     flags = ["--model", f"openai/{model}", "--openai-api-base", base_url, "--openai-api-key", DUMMY_KEY,
              "--yes-always", "--no-auto-commits", "--no-dirty-commits", "--no-gitignore", "--map-tokens", "0",
              "--no-check-update", "--analytics-disable", "--no-show-model-warnings", "--no-pretty",
-             "--no-fancy-input", "--no-detect-urls", "--no-show-release-notes"]
+             "--no-fancy-input", "--no-detect-urls", "--no-show-release-notes", "--auto-test"]
     history = ('--chat-history-file "$HOME/.aider.chat.history.md" --input-history-file '
                '"$HOME/.aider.input.history" --llm-history-file "$HOME/.aider.llm.history"')
-    return Recipe(f"{shlex.quote(str(folder / client.bin))} {shlex.join(flags)} {history} --message {_prompt()}",
+    prices = (f'mkdir -p "$HOME/.aider/caches" && cp {shlex.quote(str(folder / "venv" / "lib"))}/python*/'
+              'site-packages/litellm/model_prices_and_context_window_backup.json '
+              '"$HOME/.aider/caches/model_prices_and_context_window.json"')
+    return Recipe(f"{prices} && {shlex.quote(str(folder / client.bin))} {shlex.join(flags)} {history} "
+                  f'--test-cmd "$SEALBENCH_VISIBLE_CMD" --message {_prompt(check=False)}',
                   env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "AIDER_ANALYTICS": "false"})
 
 
