@@ -1,6 +1,6 @@
 """Named client presets: the coding agents people compare, from two lines of config.
 
-An agent entry can name its client instead of a command (docs/agents.md, "Client presets")::
+An agent entry can name its client instead of a command (docs/agents.md, "Client presets: …")::
 
     agents:
       claude:
