@@ -171,6 +171,7 @@ def test_a_pipeline_run_with_a_client_as_candidate_against_repair_gives_a_decisi
                              "repair": {"command": "python -m sealbench.agents.repair --max-candidates 20",
                                         "offline": True}})
         res = subprocess.run(smk_cmd(wd, "--cores", "2", "gate"), capture_output=True, text=True)
+        conversations = srv.conversations()
     assert res.returncode == 0, res.stderr[-3000:]
     latest = wd / "results" / "latest"
     decision = json.loads((latest / "decision.json").read_text())
@@ -181,6 +182,10 @@ def test_a_pipeline_run_with_a_client_as_candidate_against_repair_gives_a_decisi
     mine = runs[runs.solver == "codex"]
     assert len(mine) and (mine.status == "pass").all(), mine[["task_id", "status", "reason"]]
     assert (mine.tokens_source == "metered").all() and (mine.tokens_in > 0).all()
+    # each row's tokens are its own conversation's, as the server counted them
+    for row in mine.itertuples():
+        [served] = [c for c in conversations.values() if f"Task {row.task_id}:" in c["task"]]
+        assert (row.tokens_in, row.tokens_out) == (served["input_tokens"], served["output_tokens"]), row.task_id
     card = json.loads((latest / "card.json").read_text())
     assert card["candidate"]["name"] == "codex" and card["candidate"]["client"] == {"name": "codex", "version": clients.CLIENTS["codex"].version,
                                            "model": MODEL}

@@ -1,9 +1,9 @@
 """mini-swe-agent as a sealbench agent, offline: the scripted OpenAI-compatible server
 (``sealbench.testing.fake_llm``), one real ``mini`` run per mode through ``run_agent`` on a sealed
-task, and the full pipeline with ``python -m sealbench.agents.mini`` as the candidate.
+task (the clients tier: a pipeline run with a client as candidate is tests/clients/test_presets_live.py's).
 
-The real-client tests need mini-swe-agent (in the ``test`` extra). Without it they are skipped —
-except in CI (``CI`` set), where a missing client is a failure.
+The real-client tests are the clients tier: ``mini`` is the mini-swe-agent preset's own install
+(``sealbench.agent.clients``), made from the registry on first use.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from packgen import NOOP_AGENT, make_pack, write_config  # noqa: E402
-from pipeline_runs import smk  # noqa: E402
+from packgen import make_pack  # noqa: E402
 from sealbench.agents import mini as adapter  # noqa: E402
 from sealbench.core import core  # noqa: E402
 from sealbench.isolation import sandbox  # noqa: E402
@@ -165,30 +164,3 @@ def test_mini_fixes_a_sealed_task_and_reports_the_server_usage(tmp_path: Path, m
     assert rec["steer_count"] == 0 and rec["report_problems"] == []
     assert json.loads((rd / "out" / "mini_exit.json").read_text())["exit_status"] == "Submitted"
     assert [a["exit"] for a in rec["attempts"]] == [0]  # mini ran $SEALBENCH_VISIBLE_CMD once, green
-
-
-# ---------------------------------------------------------------------------------------------
-# 3. the pipeline, with mini as the candidate
-
-
-@pytest.mark.clients
-def test_pipeline_with_mini_candidate(tmp_path: Path) -> None:
-    import pandas as pd
-
-    make_pack(tmp_path / "pack")
-    with FakeLLM(SCRIPT, mode="tool") as fake:
-        agents = {"mini": {"client": "mini-swe-agent", "model": "fake", "endpoint": fake.endpoint},
-                  "idle": {"command": NOOP_AGENT}}
-        write_config(tmp_path / "cfg.yaml", tmp_path / "pack", agents=agents, candidate="mini", baseline="idle")
-        res = smk(tmp_path, "--cores", "2", "gate")
-        conversations = fake.conversations()
-    assert res.returncode == 0, res.stderr[-4000:]
-    runs = pd.read_parquet(tmp_path / "results" / "latest" / "tables" / "runs.parquet")
-    rows = runs[(runs.role == "agent") & (runs.solver == "mini")]
-    assert len(rows) == 12 and (rows.status == "pass").sum() >= 1
-    assert len(conversations) == 12
-    for row in rows.itertuples():
-        [served] = [c for c in conversations.values() if f"Task {row.task_id}:" in c["task"]]
-        assert (row.tokens_in, row.tokens_out, row.steps) == (
-            served["prompt_tokens"], served["completion_tokens"], served["calls"]), row.task_id
-        assert row.server_id == fake.endpoint and row.quota_state == "ok"  # the observed server: the endpoint
