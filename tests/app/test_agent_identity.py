@@ -148,6 +148,125 @@ def test_attack_builtin_agent_hashes_only_the_modules_it_runs(tmp_path: Path) ->
     assert _fp_in_copy(proj, "repair", spec) != before, "repair.py changed and its fingerprint did not"
 
 
+# ---------------------------------------------------------------------------- wherever it is run from (issue 35.1)
+
+
+def _agent_project(root: Path) -> Path:
+    """A project folder with a user agent: a script, a prompt, a config named in env, a library
+    folder in code_paths, the whole source folder in readonly_paths, and a symlink to it."""
+    src = root / "agentsrc"
+    (src / "lib").mkdir(parents=True)
+    (src / "agent.py").write_text(AGENT_PY)
+    (src / "prompt.md").write_text("Fix the calculator.\n")
+    (src / "cfg.yaml").write_text("temperature: 0\n")
+    (src / "lib" / "policy.py").write_text("RETRIES = 1\n")
+    (root / "linked").symlink_to(src, target_is_directory=True)
+    return src
+
+
+def _spec(at: str, flag: str = "--fast", model: str = "gpt-x") -> dict:
+    """The same agent, its paths written from ``at`` (``agentsrc`` relative, or an absolute
+    folder, or a symlink to it)."""
+    return {"command": f"python3 {at}/agent.py {flag} --prompt {at}/prompt.md --lib={at}/lib",
+            "env": {"AGENT_CFG": f"{at}/cfg.yaml", "MODEL": model},
+            "readonly_paths": [at], "code_paths": [f"{at}/lib"]}
+
+
+def _fp_from(folder: Path, spec: dict, monkeypatch: pytest.MonkeyPatch, name: str = "fixer") -> str:
+    """The fingerprint as the pipeline sees it when run from ``folder`` (cwd and base)."""
+    monkeypatch.chdir(folder)
+    fp_cwd = identity.agent_fingerprint(name, spec)
+    assert identity.agent_identity(name, spec, folder, core.HashCache())["fingerprint"] == fp_cwd
+    return fp_cwd
+
+
+@pytest.mark.unit
+def test_attack_the_same_agent_has_one_fingerprint_wherever_the_pipeline_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    proj = tmp_path / "proj"
+    src = _agent_project(proj)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "deeper").mkdir(parents=True)
+    in_project = _fp_from(proj, _spec("agentsrc"), monkeypatch)                       # relative, from the project
+    in_project_abs = _fp_from(proj, _spec(str(src)), monkeypatch)                     # absolute, from the project
+    from_elsewhere = _fp_from(elsewhere, _spec(str(src)), monkeypatch)               # absolute, another folder
+    relative_up = _fp_from(elsewhere / "deeper", _spec("../../proj/agentsrc"), monkeypatch)  # relative, with ..
+    via_symlink = _fp_from(elsewhere, _spec(str(proj / "linked")), monkeypatch)       # through a symlink
+    assert in_project == in_project_abs == from_elsewhere == relative_up == via_symlink, \
+        (in_project, in_project_abs, from_elsewhere, relative_up, via_symlink)
+    # the displayed names stay as seen from each folder
+    monkeypatch.chdir(proj)
+    assert "agentsrc/agent.py" in identity.agent_identity("fixer", _spec("agentsrc"))["files"]
+
+
+@pytest.mark.unit
+def test_attack_a_copy_of_the_agent_in_another_folder_is_the_same_agent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Byte-identical files at another place (a second clone) are the same agent."""
+    _agent_project(tmp_path / "one")
+    _agent_project(tmp_path / "two")
+    (tmp_path / "elsewhere").mkdir()
+    assert _fp_from(tmp_path / "one", _spec("agentsrc"), monkeypatch) == \
+        _fp_from(tmp_path / "elsewhere", _spec(str(tmp_path / "two" / "agentsrc")), monkeypatch)
+
+
+@pytest.mark.unit
+def test_attack_builtin_repair_has_one_fingerprint_in_the_project_and_elsewhere(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = {"command": "python -m sealbench.agents.repair --max-candidates 60"}
+    here = _fp_from(ROOT, spec, monkeypatch, "repair")
+    there = _fp_from(tmp_path, spec, monkeypatch, "repair")
+    assert here == there, "python -m sealbench.agents.repair: another working folder, another fingerprint"
+    # the interpreter written absolute, relative to the project, or through a symlink: the same bytes
+    exe = Path(sys.executable)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(exe)
+    forms = [_fp_from(tmp_path, {"command": f"{exe} -m sealbench.agents.repair"}, monkeypatch, "repair"),
+             _fp_from(tmp_path, {"command": "bin/python -m sealbench.agents.repair"}, monkeypatch, "repair")]
+    if exe.is_relative_to(ROOT):  # the project's own venv: written relative to the project too
+        forms.append(_fp_from(ROOT, {"command": f"{exe.relative_to(ROOT)} -m sealbench.agents.repair"},
+                              monkeypatch, "repair"))
+    assert len(set(forms)) == 1, forms
+
+
+@pytest.mark.unit
+def test_honest_differences_still_change_the_fingerprint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = _agent_project(tmp_path)
+    base = _fp_from(tmp_path, _spec("agentsrc"), monkeypatch)
+    assert _fp_from(tmp_path, _spec("agentsrc", flag="--slow"), monkeypatch) != base, "another flag"
+    assert _fp_from(tmp_path, _spec("agentsrc", model="gpt-y"), monkeypatch) != base, "another env value (no path)"
+    assert _fp_from(tmp_path, _spec("agentsrc"), monkeypatch, name="other") != base, "another agent name"
+    # one byte of each kind of covered file: the script, the prompt, the env config, a code_paths file
+    for f in ("agent.py", "prompt.md", "cfg.yaml", "lib/policy.py"):
+        p = src / f
+        old = p.read_bytes()
+        p.write_bytes(old[:-1] + b"!")
+        assert _fp_from(tmp_path, _spec("agentsrc"), monkeypatch) != base, f"{f}: one byte changed, fingerprint not"
+        p.write_bytes(old)
+    assert _fp_from(tmp_path, _spec("agentsrc"), monkeypatch) == base
+    # a file renamed inside a covered folder: the folder is another one
+    (src / "lib" / "policy.py").rename(src / "lib" / "policy2.py")
+    assert _fp_from(tmp_path, _spec("agentsrc"), monkeypatch) != base, "a file renamed in code_paths"
+    (src / "lib" / "policy2.py").rename(src / "lib" / "policy.py")
+    # two different agents: another script in the same place, or the prompt and script swapped
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "agent.py").write_text(AGENT_PY.replace("a - b", "a * b"))
+    assert _fp_from(tmp_path, {"command": f"python3 {other}/agent.py"}, monkeypatch) != \
+        _fp_from(tmp_path, {"command": "python3 agentsrc/agent.py"}, monkeypatch)
+    assert _fp_from(tmp_path, {"command": "python3 agentsrc/agent.py --prompt agentsrc/prompt.md"}, monkeypatch) != \
+        _fp_from(tmp_path, {"command": "python3 agentsrc/prompt.md --prompt agentsrc/agent.py"}, monkeypatch)
+
+
+@pytest.mark.unit
+def test_builtin_modules_are_named_within_the_package_in_the_fingerprint() -> None:
+    cov = identity._Coverage("repair", {}, ROOT, core.HashCache())
+    cov.add_command("python -m sealbench.agents.repair")
+    names = {n for n, _d in cov.location_free_files()}
+    assert {"sealbench/agents/repair.py", "sealbench/core/contract.py"} <= names, sorted(names)
+    assert not any(n.startswith(("/", "scripts/")) for n in names), sorted(names)
+
+
 # ---------------------------------------------------------------------------- identity details
 
 @pytest.mark.unit

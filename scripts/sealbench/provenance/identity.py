@@ -70,6 +70,12 @@ _ENV_NOT_CODE = frozenset({"PATH", "PYTHONPATH", "PYTHONHOME", "LD_LIBRARY_PATH"
 #: Other interpreters whose first word (when not an option) is the script they run.
 _SCRIPT_RUNNER = re.compile(r"^((ba|da|k|z)?sh|node|perl|ruby|Rscript)$")
 _PUNCT = set(OPERATOR_CHARS - {"\n"})
+#: The sealbench package folder (symlinks resolved): its files are named ``sealbench/<path in it>``
+#: in the fingerprint, wherever the project is.
+_PACKAGE = os.path.realpath(Path(__file__).resolve().parents[1])
+#: What may stand before / after a path written in a command (start, blank, quote, ``=``, operator).
+_WORD_START = r"(?:(?<=^)|(?<=[\s'\"=;&|()<>`]))"
+_WORD_END = r"(?=$|[\s'\";&|()<>`])"
 
 
 def _module_search(entries: Iterable[str], base: Path) -> list[str]:
@@ -101,6 +107,14 @@ class _Coverage:
         self.path_env = env.get("PATH", command_path())
         self.pythonpath = env.get("PYTHONPATH", str(Path(__file__).resolve().parents[2])).split(os.pathsep)
         self.files: dict[str, str] = {}
+        #: each covered file's location-free name (``sealbench/…`` for the package's files, a
+        #: module's path below its search root for ``python -m``'s); other files: content only
+        self.labels: dict[str, str] = {}
+        #: each covered folder (absolute, as named) -> its files, in order
+        self.dirs: dict[str, list[str]] = {}
+        #: ``env:`` keys and readonly_paths/code_paths entries whose value was covered -> its path
+        self.env_named: dict[str, str] = {}
+        self.paths_named: dict[tuple[str, str], str] = {}
         self.covered: list[str] = []
         self.skipped: list[dict[str, str]] = []
         self.excluded = {os.path.join(base, "results"), os.path.join(base, ".snakemake")}
@@ -136,11 +150,17 @@ class _Coverage:
 
     # -- hashing
 
-    def add_file(self, p: str, token: str) -> bool:
-        """Hash one file (a symlink: its target's bytes). False when it cannot be covered."""
+    def add_file(self, p: str, token: str, module_label: str | None = None) -> bool:
+        """Hash one file (a symlink: its target's bytes). False when it cannot be covered.
+        ``module_label``: its name as a module's file (``pkg/mod.py``), where it is not used."""
         label = self.show(p)
+        if module_label and label not in self.labels:
+            self.labels[label] = module_label
         if label in self.files:
             return True
+        real = os.path.realpath(p)
+        if label not in self.labels and (real + "/").startswith(_PACKAGE + "/"):
+            self.labels[label] = "sealbench/" + os.path.relpath(real, _PACKAGE)
         try:
             st = os.stat(p)
         except OSError as exc:
@@ -196,6 +216,7 @@ class _Coverage:
         if not os.path.isdir(p):
             if self.add_file(p, raw):
                 self.cover(p)
+                self.paths_named[(field, raw)] = p
             return
         files = self.tree_files(p)
         if files is None:
@@ -206,6 +227,8 @@ class _Coverage:
                 + ("" if field == "code_paths" else ", and list what fingerprints the agent in code_paths"))
         for f in files:
             self.add_file(f, raw)
+        self.dirs[p] = files
+        self.paths_named[(field, raw)] = p
         self.cover(p, is_dir=True)
 
     def broad(self, p: str) -> str | None:
@@ -215,6 +238,34 @@ class _Coverage:
         if any(p == x or p.startswith(x + "/") for x in self.excluded):
             return "results/ holds outputs, not code"
         return None
+
+    # -- where the pipeline runs, left out
+
+    def content_id(self, p: str) -> str:
+        """What a covered file or folder is, wherever it is and however it is written: a file
+        its content digest, a folder the digest of its files' (name within it, digest)."""
+        if p in self.dirs:
+            entries = [[os.path.relpath(f, p), self.files.get(self.show(f), "")] for f in self.dirs[p]]
+            return "dir:" + sha256_text(canonical_json(entries))
+        return "file:" + self.files.get(self.show(p), "")
+
+    def location_free_command(self, command: str) -> str:
+        """``command`` with each path part of a word naming a covered file or folder (the
+        :class:`NamedPath` records; a #! interpreter is no word of it) replaced by that file's or
+        folder's :meth:`content_id`, longest first and only where it stands as a whole word part."""
+        subs: dict[str, str] = {}
+        for n in self.named:
+            if n.role != "interpreter" and n.cand and n.cand not in subs:
+                subs[n.cand] = self.content_id(n.path)
+        if not subs:
+            return command
+        pattern = re.compile(_WORD_START + "(" + "|".join(re.escape(c) for c in sorted(subs, key=len, reverse=True))
+                             + ")" + _WORD_END)
+        return pattern.sub(lambda m: subs[m.group(1)], command)
+
+    def location_free_files(self) -> list[list[str]]:
+        """The covered files as (location-free name or "", digest), each pair once."""
+        return sorted({(self.labels.get(k, ""), d) for k, d in self.files.items()})  # type: ignore[return-value]
 
     # -- the env: values
 
@@ -234,7 +285,8 @@ class _Coverage:
             if key in _ENV_NOT_CODE or key.startswith("XDG_"):
                 self.skip(f"{key}={v}", f"env {key}: a search path or the agent's own folder, not code; not hashed")
                 continue
-            self.add_word(v, p, command_word=False)
+            if self.add_word(v, p, command_word=False):
+                self.env_named[key] = p
 
     # -- the command
 
@@ -256,6 +308,7 @@ class _Coverage:
                 return False
             for f in files:
                 self.add_file(f, token)
+            self.dirs[p] = files
             self.cover(p, is_dir=True)
             return True
         if self.add_file(p, token):
@@ -315,10 +368,14 @@ class _Coverage:
             main = PathFinder.find_spec("__main__", list(spec.submodule_search_locations))
             if main is not None and main.origin:
                 found.append(main.origin)
+        # the search root the top module was found in: its files are named below it (pkg/mod.py)
+        root = os.path.dirname(os.path.dirname(found[0]) if os.path.basename(found[0]) == "__init__.py"
+                               else found[0]) if found else None
         if top == "sealbench" and found:
             found = _sealbench_closure(found, Path(found[0]).parent)
         for f in found:
-            if self.add_file(os.path.abspath(f), token):
+            rel = os.path.relpath(os.path.abspath(f), root) if root else None
+            if self.add_file(os.path.abspath(f), token, rel if rel and not rel.startswith("..") else None):
                 self.cover(os.path.abspath(f))
 
     def add_command(self, command: str) -> None:
@@ -551,9 +608,12 @@ def agent_identity(name: str, spec: Mapping[str, Any], base: Path | str | None =
             pass  # the cache only saves time
     lineage = spec.get("lineage") or name
     files = dict(sorted(cov.files.items()))
-    ident = {"name": name, "command": spec["command"], "env": spec.get("env", {}), "endpoint": spec.get("endpoint"),
-             "readonly_paths": spec.get("readonly_paths", []), "code_paths": spec.get("code_paths", []),
-             "lineage": lineage, "files": files}
+    env = {k: cov.content_id(cov.env_named[k]) if k in cov.env_named else v for k, v in (spec.get("env") or {}).items()}
+    paths = {field: [cov.content_id(cov.paths_named[(field, p)]) if (field, p) in cov.paths_named else p
+                     for p in spec.get(field) or []] for field in ("readonly_paths", "code_paths")}
+    ident = {"name": name, "command": cov.location_free_command(spec["command"]), "env": env,
+             "endpoint": spec.get("endpoint"), **paths, "lineage": lineage,
+             "files": [list(f) for f in cov.location_free_files()]}
     return {"fingerprint": sha256_text(canonical_json(ident))[:16], "lineage": lineage, "command": spec["command"],
             "files": files, "covered": cov.covered, "skipped": cov.skipped}
 
