@@ -3,9 +3,11 @@
 An agent is the same method across runs when its name, command, env, endpoint, paths, lineage
 *and the bytes of the code it runs* are the same. :func:`agent_identity` resolves the command the
 way the shell and Python will (PATH lookup, ``#!`` interpreters, ``python -m`` modules, files and
-folders the words name, ``readonly_paths``/``code_paths``) and digests every covered file;
-:func:`agent_fingerprint` is that digest seen from the working directory (the built-in
-controls' fixed fingerprints are :func:`sealbench.core.core.control_fingerprint`).
+folders the words name, ``readonly_paths``/``code_paths``) and digests every covered file. The
+fingerprint is location-free: the same command and the same bytes give the same fingerprint
+whatever folder the pipeline runs in and however a path is written (relative, absolute, through a
+symlink); :func:`agent_fingerprint` is :func:`agent_identity` from the working directory (the
+built-in controls' fixed fingerprints are :func:`sealbench.core.core.control_fingerprint`).
 
 The same resolution says what a run must make visible: :func:`command_plan` lists the files and
 folders the command's words name (mounted read-only in the sandbox) and the command as the
@@ -567,7 +569,22 @@ def agent_identity(name: str, spec: Mapping[str, Any], base: Path | str | None =
     """What makes two runs of an agent the same method, and what its fingerprint covers.
 
     The fingerprint digests the agent's name, command, env, endpoint, readonly_paths, code_paths,
-    lineage and the bytes of every file it covers:
+    lineage and the bytes of every file it covers, none of it by where it is: the same command
+    and the same bytes have the same fingerprint whatever folder the pipeline runs in (``base``)
+    and however a path is written (relative, absolute, with ``..``, through a symlink):
+
+    * each covered file enters as its content digest, with a name only where the name does not
+      depend on the folder: a file of the sealbench package (symlinks resolved) as
+      ``sealbench/<path in the package>``, a ``python -m`` module's file as its path below the
+      search-path folder it was found in (``pkg/mod.py``); any other file by its digest alone;
+    * each word of the command (or its ``--opt=`` value) naming a covered file or folder (the
+      :class:`NamedPath` records: a command word found on PATH too), each ``env:`` value and each
+      ``readonly_paths``/``code_paths`` entry naming one is replaced by that file's content
+      digest, or for a folder by the digest of its files' (name within the folder, digest);
+      the rest of the command, every other env value, ``name``, ``endpoint`` and ``lineage`` enter
+      as written.
+
+    What it covers:
 
     * the command's words, split the way the shell splits them: each command word found on the
       agent's PATH (as the shell will; a script's ``#!`` interpreter too), every other word that
@@ -582,8 +599,10 @@ def agent_identity(name: str, spec: Mapping[str, Any], base: Path | str | None =
 
     Words with ``$`` are expanded by the shell at run time and are not resolved; they are listed
     in ``skipped`` with anything else that could not be covered. Build artefacts (``__pycache__``,
-    ``*.pyc``) and ``.git`` folders are not code. Files are named relative to ``base`` when inside
-    it. Hashes go through a stat cache (``results/.sealbench/agent-hashcache.json`` when that
+    ``*.pyc``) and ``.git`` folders are not code. In ``files`` (name -> digest, for display:
+    ``sealbench show``, the card's covered files) and ``covered`` files are named relative to
+    ``base`` when inside it, absolute otherwise; those names are not part of the fingerprint.
+    Hashes go through a stat cache (``results/.sealbench/agent-hashcache.json`` when that
     folder exists, or ``cache``). Raises :class:`ConfigError` for a missing code_paths entry or a
     folder of more than :data:`MAX_CODE_FILES` files in readonly_paths/code_paths.
     """
