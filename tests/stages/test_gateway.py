@@ -140,3 +140,25 @@ def test_a_missing_key_stops_the_run_naming_the_variable(monkeypatch) -> None:
     with pytest.raises(GatewayError, match=f"export {KEY_ENV}="):
         upstream_key(KEY_ENV)
     assert upstream_key(None) is None
+
+
+@pytest.mark.unit
+def test_every_reply_the_bridge_counts_is_on_the_transcript(tmp_path) -> None:
+    """Found by the clients tier: Claude Code's startup ``HEAD /`` was counted as a reply (a side
+    call) but never written: a transcript line per counted reply, a bodiless one too."""
+    import threading
+
+    from sealbench.agent import bridge
+
+    ex, lock, total = bridge._Exchange(), threading.Lock(), bridge.MeteredUsage()
+    tr = bridge.Transcript(tmp_path / "t.jsonl")
+    req, rep = bridge.RequestMeter(ex), bridge.ResponseMeter(total, lock, bridge.ObservedSession(), ex, tr)
+    body = b'{"model": "m", "usage": {"input_tokens": 3, "output_tokens": 2}}'
+    req.feed(b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
+    rep.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+    req.feed(b'POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: dummy\r\nContent-Length: 2\r\n\r\n{}')
+    rep.feed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    lines = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert total.responses == len(lines) == 2, (total, lines)
+    assert [ln["request"]["method"] for ln in lines] == ["HEAD", "POST"]
+    assert lines[1]["request"]["headers"]["x-api-key"] == "[redacted]" and lines[1]["reply"]["body"] == body.decode()

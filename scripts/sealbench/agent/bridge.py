@@ -739,6 +739,8 @@ class ResponseMeter:
             # the connection ended inside a reply (the client hung up before its end, where a
             # stream says its usage): a reply without usage, so the count is incomplete (unless
             # it answered a side call, which says no usage anyway)
+            if self.transcript is not None and self.state != "head":   # on the transcript, its body left out
+                self.transcript.write(self.request, self.status, self.headers, None)
             self._count(None, parsed=False)
         self.state = "skip"
 
@@ -761,6 +763,8 @@ class ResponseMeter:
                 with self.exchange.lock:
                     self.side = side_call(self.request.method, self.request.target)
             if status in (204, 304) or (self.request is not None and self.request.method == "HEAD"):
+                if self.transcript is not None:      # a reply without a body: on the transcript too
+                    self.transcript.write(self.request, status, self.headers, b"")
                 self._observe_model(None)
                 if self.side:         # a probe: counted as a side call (no body to read)
                     self._count(None, parsed=True)
