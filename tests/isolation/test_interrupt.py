@@ -189,6 +189,18 @@ def test_the_same_command_finishes_after_kill_9_and_says_the_lock_was_stale(stor
     assert (story["wd"] / "results" / "latest" / "decision.json").is_file()
 
 
+
+@pytest.mark.pipeline
+def test_the_unsandboxed_run_refuses_a_headline(story: dict) -> None:
+    """The story's runs are unsandboxed (``sandbox: off``): its decision refuses a headline,
+    ``UNSANDBOXED``, and the card says no run was isolated."""
+    import json
+
+    latest = story["wd"] / "results" / "latest"
+    decision = json.loads((latest / "decision.json").read_text())
+    assert decision["publishable"] is False and "UNSANDBOXED" in [r["code"] for r in decision["reasons"]]
+    assert json.loads((latest / "card.json").read_text())["isolation"]["levels"] == ["none"]
+
 # ------------------------------------------------------------------ the job launcher on its own (fast)
 
 #: A stage that starts a command in a session of its own (as run_process starts an agent), says

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from packgen import NOOP_AGENT, make_pack, write_config  # noqa: E402
-from pipeline_runs import smk  # noqa: E402
+from packgen import NOOP_AGENT, write_config  # noqa: E402
+from pipeline_runs import FinishedRun, copy_run, smk  # noqa: E402
 from sealbench.app import cli  # noqa: E402
 from sealbench.core.configuration import load_config_file  # noqa: E402
 from sealbench.isolation.sandbox import bwrap_problem  # noqa: E402
@@ -50,9 +50,12 @@ for _ in range(2):
 '''
 
 
-def test_a_new_users_agent_in_the_project_folder_tries_then_runs_clean(tmp_path: Path, monkeypatch, capsys) -> None:
-    proj = tmp_path / "my-project"
-    pack = make_pack(proj / "pack")
+def test_a_new_users_agent_in_the_project_folder_tries_then_runs_clean(tmp_path: Path, monkeypatch, capsys,
+                                                                      default_run: FinishedRun) -> None:
+    # the project where the bundled agents already ran (the session's default run, copied): the
+    # new agent's runs are the work (the controls and the baseline's runs are reused)
+    proj = copy_run(default_run, tmp_path / "my-project")
+    pack = proj / "pack"
     (proj / "agents").mkdir()
     (proj / "agents" / "my_agent.py").write_text(MY_AGENT)
     (proj / "agents" / "my_agent.py").chmod(0o755)
