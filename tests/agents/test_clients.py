@@ -166,3 +166,54 @@ def test_a_client_whose_server_answered_or_that_reported_usage_did_start(tmp_pat
     assert _failed_at_start(tmp_path / "d", "python: can't open file 'x.py'\n", tokens_source="agent",
                             usage={"tokens_in": None, "tokens_out": None, "steps": None, "cost_usd": None}) \
         == "python: can't open file 'x.py'"
+
+
+#: What the clients printed, pointed at a port nothing listens on (the clients tier's
+#: test_a_misconfigured_client_stops_after_its_first_runs_in_its_own_words, 2026-12-06)
+CLAUDE_RESULT = ('{"type":"result","subtype":"success","is_error":true,"duration_ms":9568,"num_turns":1,'
+                 '"result":"API Error: Unable to connect to API (ECONNRESET)","session_id":"79682d25-2106",'
+                 '"uuid":"e52700f0-4692"}\n')
+CODEX_EVENTS = ('{"type":"thread.started","thread_id":"01a24c3d"}\n'
+                '{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata not found."}}\n'
+                '{"type":"turn.started"}\n'
+                '{"type":"error","message":"Reconnecting... 1/2 (stream disconnected before completion: error sending request)"}\n'
+                '{"type":"turn.failed","error":{"message":"stream disconnected before completion: error sending request"}}\n')
+CODEX_WARNING = ('WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper binaries '
+                 'under temporary dir "/tmp"\n')
+AIDER_RETRIES = ("litellm.InternalServerError: OpenAIException - Connection error.\n"
+                 "The API provider's servers are down or overloaded.\nRetrying in 16.0 seconds...\n")
+
+
+def test_a_client_whose_model_server_never_answered_failed_at_start_however_long_it_retried(tmp_path) -> None:
+    """Attack (the clients tier found it): a client pointed at a dead port retries before it
+    gives up — past the 5 s window (Claude Code 16 s, Gemini CLI 25 s, Codex 6 s) or to the time
+    box (aider) — so its first runs never counted as failures at start and it ran every task. With
+    the bridge and no reply at all, they do, quoting the client's own error: its JSON error event
+    where it prints one (not the session ids around it, not a warning after it), else its last line
+    before a retry's progress."""
+    claude = tmp_path / "claude"
+    claude.mkdir()
+    (claude / "agent.stdout").write_text(CLAUDE_RESULT)
+    assert _failed_at_start(claude, "", wall_s=15.8) == "API Error: Unable to connect to API (ECONNRESET)"
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    (codex / "agent.stdout").write_text(CODEX_EVENTS)
+    assert _failed_at_start(codex, CODEX_WARNING, wall_s=5.6) == \
+        "stream disconnected before completion: error sending request"
+    aider = tmp_path / "aider"
+    assert _failed_at_start(aider, AIDER_RETRIES, exit_code=None, timed_out=True, wall_s=60.0) == \
+        "The API provider's servers are down or overloaded."
+
+
+def test_a_late_failure_after_a_reply_or_without_a_bridge_is_not_a_failure_at_start(tmp_path) -> None:
+    """Beside it, unchanged: a client whose server answered once started; a run without a bridge
+    that failed after the 5 s window, or timed out, did not fail at start."""
+    answered = {"usage_metered": {"responses": 1, "tokens_in": 40, "tokens_out": 9}}
+    assert _failed_at_start(tmp_path / "a", AIDER_RETRIES, wall_s=30.0, **answered) is None
+    assert _failed_at_start(tmp_path / "b", AIDER_RETRIES, exit_code=None, timed_out=True, wall_s=60.0,
+                            **answered) is None
+    plain = {"tokens_source": "agent", "usage_metered": None,
+             "usage": {"tokens_in": None, "tokens_out": None, "steps": None, "cost_usd": None}}
+    assert _failed_at_start(tmp_path / "c", "Traceback...\nValueError: late\n", wall_s=30.0, **plain) is None
+    assert _failed_at_start(tmp_path / "d", "still working\n", exit_code=None, timed_out=True, wall_s=60.0,
+                            **plain) is None

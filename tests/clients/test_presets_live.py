@@ -191,3 +191,66 @@ def test_a_pipeline_run_with_a_client_as_candidate_against_repair_gives_a_decisi
                                            "model": MODEL}
     report = (latest / "report.html").read_text()
     assert report.count("transcript.jsonl") >= len(mine), "every codex run's transcript is linked"
+
+
+def _last_words(rd: Path) -> str:
+    text = "".join((rd / n).read_text(errors="replace") for n in ("agent.stdout", "agent.stderr") if (rd / n).exists())
+    return text[-600:]
+
+
+@pytest.mark.parametrize("name", sorted(NEEDS))
+def test_a_misconfigured_client_stops_after_its_first_runs_in_its_own_words(name: str, tmp_path: Path) -> None:
+    """The endpoint names a port nothing listens on. As the pipeline runs them (run_agent jobs,
+    the first three in parallel): the first three runs end with the client's own error, and the
+    fourth does not start the client — its record says in one sentence that the first three all
+    ended that way, quoting the client's own last line (not a runtime's banner)."""
+    import os
+    import subprocess
+    import sys
+
+    from packgen import make_pack
+    from sealbench.core import core, paths
+    from sealbench.stages import hash_pack
+
+    proj = tmp_path / "proj"
+    pack = make_pack(proj / "pack", n=4)
+    results = proj / "results"
+    srv = _server(name, [])
+    port = srv.port
+    srv.httpd.server_close()    # the port is free again: nothing answers there
+    spec = clients.expand_agent("cand", {"client": name, "model": MODEL, "endpoint": f"127.0.0.1:{port}"})
+    fp = "c" * 16
+    env = dict(os.environ, **{paths.PACK_ENV: str(pack), paths.RESULTS_ENV: str(results)})
+
+    def start(task: Path) -> tuple[subprocess.Popen, Path]:
+        digest = core.task_digest(task)
+        sealed = Path(paths.sealed_dir(task.name, digest, str(results)))
+        hash_pack.seal_task(task, digest, sealed, Path(paths.sealed_record(task.name, digest, str(results))))
+        rd = Path(paths.run_dir(task.name, digest, "cand", fp, 1, str(results)))
+        argv = [sys.executable, "-m", "sealbench.stages.run_agent", "--sealed", str(sealed), "--run-dir", str(rd),
+                "--agent", "cand", "--fingerprint", fp, "--spec", json.dumps(spec), "--epoch", "1",
+                "--envelope", json.dumps({"max_wall_s": 120, "max_steps": 10, "max_output_tokens": 1000}),
+                "--sandbox", "required"]
+        return subprocess.Popen(argv, cwd=proj, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True), rd
+
+    tasks = sorted((pack / "tasks").iterdir())
+    first = [start(t) for t in tasks[:3]]
+    records = []
+    for proc, rd in first:
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out
+        records.append(json.loads((rd / "run.json").read_text()))
+    assert all(r["exit_code"] not in (0, None) and not r.get("patch_bytes") for r in records), \
+        [(r["exit_code"], r["wall_s"], r["end_reason"], _last_words(rd)) for r, (_p, rd) in zip(records, first)]
+    proc, rd = start(tasks[3])
+    out, _ = proc.communicate(timeout=300)
+    fourth = json.loads((rd / "run.json").read_text())
+    said = str(fourth.get("error"))
+    assert said.startswith("stopped: the first 3 runs of cand all ended"), \
+        (said, [(r["exit_code"], r["wall_s"], r["end_reason"], _last_words(rd)) for r, (_p, rd) in zip(records, first)])
+    assert fourth["wall_s"] == 0 and not (rd / "agent.stderr").exists(), fourth  # the client was not started
+    assert "Node.js v" not in said and " at " not in said.split("ended", 1)[1], said
+    words = {"claude-code": "Unable to connect to API", "gemini-cli": "fetch failed"}.get(name)
+    assert words is None or words in said, said
+    print(f"{name}: {said}")

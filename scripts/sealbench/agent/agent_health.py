@@ -3,7 +3,8 @@
 Each run_agent job notes how its run ended in ``results/.sealbench/agent-health/<agent>-<fp>.json``
 (under a file lock: jobs run in parallel). When the first :data:`START_FAILURE_RUNS` finished
 runs all ended with the same start failure (exit 126/127, or a non-zero exit within
-:data:`START_WINDOW_S` with no patch, usage, visible run or server reply), later runs of that
+:data:`START_WINDOW_S` with no patch, usage, visible run or server reply; through the bridge with
+no reply from the model server at all, however late), later runs of that
 version do not start the agent: they are recorded as a harness error with one sentence saying
 why, while other agents go on.
 """
@@ -33,6 +34,9 @@ HEALTH_DIR = Path(".sealbench") / "agent-health"
 #: Lines after an error that are not the error: Node's ``Node.js v20.1.0`` banner, ``    at f
 #: (file:1:2)`` stack frames, the ``^`` under a source line, a traceback's frame lines.
 _EPILOGUE = re.compile(r"^\s*(Node\.js v[0-9.]+|at \S.*|\^+|File \".*\", line \d+.*)\s*$")
+#: A retry's progress or a warning: the error, if any, came before it.
+_PROGRESS = re.compile(r"^(Retrying\b|Reconnecting\b|WARNING:|Warning:)")
+_NOISE_CHARS = re.compile(r"\s+")
 _BASH_PREFIX = re.compile(r"^(?:\S*/)?(?:ba)?sh: (?:line \d+: )?")
 
 
@@ -55,15 +59,51 @@ def read_health(path: Path | None) -> dict:
         return {}
 
 
+def _json_error(text: str) -> str | None:
+    """The last error a client reported as a JSON event line on its output (Codex ``--json``:
+    ``{"type": "turn.failed", "error": {"message": …}}`` or ``{"type": "error", "message": …}``;
+    Claude Code's ``{"type": "result", "is_error": true, "result": …}``), or None."""
+    found = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not (line.startswith("{") and '"type"' in line):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        kind, error = event.get("type"), event.get("error")
+        if kind == "turn.failed" and isinstance(error, dict) and error.get("message"):
+            found = str(error["message"])
+        elif kind == "error" and event.get("message"):
+            found = str(event["message"])
+        elif kind == "result" and event.get("is_error") and event.get("result"):
+            found = str(event["result"])
+    return found
+
+
 def _how_it_ended(run_dir: Path) -> str:
-    """The last line the agent printed (stderr first), in words that are the same on every task."""
+    """The agent's own last error, in words that are the same on every task: an error event a
+    client printed as JSON (:func:`_json_error`), else the last line it printed (stderr first)
+    that is not a runtime's epilogue, a retry's progress or a warning."""
+    try:
+        stdout = (run_dir / "agent.stdout").read_text(errors="replace")
+    except OSError:
+        stdout = ""
+    said = _json_error(stdout)
+    if said:
+        return _NOISE_CHARS.sub(" ", said).strip()[:300]
     for name in ("agent.stderr", "agent.stdout"):
         try:
             text = (run_dir / name).read_text(errors="replace")
         except OSError:
             continue
-        # a runtime's epilogue is not the error: Node's version banner, stack frames, the caret line
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _EPILOGUE.match(ln)]
+        # a runtime's epilogue is not the error: Node's version banner, stack frames, the caret
+        # line; nor is a retry's progress ("Retrying in 16.0 seconds...") or a warning
+        lines = [ln.strip() for ln in text.splitlines()
+                 if ln.strip() and not _EPILOGUE.match(ln) and not _PROGRESS.match(ln.strip())]
         if lines:
             line = _BASH_PREFIX.sub("", lines[-1])
             line = re.sub(r"/\S*/sealbench-run-[^/\s'\"]+/ws/?", "", line)  # this run's workspace
@@ -81,9 +121,14 @@ def _how_it_ended(run_dir: Path) -> str:
 def start_failure(record: Mapping[str, Any], run_dir: Path) -> str | None:
     """How a finished run failed at start, in words (None: it did not): exit 126/127, or a
     non-zero exit within START_WINDOW_S s — with no patch, no usage, no visible run, no clock or
-    limit hit and no reply from its server."""
+    limit hit and no reply from its server. Through the bridge (an ``endpoint``) with no reply at
+    all, also a later exit or the time box: the model server never answered (a client pointed at a
+    dead port retries for a while before it gives up, or until the clock ends it)."""
     code = record.get("exit_code")
-    if code in (0, None) or record.get("timed_out") or record.get("limit_hit") or record.get("patch_bytes"):
+    unanswered = record.get("usage_metered") is not None and not record["usage_metered"].get("responses")
+    if code == 0 or record.get("limit_hit") or record.get("patch_bytes"):
+        return None
+    if (code is None or record.get("timed_out")) and not (unanswered and record.get("timed_out")):
         return None
     # what the agent itself reported: a bridge's count of no replies (zeros) is no sign it started
     own = record.get("usage_agent") if str(record.get("tokens_source") or "").startswith("metered") \
@@ -92,7 +137,9 @@ def start_failure(record: Mapping[str, Any], run_dir: Path) -> str | None:
         return None
     if (record.get("usage_metered") or {}).get("responses"):
         return None
-    if code not in (126, 127) and (record.get("wall_s") or 0) > START_WINDOW_S:
+    # through the bridge with no reply at all: the model server never answered, so the agent never
+    # started its work, however long its client retried (to its own end or to the time box)
+    if not unanswered and (code not in (126, 127) and (record.get("wall_s") or 0) > START_WINDOW_S):
         return None
     return _how_it_ended(run_dir)
 
@@ -116,8 +163,11 @@ def note_health(path: Path, record: Mapping[str, Any], failure: str | None) -> d
                          "start_failure": failure})
             ways = {(r["exit_code"], r["start_failure"]) for r in runs}
             if len(runs) == START_FAILURE_RUNS and len(ways) == 1 and failure is not None:
+                how = "at the time box" if record.get("timed_out") else f"exit {record.get('exit_code')}"
+                unanswered = record.get("usage_metered") is not None
                 state["stopped"] = (f"stopped: the first {START_FAILURE_RUNS} runs of {state['agent']} all ended "
-                                    f"{_quoted(failure)} (exit {record.get('exit_code')}); fix the command and rerun")
+                                    f"{_quoted(failure)} ({how}{', no reply from its model server' if unanswered else ''}); "
+                                    f"fix the {'endpoint or the ' if unanswered else ''}command and rerun")
             write_json(path, state)
         return state
 

@@ -226,11 +226,19 @@ def _gemini_cli(client: Client, folder: Path, model: str, base_url: str) -> Reci
     return Recipe(command, env, files)
 
 
+#: How often mini-swe-agent tries one model call (its ``MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT``).
+MINI_MODEL_ATTEMPTS = 3
+
+
 def _mini_swe_agent(client: Client, folder: Path, model: str, base_url: str) -> Recipe:
     """mini-swe-agent through sealbench's adapter (:mod:`sealbench.agents.mini`: usage.json and
     stamp.json from mini's trajectory), running the ``mini`` of the preset's own venv."""
     return Recipe(f"python -m sealbench.agents.mini --model {shlex.quote(model)} --api-base {shlex.quote(base_url)} "
-                  f"--api-key {DUMMY_KEY} --mini {shlex.quote(str(folder / client.bin))}")
+                  f"--api-key {DUMMY_KEY} --mini {shlex.quote(str(folder / client.bin))}",
+                  # mini tries a failed model call 10 times by default, waiting 4 s to 60 s between
+                  # tries: against a dead endpoint, the whole time box. 3 tries: it ends in seconds
+                  # with its own error (and an agent whose first runs all end so stops: agent_health)
+                  env={"MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": str(MINI_MODEL_ATTEMPTS)})
 
 
 def _aider(client: Client, folder: Path, model: str, base_url: str) -> Recipe:
