@@ -261,7 +261,7 @@ def test_a_run_says_its_progress_on_stderr(offline, tmp_path: Path, capsys, monk
     assert re.search(r"^searching \d+ candidate mutants", err, re.M), err
     assert re.search(r"^done in \d+m\d\ds: tried \d+ mutants, kept 2, refused \d+$", err, re.M), err
     assert "Traceback" not in err and not any(ln.startswith("progress ") for ln in out.splitlines())
-    assert not list(tmp_path.glob(".pack.unfinished-*"))
+    assert not list(tmp_path.glob(".pack.unfinished*"))
 
 
 @pytest.mark.sandbox
@@ -386,22 +386,28 @@ def test_a_build_whose_first_tasks_are_all_removed_for_one_cause_stops_saying_it
 
 @pytest.mark.sandbox
 def test_a_killed_runs_leftover_is_cleared_and_a_foreign_folder_kept(offline, tmp_path: Path) -> None:
-    """A run killed outright (no Ctrl-C handling) leaves its hidden unfinished sibling: the next
-    run clears it (its pid is gone); a folder of that shape without the marker is never touched;
-    a run that keeps no task writes no --out."""
-    from sealbench.builders.pack_mutate import Options, mutate_pack
+    """A run of an earlier sealbench killed outright left its sibling ``.pack.unfinished-<pid>``:
+    the next run clears it (its pid is gone); a folder of that shape without the marker is never
+    touched, and one named as this version's unfinished build, without its marker, is refused."""
+    from sealbench.builders.pack_mutate import Options, PackBuildError, mutate_pack
 
     src = make_calc(tmp_path / "calc-0.1")
+    opts = Options(src, tmp_path / "pack", max_tasks=1, test_timeout=20, env_root=offline)
+    (tmp_path / ".pack.unfinished").mkdir()
+    with pytest.raises(PackBuildError, match=r"\.pack\.unfinished: exists and is not an unfinished build of "
+                                             r"sealbench .*move it away"):
+        mutate_pack(opts, log=lambda s: None)
+    assert (tmp_path / ".pack.unfinished").is_dir() and not (tmp_path / "pack").exists()
+    (tmp_path / ".pack.unfinished").rmdir()
     dead = tmp_path / ".pack.unfinished-999999999"
     (dead / "tasks").mkdir(parents=True)
     (dead / ".sealbench-unfinished").write_text("999999999\n")
     foreign = tmp_path / ".pack.unfinished-mine"
     foreign.mkdir()
-    opts = Options(src, tmp_path / "pack", max_tasks=1, test_timeout=20, env_root=offline)
     summary = mutate_pack(opts, log=lambda s: None)
     assert len(summary["kept"]) == 1 and (tmp_path / "pack" / "tasks").is_dir()
     assert not dead.exists() and foreign.is_dir()
-    assert not (tmp_path / "pack" / ".sealbench-unfinished").exists()
+    assert not list((tmp_path / "pack").glob(".sealbench-*")) and not (tmp_path / ".pack.unfinished").exists()
 
 
 @pytest.mark.unit

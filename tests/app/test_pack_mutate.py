@@ -341,11 +341,11 @@ def test_a_coverage_plugin_the_config_switches_on_is_switched_off_in_the_task_co
     from sealbench.builders.pack_common import pytest_command
     from sealbench.builders.pack_requirements import pytest_addopts
 
-    cmd = pytest_command(["pytest_cov.plugin", "pytest_mock"], ["tests/test_a.py"])
-    assert cmd == "python -m pytest -q -p no:cacheprovider -p pytest_cov.plugin -p pytest_mock --no-cov tests/test_a.py"
+    cmd = pytest_command(["pytest_cov.plugin", "pytest_mock"], ["test/test_a.py"])
+    assert cmd == "python -m pytest -q -p no:cacheprovider -p pytest_cov.plugin -p pytest_mock --no-cov test/test_a.py"
     # honest: without the plugin loaded the option would be a usage error, so it is never added
-    assert pytest_command(["pytest_mock"], ["tests/test_a.py"]) == \
-        "python -m pytest -q -p no:cacheprovider -p pytest_mock tests/test_a.py"
+    assert pytest_command(["pytest_mock"], ["test/test_a.py"]) == \
+        "python -m pytest -q -p no:cacheprovider -p pytest_mock test/test_a.py"
     root = make_project(tmp_path / "p")
     assert pytest_addopts(root) == ""
     (root / "pyproject.toml").write_text(PYPROJECT.replace('testpaths = ["tests"]', 'addopts = "--cov=tinyfmt '
