@@ -469,8 +469,8 @@ class FailFast:
         else:
             where = f" (its addopts: {self.config})" if self.config else ""
             fix = ("the scoring does not run the suite as the builder's own runs do, most often because of an option "
-                   f"or a plugin the project's pytest config adds{where}: remove it in a copy of the source, or pass "
-                   "--requirements without its plugin, and run again (the lines above say why each was removed)")
+                   f"or a plugin the project's pytest config adds{where}: remove it from the config in a copy of the "
+                   "source and run again (the lines above say why each task was removed)")
         return f"stopped after the first {self.count} tasks were all removed because {cause}; {fix}"
 
 
