@@ -317,6 +317,7 @@ def import_swebench(opts: Options, log=print) -> list[Outcome]:
             log(f"{inst.instance_id}: removed, it does not verify: {check.reason}")
             sentence = stop.removed(removal_cause(check))
             if sentence:
+                _drop_unused_envs(pack, set(plugins))
                 raise PackBuildError(f"{opts.instances}: {sentence}")
             continue
         stop.kept_one()
