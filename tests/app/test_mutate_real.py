@@ -261,7 +261,7 @@ def test_a_run_says_its_progress_on_stderr(offline, tmp_path: Path, capsys, monk
     assert re.search(r"^searching \d+ candidate mutants", err, re.M), err
     assert re.search(r"^done in \d+m\d\ds: tried \d+ mutants, kept 2, refused \d+$", err, re.M), err
     assert "Traceback" not in err and not any(ln.startswith("progress ") for ln in out.splitlines())
-    assert not list(tmp_path.glob(".pack.unfinished-*"))
+    assert not list(tmp_path.glob(".pack.unfinished*"))
 
 
 @pytest.mark.sandbox
@@ -290,49 +290,124 @@ def test_prompts_quote_no_temp_path_and_the_summary_names_skipped_tests(offline,
 
 
 @pytest.mark.sandbox
-def test_ctrl_c_ends_in_one_sentence_and_blocks_no_rerun(offline, tmp_path: Path, capsys, monkeypatch) -> None:
-    """Ctrl-C printed a traceback and left a half-written --out that a rerun refused."""
+def test_ctrl_c_keeps_the_verified_tasks_and_the_same_command_goes_on(offline, tmp_path: Path, capsys,
+                                                                        monkeypatch) -> None:
+    """parse (issue 35): Ctrl-C threw away every verified task, with no way to resume. Ctrl-C
+    (one sentence, exit 130) and a kill keep them in the unfinished sibling; another build's
+    command is refused there rather than throw them away; the same command goes on from them,
+    trying no mutant twice."""
+    import json
+
     from sealbench.builders import pack_mutate
+    from sealbench.builders.pack_common import TaskCheck
 
     monkeypatch.chdir(tmp_path)
     src = make_calc(tmp_path / "calc-0.1")
-    real = pack_mutate.verify_task
+    real_try = pack_mutate.try_mutant
+    tried: list[list] = [[]]                  # the mutants each run tried
+    verified: list[str] = []
 
-    def interrupted(*a, **k):
-        real(*a, **k)
-        raise KeyboardInterrupt           # after the first task was written and scored
+    def counted(p, m, logdir):
+        if verified and len(tried) == 1:
+            raise KeyboardInterrupt           # the first run, at the mutant after its first verified task
+        tried[-1].append(pack_mutate._mutant_key(m))
+        return real_try(p, m, logdir)
 
+    def interrupted(pack, tid, **k):          # verification is not what is tested here: kept quick
+        verified.append(tid)
+        return TaskCheck(tid, True, "fail", "pass")
+
+    monkeypatch.setattr(pack_mutate, "try_mutant", counted)
     monkeypatch.setattr(pack_mutate, "verify_task", interrupted)
     args = [str(src), "--out", str(tmp_path / "pack"), "--max-tasks", "2", "--env-root", str(offline),
-            "--test-timeout", "20"]
+            "--test-timeout", "20", "--progress", "0"]
     rc, out, err = _cli(args, capsys)
+    unfinished = tmp_path / ".pack.unfinished"
     assert rc == 130 and "Traceback" not in err, err
     last = err.strip().splitlines()[-1]
-    assert last.startswith("sealbench: pack mutate interrupted") and last.count(". ") == 0, err
-    assert not (tmp_path / "pack").exists() and not list(tmp_path.glob(".pack*")), list(tmp_path.iterdir())
-    monkeypatch.setattr(pack_mutate, "verify_task", real)
+    assert last == (f"sealbench: pack mutate interrupted; 1 verified task kept in {unfinished}: run the same "
+                    "command again to go on from them"), err
+    first = [t.name for t in (unfinished / "tasks").iterdir()]
+    assert len(first) == 1 and not (tmp_path / "pack").exists(), list(tmp_path.iterdir())
+    kept_files = {f.relative_to(unfinished): f.read_bytes() for f in (unfinished / "tasks").rglob("*") if f.is_file()}
+    # a kill leaves the same folder, its run gone
+    mark = json.loads((unfinished / ".sealbench-unfinished").read_text())
+    (unfinished / ".sealbench-unfinished").write_text(json.dumps({**mark, "pid": 999999999}))
+    rc, out, err = _cli([*args, "--seed", "1"], capsys)               # another build: refused, nothing lost
+    assert rc != 0 and f"{unfinished}: holds 1 verified task of an unfinished build that differs from this " \
+        "one in --seed" in " ".join(err.split()), err
+    assert [t.name for t in (unfinished / "tasks").iterdir()] == first
+    tried.append([])
+    verified.clear()
     rc, out, err = _cli(args, capsys)
-    assert rc == 0 and len(list((tmp_path / "pack" / "tasks").iterdir())) == 2, (out, err)
+    assert rc == 0, (out, err)
+    assert "continuing the unfinished build in" in err and "1 verified task kept" in err, err
+    assert re.search(r"^kept \S+ .*kept 2, ", err, re.M), err                       # the count goes on
+    assert tried[1] and not set(tried[0]) & set(tried[1]), tried                      # nothing tried twice
+    pack = tmp_path / "pack"
+    assert first[0] in {t.name for t in (pack / "tasks").iterdir()} and len(list((pack / "tasks").iterdir())) == 2
+    for rel, data in kept_files.items():
+        if rel.name != "meta.json":                                      # its stratum is set at the end
+            assert (pack / rel).read_bytes() == data, rel
+    assert not unfinished.exists() and not list(pack.glob(".sealbench-*")), list(pack.iterdir())
+
+
+@pytest.mark.sandbox
+def test_a_build_whose_first_tasks_are_all_removed_for_one_cause_stops_saying_it(offline, tmp_path: Path, capsys,
+                                                                                 monkeypatch) -> None:
+    """parse's --cov made every oracle score tamper: 17 minutes, 0 tasks, nothing said. The first
+    three removals for one cause stop the build with one sentence naming it and the fix."""
+    from sealbench.builders import pack_mutate
+    from sealbench.builders.pack_common import TaskCheck
+
+    calls: list[str] = []
+
+    def tampered(pack, tid, **k):
+        calls.append(tid)
+        return TaskCheck(tid, False, "fail", "tamper", "the oracle scored tamper: a tracer was set")
+
+    monkeypatch.setattr(pack_mutate, "verify_task", tampered)
+    monkeypatch.chdir(tmp_path)
+    src = _write(make_calc(tmp_path / "calc-0.1"), {
+        "src/calc/more.py": "def sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+        "tests/test_more.py": "from calc.more import mul, sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n\n\n"
+                              "def test_sub_more():\n    assert sub(9, 4) == 5\n\n\ndef test_mul():\n"
+                              "    assert mul(3, 2) == 6\n\n\ndef test_mul_more():\n    assert mul(4, 5) == 20\n",
+        "pytest.ini": "[pytest]\naddopts = -ra\n    --strict-markers\n"})
+    rc, out, err = _cli([str(src), "--out", str(tmp_path / "pack"), "--env-root", str(offline), "--test-timeout",
+                         "20", "--progress", "0"], capsys)
+    assert rc != 0 and len(calls) == 3, (calls, err)
+    said = " ".join(err.split())
+    assert ("stopped after the first 3 tasks were all removed because the oracle (the original code) scored tamper "
+            "under sealbench's scoring; the scoring does not run the suite as the builder's own runs do") in said, err
+    assert "(its addopts: -ra --strict-markers)" in said, err
+    assert not (tmp_path / "pack").exists() and not list(tmp_path.glob(".pack*")), list(tmp_path.iterdir())
 
 
 @pytest.mark.sandbox
 def test_a_killed_runs_leftover_is_cleared_and_a_foreign_folder_kept(offline, tmp_path: Path) -> None:
-    """A run killed outright (no Ctrl-C handling) leaves its hidden unfinished sibling: the next
-    run clears it (its pid is gone); a folder of that shape without the marker is never touched;
-    a run that keeps no task writes no --out."""
-    from sealbench.builders.pack_mutate import Options, mutate_pack
+    """A run of an earlier sealbench killed outright left its sibling ``.pack.unfinished-<pid>``:
+    the next run clears it (its pid is gone); a folder of that shape without the marker is never
+    touched, and one named as this version's unfinished build, without its marker, is refused."""
+    from sealbench.builders.pack_mutate import Options, PackBuildError, mutate_pack
 
     src = make_calc(tmp_path / "calc-0.1")
+    opts = Options(src, tmp_path / "pack", max_tasks=1, test_timeout=20, env_root=offline)
+    (tmp_path / ".pack.unfinished").mkdir()
+    with pytest.raises(PackBuildError, match=r"\.pack\.unfinished: exists and is not an unfinished build of "
+                                             r"sealbench .*move it away"):
+        mutate_pack(opts, log=lambda s: None)
+    assert (tmp_path / ".pack.unfinished").is_dir() and not (tmp_path / "pack").exists()
+    (tmp_path / ".pack.unfinished").rmdir()
     dead = tmp_path / ".pack.unfinished-999999999"
     (dead / "tasks").mkdir(parents=True)
     (dead / ".sealbench-unfinished").write_text("999999999\n")
     foreign = tmp_path / ".pack.unfinished-mine"
     foreign.mkdir()
-    opts = Options(src, tmp_path / "pack", max_tasks=1, test_timeout=20, env_root=offline)
     summary = mutate_pack(opts, log=lambda s: None)
     assert len(summary["kept"]) == 1 and (tmp_path / "pack" / "tasks").is_dir()
     assert not dead.exists() and foreign.is_dir()
-    assert not (tmp_path / "pack" / ".sealbench-unfinished").exists()
+    assert not list((tmp_path / "pack").glob(".sealbench-*")) and not (tmp_path / ".pack.unfinished").exists()
 
 
 @pytest.mark.unit

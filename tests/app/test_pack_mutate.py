@@ -331,3 +331,42 @@ def test_verify_refuses_a_task_whose_hidden_tests_the_worker_can_read(tmp_path: 
     (t / "repo" / "README.md").write_text("Example:\n\n" + line)
     check = verify_task(tmp_path / "pack", "pt", sandbox_mode="off")
     assert not check.ok and "leak suspect" in check.reason and "repo/README.md" in check.reason
+
+
+@pytest.mark.unit
+def test_a_coverage_plugin_the_config_switches_on_is_switched_off_in_the_task_commands(tmp_path: Path) -> None:
+    """parse's config has ``--cov`` (and could have ``--cov-fail-under``, which fails a run of some
+    test files whose every test passes): pytest-cov stays loaded, so the config's options parse,
+    and ``--no-cov`` in the command switches its work off, for the builder's runs and the scoring."""
+    from sealbench.builders.pack_common import pytest_command
+    from sealbench.builders.pack_requirements import pytest_addopts
+
+    cmd = pytest_command(["pytest_cov.plugin", "pytest_mock"], ["test/test_a.py"])
+    assert cmd == "python -m pytest -q -p no:cacheprovider -p pytest_cov.plugin -p pytest_mock --no-cov test/test_a.py"
+    # honest: without the plugin loaded the option would be a usage error, so it is never added
+    assert pytest_command(["pytest_mock"], ["test/test_a.py"]) == \
+        "python -m pytest -q -p no:cacheprovider -p pytest_mock test/test_a.py"
+    root = make_project(tmp_path / "p")
+    assert pytest_addopts(root) == ""
+    (root / "pyproject.toml").write_text(PYPROJECT.replace('testpaths = ["tests"]', 'addopts = "--cov=tinyfmt '
+                                                           '--cov-branch --doctest-modules"'))
+    assert pytest_addopts(root) == "--cov=tinyfmt --cov-branch --doctest-modules"
+
+
+@pytest.mark.unit
+def test_fail_fast_stops_on_the_third_removal_for_one_cause_only() -> None:
+    from sealbench.builders.pack_common import FailFast, TaskCheck, removal_cause
+
+    tamper = removal_cause(TaskCheck("a", False, "fail", "tamper", "the oracle scored tamper: x"))
+    empty = removal_cause(TaskCheck("b", False, "pass", "pass", "the empty diff scored pass"))
+    leak = removal_cause(TaskCheck("c", False, reason="leak suspect: the worker can read its hidden tests: y"))
+    assert tamper != empty and leak is None and removal_cause(TaskCheck("d", True, "fail", "pass")) is None
+    stop = FailFast("--cov=parse")
+    assert [stop.removed(c) for c in (tamper, tamper, empty, tamper, leak, tamper)] == [None] * 6
+    sentence = stop.removed(tamper)
+    assert sentence.startswith("stopped after the first 3 tasks were all removed because the oracle (the original "
+                               "code) scored tamper") and "(its addopts: --cov=parse)" in sentence
+    assert ". " not in sentence                                                  # one sentence
+    kept = FailFast()
+    kept.removed(tamper), kept.removed(tamper), kept.kept_one()
+    assert kept.removed(tamper) is None and kept.removed(tamper) is None   # tasks verify: a task's own cause

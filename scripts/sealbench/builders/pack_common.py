@@ -222,12 +222,26 @@ class TestRun:
         return {r.id for r in self.results if r.outcome == outcome}
 
 
+#: Plugins a suite's config may switch on whose work no test outcome depends on, but that break a
+#: task's scoring or slow it down, each by the option of its own that switches its work off (the
+#: plugin stays loaded, so the config's options still parse). By the plugin's top-level module.
+#: pytest-cov: ``--cov-fail-under`` fails a run of some test files whose every test passes
+#: (parse's config has ``--cov``; every oracle would fail), and coverage's tracer slows each run.
+SWITCHED_OFF = {"pytest_cov": ("--no-cov",)}
+
+
+def switched_off(plugins: list[str]) -> list[str]:
+    """The options that switch off the work of the ``plugins`` (modules) named :data:`SWITCHED_OFF`."""
+    return [o for p in plugins for o in SWITCHED_OFF.get(p.split(".", 1)[0], ())]
+
+
 def pytest_command(plugins: list[str], files: list[str]) -> str:
-    """The task command: quiet pytest without its cache, the plugins named (autoload is off)."""
+    """The task command: quiet pytest without its cache, the plugins named (autoload is off), and
+    the work of those in :data:`SWITCHED_OFF` switched off (``--no-cov``)."""
     words = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     for p in plugins:
         words += ["-p", p]
-    return shlex.join(words + list(files))
+    return shlex.join(words + switched_off(plugins) + list(files))
 
 
 def _class_of(classname: str, file: str) -> str | None:
@@ -410,6 +424,54 @@ def verify_task(pack: Path, task_id: str, *, timeout_s: float = 300, sandbox_mod
         problems.append(f"the oracle scored {gold.status}: {gold.reason}")
     return TaskCheck(task_id, not problems, empty.status, gold.status, "; ".join(problems) or None,
                      len(chosen), None if chosen else decoy_record.get("why_none"))
+
+
+#: A build that has kept no task yet stops once this many tasks in a row were removed for the same cause.
+FAIL_FAST = 3
+
+
+def removal_cause(check: TaskCheck) -> str | None:
+    """Why a task did not verify, in words that are the same for every task the same cause removes
+    (None: a cause of this task's own, such as a leak suspect, never a reason to stop a build)."""
+    if check.ok or (check.reason or "").startswith("leak suspect"):
+        return None
+    if check.oracle is None:
+        return "sealbench could not score them (their meta.json or environment was refused)"
+    if check.oracle != "pass":
+        return f"the oracle (the original code) scored {check.oracle} under sealbench's scoring"
+    return f"the empty diff did not fail both commands under sealbench's scoring (it scored {check.empty})"
+
+
+class FailFast:
+    """Stops a build that removes task after task for one cause it will never get past (parse's
+    ``--cov`` once made every oracle score ``tamper``: 17 minutes, 0 tasks, nothing said): once
+    :data:`FAIL_FAST` tasks in a row were removed for the same cause and none was kept, :meth:`removed`
+    returns the one sentence to stop with. ``config`` names what the project's test setup adds (its
+    pytest config's ``addopts``), the most common reason the builder's own runs and the scoring differ."""
+
+    def __init__(self, config: str = "", limit: int = FAIL_FAST) -> None:
+        self.config, self.limit = config, limit
+        self.kept, self.cause, self.count = False, None, 0
+
+    def kept_one(self) -> None:
+        self.kept = True
+
+    def removed(self, cause: str | None) -> str | None:
+        if self.kept or cause is None:
+            return None
+        self.count = self.count + 1 if cause == self.cause else 1
+        self.cause = cause
+        if self.count < self.limit:
+            return None
+        if cause.startswith("the task written"):
+            fix = ("every task of this project is written the same invalid way, which is a sealbench bug: report it "
+                   "with the lines above")
+        else:
+            where = f" (its addopts: {self.config})" if self.config else ""
+            fix = ("the scoring does not run the suite as the builder's own runs do, most often because of an option "
+                   f"or a plugin the project's pytest config adds{where}: remove it from the config in a copy of the "
+                   "source and run again (the lines above say why each task was removed)")
+        return f"stopped after the first {self.count} tasks were all removed because {cause}; {fix}"
 
 
 def decoy_coverage(checks: list[TaskCheck]) -> str:

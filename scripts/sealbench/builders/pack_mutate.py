@@ -9,12 +9,18 @@ at least two test functions that passed on the baseline fail on it; refused when
 hang, when no test or only one test function fails, or when it breaks the collection of the
 tests. Each kept mutant becomes a task (``mutant_tasks``), every task is verified with
 sealbench's own scoring (``pack_common.verify_task``), and a summary table is printed.
+
+The pack is built in a hidden sibling of ``--out`` (``.PACK.unfinished``) with a journal of every
+mutant tried; Ctrl-C or a kill keeps the verified tasks there, and the same command again
+continues from them (the seeded order replayed, nothing tried twice). A build that keeps no
+task and removes its first ones for one cause stops (``pack_common.FailFast``).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -31,20 +37,29 @@ from ..pack.workspace import scratch_dir
 from . import mutant_tasks as mt
 from .mutants import Mutant, find_mutants, schedule
 from .pack_common import (
+    FailFast,
     Layout,
     PackBuildError,
+    TaskCheck,
     TaskFiles,
     TestResult,
     TestRun,
     decoy_coverage,
     detect_layout,
     pytest_command,
+    removal_cause,
     run_tests,
     unpack_source,
     verify_task,
     write_task,
 )
-from .pack_requirements import Requirements, detect_requirements, plugin_modules, read_requirements_file
+from .pack_requirements import (
+    Requirements,
+    detect_requirements,
+    plugin_modules,
+    pytest_addopts,
+    read_requirements_file,
+)
 
 #: A mutant is kept when at least this many test functions catch it.
 MIN_CATCHING = 2
@@ -167,12 +182,13 @@ def _cause(run: TestRun, command: str) -> str:
     return f"`{command}` exited {run.returncode}{' (timed out)' if run.timed_out else ''}: {tail}"
 
 
-def prepare(opts: Options, work: Path, log, progress: Progress | None = None) -> Project:
-    """Unpack, find the layout and requirements, build the environment, run the baseline."""
+def prepare(opts: Options, work: Path, log, progress: Progress | None = None, root: Path | None = None) -> Project:
+    """Unpack (unless ``root`` is the source already unpacked), find the layout and requirements,
+    build the environment, run the baseline."""
     say = progress.start if progress is not None else (lambda phase: None)
     from ..isolation.environments import build_env, env_from_requirements
 
-    root = unpack_source(opts.source, work / "src")
+    root = root if root is not None else unpack_source(opts.source, work / "src")
     layout = detect_layout(root)
     test_text = "\n".join((root / f).read_text("utf-8", "replace") for f in layout.test_files + layout.support_files)
     req = (read_requirements_file(opts.requirements, root, test_text) if opts.requirements
@@ -298,12 +314,94 @@ def _repo_snapshot(p: Project, m: Mutant, dest: Path) -> Path:
 
 
 UNFINISHED = ".sealbench-unfinished"
+JOURNAL = ".sealbench-journal.jsonl"
 
 
-def _unfinished_dir(out: Path) -> Path:
-    """A fresh sibling of ``out`` to build in (renamed to ``out`` at the end), marked as this
-    run's; siblings left by an earlier run that is no longer alive (killed) are cleared first."""
-    out.parent.mkdir(parents=True, exist_ok=True)
+class BuildInterrupted(KeyboardInterrupt):
+    """Ctrl-C with verified tasks kept in ``folder`` (the same command again continues from them)."""
+
+    def __init__(self, kept: int, folder: Path) -> None:
+        super().__init__(f"{_verified(kept)} kept in {folder}")
+        self.kept, self.folder = kept, folder
+
+
+def _tree_digest(root: Path) -> str:
+    """The content of a project folder: its files' paths and bytes."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def build_identity(opts: Options, root: Path) -> dict:
+    """What the tasks of a build depend on: the source's content (``root``: as unpacked), the seed
+    (the order of the mutants), the requirements, the time box, the test timeout and the strata.
+    An unfinished build of the same identity is continued; --max-tasks, --env-root, --sandbox and
+    --progress may change between runs."""
+    req = Path(opts.requirements) if opts.requirements else None
+    return {"source": _tree_digest(root), "seed": opts.seed,
+            "requirements": hashlib.sha256(req.read_bytes()).hexdigest() if req and req.is_file() else None,
+            "time_box": opts.time_box, "test_timeout": opts.test_timeout, "strata": list(opts.strata)}
+
+
+def _mutant_key(m: Mutant) -> str:
+    return json.dumps([m.file, m.start, m.end, m.original, m.replacement])
+
+
+class Journal:
+    """Every mutant an unfinished build tried, one JSON line each, written (and synced) as soon as
+    it is decided: refused, removed (with its cause), or kept as a verified task. A later line for
+    the same mutant replaces an earlier one; a line cut short by a kill is ignored."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / JOURNAL
+        self.entries: dict[str, dict] = {}
+        if self.path.is_file():
+            for line in self.path.read_text("utf-8").splitlines():
+                try:
+                    entry = json.loads(line)
+                    self.entries[entry["mutant"]] = entry
+                except (ValueError, KeyError, TypeError):
+                    continue                # the last line of a killed run
+
+    @property
+    def kept(self) -> list[str]:
+        return [e["tid"] for e in self.entries.values() if e["outcome"] == "kept"]
+
+    def record(self, m: Mutant, entry: dict) -> None:
+        entry = {"mutant": _mutant_key(m), **entry}
+        self.entries[entry["mutant"]] = entry
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def get(self, m: Mutant) -> dict | None:
+        return self.entries.get(_mutant_key(m))
+
+
+def _unfinished_path(out: Path) -> Path:
+    return out.parent / f".{out.name}.unfinished"
+
+
+def _process_start(pid: int) -> str | None:
+    """When process ``pid`` started (Linux: /proc/PID/stat field 22), so a reused pid is not taken for it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _owner_alive(mark: dict) -> bool:
+    pid = mark.get("pid")
+    if not isinstance(pid, int) or pid == os.getpid() or not _alive(pid):
+        return False
+    started = _process_start(pid)
+    return started is None or mark.get("started") in (None, started)
+
+
+def _clear_legacy(out: Path) -> None:
+    """Siblings ``.PACK.unfinished-<pid>`` of earlier sealbench versions whose run is gone."""
     for old in out.parent.glob(f".{out.name}.unfinished-*"):
         mark = old / UNFINISHED
         try:
@@ -312,11 +410,55 @@ def _unfinished_dir(out: Path) -> Path:
             continue                            # not ours: never touched
         if not _alive(pid):
             shutil.rmtree(old, ignore_errors=True)
-    tmp = out.parent / f".{out.name}.unfinished-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    (tmp / UNFINISHED).write_text(f"{os.getpid()}\n", "utf-8")
-    return tmp
+
+
+def _differences(old: dict, new: dict) -> str:
+    names = {"source": "the source's content", "seed": "--seed", "requirements": "--requirements",
+             "time_box": "--time-box", "test_timeout": "--test-timeout", "strata": "the strata"}
+    return ", ".join(names.get(k, k) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k))
+
+
+def open_unfinished(out: Path, build: dict, log) -> tuple[Path, Journal]:
+    """The folder to build ``out`` in, ``.OUT.unfinished`` beside it, and its journal: an
+    unfinished build of the same ``build`` identity left by an interrupted or killed run is
+    continued (its task folders that the journal does not record as kept are removed); a fresh
+    folder otherwise. Refused: the folder of a run still going, one that is not sealbench's, and
+    one holding verified tasks of another build (never thrown away unasked)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _clear_legacy(out)
+    tmp = _unfinished_path(out)
+    if tmp.exists():
+        try:
+            mark = json.loads((tmp / UNFINISHED).read_text("utf-8"))
+            assert isinstance(mark, dict)
+        except (OSError, ValueError, AssertionError):
+            raise PackBuildError(f"{tmp}: exists and is not an unfinished build of sealbench (no readable "
+                                 f"{UNFINISHED}); move it away, or give --out another folder") from None
+        if _owner_alive(mark):
+            raise PackBuildError(f"{tmp}: another run (pid {mark['pid']}) is building {out} now; wait for it, "
+                                 "or give --out another folder")
+        journal = Journal(tmp)
+        if mark.get("build") == build:
+            for t in (tmp / "tasks").glob("*") if (tmp / "tasks").is_dir() else []:
+                if t.name not in set(journal.kept):
+                    shutil.rmtree(t, ignore_errors=True)       # written, but its verification never ended
+            log(f"continuing the unfinished build in {tmp}: {_verified(len(journal.kept))} kept, "
+                f"{len(journal.entries)} mutants tried before (not tried again)")
+        elif journal.kept:
+            raise PackBuildError(f"{tmp}: holds {_verified(len(journal.kept))} of an unfinished build that "
+                                 f"differs from this one in {_differences(mark.get('build') or {}, build)}; run "
+                                 f"that build's command again to finish it, or remove {tmp} to start over")
+        else:
+            shutil.rmtree(tmp)
+    if not tmp.exists():
+        tmp.mkdir()
+    (tmp / UNFINISHED).write_text(json.dumps({"pid": os.getpid(), "started": _process_start(os.getpid()),
+                                              "build": build}) + "\n", "utf-8")
+    return tmp, Journal(tmp)
+
+
+def _verified(n: int) -> str:
+    return f"{n} verified task{'' if n == 1 else 's'}"
 
 
 def _alive(pid: int) -> bool:
@@ -331,6 +473,7 @@ def _alive(pid: int) -> bool:
 
 def _publish(tmp: Path, out: Path) -> None:
     (tmp / UNFINISHED).unlink()
+    (tmp / JOURNAL).unlink(missing_ok=True)
     if out.is_dir():
         out.rmdir()                             # empty (checked at the start)
     tmp.rename(out)
@@ -338,33 +481,44 @@ def _publish(tmp: Path, out: Path) -> None:
 
 def mutate_pack(opts: Options, log=print) -> dict:
     """Build the pack; returns the summary (kept task ids, refusals by reason). The pack is
-    built in a hidden sibling of ``opts.out`` and renamed to it only when a task is kept, so an
-    interrupted or failed run leaves no ``--out`` behind."""
+    built in a hidden sibling of ``opts.out`` (:func:`open_unfinished`) and renamed to it only
+    when a task is kept. A run that ends otherwise (Ctrl-C: :class:`BuildInterrupted`, an error,
+    a kill) leaves that sibling only when it holds verified tasks, for the same command to go on."""
     out = Path(opts.out)
     if out.exists() and not out.is_dir():
         raise PackBuildError(f"{out}: exists and is not a folder; give --out a new folder")
     if out.exists() and any(out.iterdir()):
         raise PackBuildError(f"{out}: exists and is not empty; give --out a new folder")
     work = scratch_dir("mutate")
-    tmp = _unfinished_dir(out)
+    tmp: Path | None = None
+    journal: Journal | None = None
     progress = Progress(log, opts.progress_every)
     try:
+        root = unpack_source(opts.source, work / "src")
+        tmp, journal = open_unfinished(out, build_identity(opts, root), log)
         with progress:
-            summary = _search(opts, work, tmp, log, progress)
+            summary = _search(opts, work, tmp, log, progress, root, journal)
         summary["pack"] = str(out)
         if summary["kept"]:
             _publish(tmp, out)
         log(f"done in {_clock(time.monotonic() - progress.t0)}: tried {progress.tried} mutants, kept "
             f"{progress.kept}, refused {sum(progress.refused.values())}")
         return summary
+    except KeyboardInterrupt:
+        if journal is not None and journal.kept:
+            raise BuildInterrupted(len(journal.kept), tmp) from None
+        raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None and tmp.exists() and not (journal is not None and journal.kept):
+            shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> dict:
-    p = prepare(opts, work, log, progress)
-    (out / "environment").mkdir()
+def _search(opts: Options, work: Path, out: Path, log, progress: Progress, root: Path | None = None,
+            journal: Journal | None = None) -> dict:
+    p = prepare(opts, work, log, progress, root)
+    journal = journal if journal is not None else Journal(out)
+    (out / "environment").mkdir(exist_ok=True)
     (out / "environment" / "requirements.txt").write_text(p.requirements.text(), "utf-8")
     (out / "denylist.txt").write_text(f"# private mutants of {p.source_note}: nothing was published\n", "utf-8")
     candidates = [m for f in p.layout.source_files for m in find_mutants((p.root / f).read_text("utf-8"), f)]
@@ -375,10 +529,36 @@ def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> di
     kept: dict[str, Mutant] = {}
     checks: list = []          # the verified tasks' checks (their decoy coverage)
     rows: list[tuple[str, str, str]] = []
+    stop = FailFast(pytest_addopts(p.root))
+
+    def removed(m: Mutant, tid: str, key: str, why: str, cause: str | None) -> None:
+        refused[key] += 1
+        rows.append((tid, "removed", f"{REFUSALS[key]}: {why}"))
+        journal.record(m, {"outcome": "removed", "reason": key, "tid": tid, "row": rows[-1], "cause": cause})
+        log(f"removed {tid}: {why[:400]}{' …' if len(why) > 400 else ''}")     # one line
+        sentence = stop.removed(cause)
+        if sentence:
+            raise PackBuildError(f"{opts.source}: {sentence}")
+
     for group in schedule(candidates, opts.seed):
         if len(kept) >= opts.max_tasks:
             break
         for m in group:
+            done = journal.get(m)
+            if done is not None and (done["outcome"] != "kept" or (out / "tasks" / done["tid"]).is_dir()):
+                progress.tried += 1               # decided by an earlier run of this build: replayed
+                if done["outcome"] != "kept":
+                    refused[done["reason"]] += 1
+                    rows.append(tuple(done["row"]))
+                    if done["outcome"] == "removed":
+                        stop.removed(done.get("cause"))
+                    continue
+                kept[done["tid"]] = m
+                checks.append(TaskCheck(done["tid"], True, decoys=done.get("decoys", 0),
+                                        decoys_why_none=done.get("decoys_why_none")))
+                progress.kept += 1
+                stop.kept_one()
+                break
             progress.start(f"testing {m.file}:{m.lineno} in {m.function}")
             o = try_mutant(p, m, work / "logs" / "mutant")
             progress.tried += 1
@@ -390,6 +570,7 @@ def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> di
             if o.refused:
                 refused[o.refused] += 1
                 rows.append((f"{m.file}:{m.lineno} {m.function}", "refused", REFUSALS[o.refused]))
+                journal.record(m, {"outcome": "refused", "reason": o.refused, "row": rows[-1]})
                 continue
             progress.start(f"verifying task {tid}")
             task = build_task(p, o, tid, split, _repo_snapshot(p, m, work / "repo"), work)
@@ -398,23 +579,22 @@ def _search(opts: Options, work: Path, out: Path, log, progress: Progress) -> di
                 write_task(out, task, opts.strata)
             except PackBuildError as exc:     # one mutant's task, not the build: said, and the search goes on
                 shutil.rmtree(out / "tasks" / tid, ignore_errors=True)
-                refused["invalid"] += 1
                 why = " ".join(str(exc).split())
-                rows.append((tid, "removed", f"{REFUSALS['invalid']}: {why}"))
-                log(f"removed {tid}: {why[:400]}{' …' if len(why) > 400 else ''}")
+                removed(m, tid, "invalid", why, "the task written for it breaks the pack contract ("
+                        + why.replace(tid, "<task>") + ")")
                 continue
             check = verify_task(out, tid, timeout_s=p.timeout * 2, sandbox_mode=opts.sandbox,
                                 env_root=opts.env_root)
             if not check.ok:            # removed; the function's next mutant may still make a task
                 shutil.rmtree(out / "tasks" / tid)
-                refused["unverified"] += 1
-                rows.append((tid, "removed", f"{REFUSALS['unverified']}: {check.reason}"))
-                why = " ".join(str(check.reason).split())
-                log(f"removed {tid}: {why[:400]}{' …' if len(why) > 400 else ''}")     # one line
+                removed(m, tid, "unverified", " ".join(str(check.reason).split()), removal_cause(check))
                 continue
             kept[tid] = m
             checks.append(check)
+            journal.record(m, {"outcome": "kept", "tid": tid, "decoys": check.decoys,
+                               "decoys_why_none": check.decoys_why_none})
             progress.kept += 1
+            stop.kept_one()
             log(f"kept {tid} ({len({r.key for r in o.catching})} catching test functions), verified "
                 f"[{progress.line()}]")
             break
@@ -481,6 +661,10 @@ def cmd_mutate(args: argparse.Namespace) -> int:
                    args.test_timeout, strata, Path(args.env_root), args.sandbox, args.progress)
     try:
         summary = mutate_pack(opts, log=_stderr)
+    except BuildInterrupted as exc:
+        print(f"sealbench: pack mutate interrupted; {_verified(exc.kept)} kept in {exc.folder}: run the same "
+              "command again to go on from them", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print(f"sealbench: pack mutate interrupted; nothing was written to {out} (run it again to start over)",
               file=sys.stderr)

@@ -145,6 +145,12 @@ def pytest_config_text(root: Path) -> str:
     return "\n".join(parts)
 
 
+def pytest_addopts(root: Path) -> str:
+    """The ``addopts`` of the project's pytest config, on one line ("" when it has none)."""
+    m = re.search(r"^addopts\s*=[ \t]*(.*(?:\n[ \t]+.*)*)", pytest_config_text(root), re.M)
+    return " ".join(m.group(1).split()) if m else ""
+
+
 def _pyproject(root: Path) -> dict:
     try:
         return tomllib.loads((root / "pyproject.toml").read_text("utf-8"))

@@ -37,8 +37,8 @@ from pathlib import Path, PurePosixPath
 from ..core.config_sources import add_config_args, config_of
 from ..core.core import SealbenchError, harness_env
 from ..isolation.sandbox import MODES as SANDBOX_MODES
-from .pack_common import TaskCheck, pytest_command
-from .pack_requirements import detect_requirements, plugin_modules, read_requirements_file
+from .pack_common import FailFast, TaskCheck, pytest_command, removal_cause
+from .pack_requirements import detect_requirements, plugin_modules, pytest_addopts, read_requirements_file
 from .swebench_git import GitError, apply_patch, changed_lines, find_clone, has_commit, patch_paths, snapshot
 from .swebench_instances import Instance, read_instances, test_defined, test_file, test_id_problem
 
@@ -288,6 +288,7 @@ def import_swebench(opts: Options, log=print) -> list[Outcome]:
         deny.write_text(old + ("\n" if old and not old.endswith("\n") else "") + DENYLIST_NOTE, encoding="utf-8")
     outcomes: list[Outcome] = []
     plugins: dict[str, list[str]] = {}   # per environment, from its first instance
+    stop = FailFast()                    # the first instances all removed for one cause: said, and stopped
     for inst in instances:
         size = changed_lines(inst.patch)
         with tempfile.TemporaryDirectory(prefix="sealbench-swe-") as tmp:
@@ -297,6 +298,7 @@ def import_swebench(opts: Options, log=print) -> list[Outcome]:
                     plugins[inst.env_name] = declare_env(pack, inst, plan, Path(tmp) / "base",
                                                          overrides.get(inst.repo), opts.env_root, opts.sandbox)
                 plan.name_plugins(plugins[inst.env_name])
+                stop.config = pytest_addopts(Path(tmp) / "base")
                 write_task(pack, TaskFiles(plan.id, plan.meta, plan.prompt, plan.repo, plan.visible, plan.hidden,
                                            plan.oracle), opts.strata)
             except (Refused, PackBuildError, EnvironmentBuildError) as exc:
@@ -313,7 +315,12 @@ def import_swebench(opts: Options, log=print) -> list[Outcome]:
             shutil.rmtree(pack / "tasks" / inst.instance_id)
             outcomes.append(Outcome(inst.instance_id, "not verified", plan.meta["stratum"], size, check.reason))
             log(f"{inst.instance_id}: removed, it does not verify: {check.reason}")
+            sentence = stop.removed(removal_cause(check))
+            if sentence:
+                _drop_unused_envs(pack, set(plugins))
+                raise PackBuildError(f"{opts.instances}: {sentence}")
             continue
+        stop.kept_one()
         outcomes.append(Outcome(inst.instance_id, "imported", plan.meta["stratum"], size,
                                 None if check.decoys else check.decoys_why_none, check.decoys))
         log(f"{inst.instance_id}: imported ({plan.meta['stratum']}, {size} changed lines), verified")
