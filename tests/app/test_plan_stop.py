@@ -60,7 +60,7 @@ def _mine(n: int) -> dict:
 def _spent(tmp_path: Path) -> Path:
     """A holdout whose budget (3) the bundled two agents and one of the user's own took."""
     ledger = tmp_path / "pack" / "ledger.jsonl"
-    ledger.parent.mkdir()
+    ledger.parent.mkdir(parents=True)
     assert codes(_ledger_decide(tmp_path / "a", build_spec(), ledger)) == []
     assert codes(_ledger_decide(tmp_path / "b", _mine(1), ledger)) == []
     return ledger
@@ -150,7 +150,7 @@ def test_validate_says_how_many_versions_of_ones_own_the_holdout_takes(tmp_path:
     ledger.parent.mkdir()
     fresh = _outlook(build_spec(), [ledger]).budget
     assert "3 agent versions" in fresh and "none has reached it yet" in fresh, fresh
-    assert f"{CAND} and base_agent" in fresh and "1 more version of your own" in fresh, fresh
+    assert f"base_agent and {CAND}" in fresh and "1 more version of your own" in fresh, fresh
     assert "fresh pack" in fresh and "holdout_budget" in fresh and "split --extend" in fresh, fresh
     _ledger_decide(tmp_path / "a", build_spec(), ledger)
     again = _outlook(build_spec(), [ledger]).budget
