@@ -178,3 +178,11 @@ def test_split_extend_gives_no_room_and_the_refusal_does_not_say_it_does(tmp_pat
     (r,) = [r for r in decision["reasons"] if r["code"] == "HOLDOUT_EXHAUSTED"]
     assert "split --extend" in r["sentence"] and "fresh pack" in r["sentence"], r["sentence"]
     assert "does not" in r["sentence"].split("split --extend")[1][:80], r["sentence"]
+
+
+def test_the_budget_line_docs_cli_shows_is_validates_for_the_bundled_config() -> None:
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    line = preflight.budget_sentence(cfg["holdout_budget"], set(), {a: f"fp-{a}" for a in cfg["agents"]})
+    assert line in (ROOT / "docs" / "cli.md").read_text(), line

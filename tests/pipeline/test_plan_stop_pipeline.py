@@ -58,7 +58,7 @@ def test_a_retuned_agent_stops_the_gate_before_its_first_job_in_validates_words(
 
     # the override runs (here a target already built: no job, so no agent time is spent on it)
     pack_hash = next((wd / "results" / "packs").glob("*/PACK_HASH.txt")).relative_to(wd)
-    anyway = smk(wd, "--cores", "1", "--config", "run_anyway=true", str(pack_hash), configfile=retuned)
+    anyway = smk(wd, "--cores", "1", str(pack_hash), "--config", "run_anyway=true", configfile=retuned)
     out = anyway.stdout + anyway.stderr
     assert anyway.returncode == 0, out[-3000:]
     assert "running anyway (run_anyway: true)" in out and said in out.splitlines(), out[-3000:]

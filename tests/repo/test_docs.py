@@ -101,7 +101,7 @@ def test_readme_says_first_how_many_agents_of_your_own_the_bundled_holdout_takes
     assert m.group(1) == words[left], (m.group(1), left)
     para = head[m.start():]
     for said in ("`holdout_budget`", "HOLDOUT_EXHAUSTED", "before its first job", "run_anyway=true",
-                 "fresh pack", "split --extend", "sealbench validate"):
+                 "fresh pack", "--extend", "sealbench validate"):
         assert said in para, said
 
 

@@ -182,7 +182,7 @@ def start_check(refusals: list[dict], *, dry: bool, run_anyway: bool, decided: b
     if run_anyway:
         return StartCheck(False, f"sealbench: running anyway (run_anyway: true): {why}\n{cost}")
     return StartCheck(True, f"{why}\n{cost} Stopped before the first job. To run it anyway (the decision will say "
-                            "the same): add --config run_anyway=true.")
+                            "the same): add --config run_anyway=true at the end of the command.")
 
 
 def start_refusals(cfg: Mapping, planned: Any, identities: Mapping[str, Mapping], results: Path) -> list[dict]:
