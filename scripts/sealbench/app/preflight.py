@@ -8,6 +8,13 @@ an agent version tuned on the holdout, a moved denominator, envelope or pre-regi
 budget spent (:func:`foreseeable_ledger_refusals`). Each is named here with the gate's code, in
 the gate's terms, so a pack that can never publish with a config costs no run to find out.
 Everything else is decided by the runs.
+
+What the ledger decides also stops a pipeline run at its start (:func:`start_check`, called by
+workflow/rules/common.smk before the run lock and the first job), in the same words, unless the
+config's ``run_anyway``: running would only spend the agents' runs on a refused number and put
+their looks on the holdout's record. ``validate`` also says the holdout's budget before the
+first run (:func:`budget_sentence`): how many versions reached it, how many this run brings, and
+how many more versions of one's own agents it then takes.
 """
 
 from __future__ import annotations
@@ -141,7 +148,7 @@ def budget_sentence(budget: int | None, seen: set[str], agents: Mapping[str, str
     head = (f"holdout budget: {budget} agent versions may reach this holdout (holdout_budget, pre-registered at "
             "its first scored run; counted by fingerprint, scored or tried with --holdout: a new agent, or one "
             "changed byte of one, is one more version); "
-            + ("none has reached it yet" if not seen else f"{len(seen)} have reached it"))
+            + ("none has reached it yet" if not seen else f"{len(seen)} {'has' if len(seen) == 1 else 'have'} reached it"))
     new = sorted(n for n, fp in agents.items() if fp not in seen)
     after = len(seen | set(agents.values()))
     brings = (f"this config's run brings {_names(new)}: {after} of {budget}" if new
