@@ -124,7 +124,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(line)
     if outlook.refusals:  # the run's start quotes these lines and stops (preflight.start_check)
         print("  a run of this config stops before its first job on what the holdout's ledger decides "
-              "(--config run_anyway=true runs it anyway)")
+              "(--config run_anyway=true at the end of the command runs it anyway)")
     if outlook.budget:
         print(outlook.budget)
     print("agents (fingerprint and what it covers, seen from this working directory):")
