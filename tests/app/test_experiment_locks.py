@@ -323,6 +323,25 @@ def test_wrapped_execute_locks_before_and_points_latest_after_a_real_run(case: s
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("dry", [False, True])
+def test_wrapped_execute_asks_at_start_first_and_a_stop_there_runs_nothing(dry: bool) -> None:
+    """Issue 35.4: ``at_start(dry)`` comes before the run lock and the jobs; when it stops the run
+    (a SystemExit, as common.smk's refusal does), neither the lock nor execute is reached."""
+    calls: list[object] = []
+    plugin = SimpleNamespace(common_settings=SimpleNamespace(dryrun_exec=dry))
+
+    def stop(is_dry: bool) -> None:
+        calls.append(("at_start", is_dry))
+        raise SystemExit(1)
+
+    run = run_guard.wrap_execute(lambda **_: calls.append("execute"), _workflow(), lambda: calls.append("before"),
+                                 lambda: calls.append("after"), at_start=stop)
+    with pytest.raises(SystemExit):
+        run(executor_plugin=plugin)
+    assert calls == [("at_start", dry)]
+
+
+@pytest.mark.unit
 def test_wrapped_execute_turns_a_ctrl_c_between_jobs_into_one_exit() -> None:
     def execute(*args: object) -> None:
         raise KeyboardInterrupt

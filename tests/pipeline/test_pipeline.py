@@ -95,7 +95,9 @@ def test_one_byte_reruns_only_that_task_and_revert_reuses(done: Path, tmp_path: 
                           "gate": 1}, out[-3000:]
         tasks_in_plan = set(re.findall(r"wildcards: task=([^,\s]+)", out))
         assert tasks_in_plan == {"t03"}
-        res = smk(done, "--cores", "2", "gate")
+        # t03 is a holdout task: its edit is DENOMINATOR_MOVED, which the run's start foresees
+        # and stops on (issue 35.4); run it anyway: the reruns are what this test counts
+        res = smk(done, "--cores", "2", "gate", "--config", "run_anyway=true")
         assert res.returncode == 0, res.stderr[-3000:]
         assert (done / "results" / "latest").resolve() != old_latest
     finally:

@@ -88,6 +88,24 @@ def test_readme_is_the_front_door_and_links_every_page_of_docs() -> None:
 
 
 @pytest.mark.unit
+def test_readme_says_first_how_many_agents_of_your_own_the_bundled_holdout_takes() -> None:
+    """Issue 35 (4): before the first run, the README says how many versions of the user's own
+    agents the bundled holdout takes (its default budget minus the bundled agents'), that the
+    next one stops the run at its start, and what gives more — and that `split --extend` does not."""
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    left = cfg["holdout_budget"] - len(cfg["agents"])
+    words = {0: "no", 1: "one", 2: "two", 3: "three", 4: "four"}
+    head = README[:README.index("\n## ")]  # before "What it is": said first
+    m = re.search(r"the bundled holdout takes (\w+) version", head)
+    assert m, "the README's first part does not say how many versions of your own the bundled holdout takes"
+    assert m.group(1) == words[left], (m.group(1), left)
+    para = head[m.start():]
+    for said in ("`holdout_budget`", "HOLDOUT_EXHAUSTED", "before its first job", "run_anyway=true",
+                 "fresh pack", "--extend", "sealbench validate"):
+        assert said in para, said
+
+
+@pytest.mark.unit
 def test_every_layer_docstring_names_its_modules_and_only_real_ones() -> None:
     """The folders are the module map: each layer's ``__init__`` docstring names each of its modules
     (and a docs page that maps modules names only real ones)."""

@@ -1,7 +1,8 @@
 # Shared set-up: the config validated (workflow/schemas/config.schema.yaml), the pack planned and
 # the experiment named, and the input functions the rules call. No logic lives here: it calls
 # sealbench.app.experiment (the plan, the experiment, the batches, each per-task step),
-# sealbench.app.run_guard (the run lock, the disk probe, results/latest around the jobs) and
+# sealbench.app.run_guard (the run lock, the disk probe, results/latest around the jobs),
+# sealbench.app.preflight (a refusal the holdout's ledger already decides stops a run at its start) and
 # sealbench.isolation.job_launch (every job's shell). The rules are in one file per stage.
 
 import functools
@@ -21,7 +22,7 @@ from sealbench.agent.clients import expand_config  # noqa: E402
 from sealbench.core.configuration import validate_config  # noqa: E402
 from sealbench.isolation.environments import load_env  # noqa: E402
 from sealbench.provenance.identity import AGENT_CACHE_NAME  # noqa: E402
-from sealbench.app import experiment as _experiment, run_guard  # noqa: E402
+from sealbench.app import experiment as _experiment, preflight, run_guard  # noqa: E402
 from sealbench.isolation import job_launch  # noqa: E402
 from sealbench.core import paths, run_console  # noqa: E402
 from sealbench.stages import steps  # noqa: E402
@@ -342,8 +343,28 @@ def _point_latest():
         raise WorkflowError(f"{paths.latest()} could not be pointed at {exp_dir()}: {exc}") from exc
 
 
+def _holdout_foreseen(dry):
+    """A refusal the holdout's ledger already decides (preflight.start_check, in validate's words):
+    a real run stops here, before the run lock and the first job, unless run_anyway; a dry run
+    says so and goes on; an experiment already decided is left to say its decision."""
+    from snakemake.logging import logger
+
+    check = preflight.start_check(
+        _or_fail(preflight.start_refusals, CFG, plan(), AGENT_IDENTITY, Path(RESULTS)),
+        dry=dry,
+        run_anyway=bool(CFG["run_anyway"]),
+        decided=(Path(exp_dir()) / "decision.json").exists(),
+    )
+    if check.stop:
+        _fail(check.message)
+    if check.message:
+        logger.warning(check.message)
+
+
 if workflow.is_main_process:
-    workflow.execute = run_guard.wrap_execute(workflow.execute, workflow, _before_run, _point_latest)
+    workflow.execute = run_guard.wrap_execute(
+        workflow.execute, workflow, _before_run, _point_latest, at_start=_holdout_foreseen
+    )
 
 
 onstart:

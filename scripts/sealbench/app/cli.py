@@ -113,15 +113,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from .preflight import foreseeable_refusals, preflight_lines
 
     problem = bwrap_problem() if cfg["sandbox"] == "auto" else None
-    from ..provenance.ledger import LEDGER
-    from .preflight import foreseeable_ledger_refusals
+    from .preflight import holdout_ledgers, holdout_outlook
 
     identities = {name: agent_identity(name, spec) for name, spec in cfg["agents"].items()}
     foreseen = foreseeable_refusals(cfg, list(manifest[scored]), strata_of, problem)
-    foreseen += foreseeable_ledger_refusals(cfg, plan.pack_digest, plan.denylist_digest, plan.task_digests, manifest,
-                                            identities, [plan.pack / LEDGER, Path(paths.RESULTS) / LEDGER])
+    outlook = holdout_outlook(cfg, plan.pack_digest, plan.denylist_digest, plan.task_digests, manifest, identities,
+                              holdout_ledgers(plan.pack, Path(paths.RESULTS), manifest))
+    foreseen += outlook.refusals
     for line in preflight_lines(foreseen, scored):
         print(line)
+    if outlook.refusals:  # the run's start quotes these lines and stops (preflight.start_check)
+        print("  a run of this config stops before its first job on what the holdout's ledger decides "
+              "(--config run_anyway=true at the end of the command runs it anyway)")
+    if outlook.budget:
+        print(outlook.budget)
     print("agents (fingerprint and what it covers, seen from this working directory):")
     for name, _spec in sorted(cfg["agents"].items()):
         for line in _identity_lines(name, identities[name]):

@@ -33,8 +33,9 @@ from ..isolation.toolchain import ToolchainCache, toolchain, toolchain_digest
 from ..provenance.identity import agent_identity
 from ..stages import hash_pack, leak_check, split, steps
 
-#: Config keys that change how the work is scheduled, not what is measured: not in the experiment id.
-EXECUTION_ONLY_KEYS = ("pack", "batch_size")
+#: Config keys that change how the work is scheduled (or whether it starts), not what is measured:
+#: not in the experiment id.
+EXECUTION_ONLY_KEYS = ("pack", "batch_size", "run_anyway")
 
 #: The stage modules whose code (with all they import: code_digests.code_closure) the experiment id covers.
 ID_STAGES = ("stages.hash_pack", "stages.leak_check", "stages.split", "stages.run_dummy", "stages.run_agent", "stages.hidden_score", "stages.stratify", "gate.gate",

@@ -11,6 +11,9 @@
 * ``results/`` writable and with room (:func:`check_results_writable`), or nothing starts.
 * ``results/latest`` pointed at this config's experiment once it is decided
   (:func:`point_latest_if_decided`), also after a run with nothing to be done.
+* First of all, what the holdout's ledger already decides (``preflight.start_check``, called by
+  the workflow through :func:`wrap_execute`'s ``at_start``): a real run whose refusal is
+  certain stops before the run lock and the first job unless ``run_anyway``.
 
 No stage imports this module.
 """
@@ -185,8 +188,10 @@ def is_dry_run(args: tuple, kwargs: Mapping[str, Any], workflow: Any) -> bool:
 
 
 def wrap_execute(execute: Callable[..., Any], workflow: Any, before_run: Callable[[], None],
-                 after_run: Callable[[], None]) -> Callable[..., Any]:
-    """Snakemake's ``workflow.execute``, with ``before_run`` before it (a real run: the run
+                 after_run: Callable[[], None], at_start: Callable[[bool], None] | None = None) -> Callable[..., Any]:
+    """Snakemake's ``workflow.execute``, with ``at_start(dry)`` first, dry run or not (the
+    refusals the holdout's ledger decides: a real run may stop there, before anything is
+    written), then ``before_run`` (a real run: the run
     lock, taken before Snakemake takes its own) and a watch for Ctrl-C (run_console: the
     console then says the run was interrupted, not failed), and ``after_run`` after it (results/latest).
 
@@ -199,6 +204,8 @@ def wrap_execute(execute: Callable[..., Any], workflow: Any, before_run: Callabl
     @functools.wraps(execute)
     def run(*args: Any, **kwargs: Any) -> Any:
         dry = is_dry_run(args, kwargs, workflow)
+        if at_start is not None:
+            at_start(dry)
         if not dry:
             before_run()
             run_console.watch_interrupt()

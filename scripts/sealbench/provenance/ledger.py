@@ -365,7 +365,8 @@ def budget_reasons(versions: Mapping[str, Mapping], budget: int | None) -> list[
     return [refusal("HOLDOUT_EXHAUSTED", f"This holdout's pre-registered budget is {budget} agent version(s), and "
                     f"{', '.join(past)} reached it past that: every version scored or tried on a holdout is one more "
                     "look, whatever its name or path. Its number is no longer a fresh one: score it on a fresh "
-                    "holdout (a new pack, or `sealbench split --extend` for a new slice).", past)]
+                    "holdout, a fresh pack of new tasks (`sealbench split --extend` does not make one: the tasks it "
+                    "adds join a holdout the earlier versions saw, and they still count).", past)]
 
 
 def pinned_servers(prior: list[dict], entry: Mapping) -> tuple[list[str], str | None]:
