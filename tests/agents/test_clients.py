@@ -217,3 +217,22 @@ def test_a_late_failure_after_a_reply_or_without_a_bridge_is_not_a_failure_at_st
     assert _failed_at_start(tmp_path / "c", "Traceback...\nValueError: late\n", wall_s=30.0, **plain) is None
     assert _failed_at_start(tmp_path / "d", "still working\n", exit_code=None, timed_out=True, wall_s=60.0,
                             **plain) is None
+
+
+def test_a_client_counting_its_failed_call_as_a_step_and_ending_either_way_is_stopped(tmp_path) -> None:
+    """mini-swe-agent against a dead port counts the failed call as a step (usage.json: 1 step,
+    0 tokens) and ends after ~60 s, some runs by their own exit 1, some at the time box: with no
+    reply at the bridge these are one way of failing at start, and the third run stops the agent."""
+    from sealbench.agent.agent_health import note_health
+
+    own = {"usage_agent": {"tokens_in": 0, "tokens_out": 0, "steps": 1, "cost_usd": None}}
+    err = "InternalServerError: litellm.InternalServerError: InternalServerError:\nOpenAIException - Connection error.\n"
+    health = tmp_path / "health.json"
+    for i, end in enumerate([{"exit_code": 1, "wall_s": 58.7}, {"exit_code": None, "timed_out": True, "wall_s": 60.0},
+                             {"exit_code": 1, "wall_s": 59.3}]):
+        failure = _failed_at_start(tmp_path / f"r{i}", err, **own, **end)
+        assert failure == "OpenAIException - Connection error.", failure
+        state = note_health(health, {"solver": "mini", "fingerprint": "f" * 16, "task_id": f"t{i}", "epoch": 1,
+                                     "usage_metered": {"responses": 0}, **end}, failure)
+    assert state["stopped"] == ("stopped: the first 3 runs of mini all ended 'OpenAIException - Connection error.' "
+                                "(no reply from its model server); fix the endpoint or the command and rerun")

@@ -130,10 +130,13 @@ def start_failure(record: Mapping[str, Any], run_dir: Path) -> str | None:
         return None
     if (code is None or record.get("timed_out")) and not (unanswered and record.get("timed_out")):
         return None
-    # what the agent itself reported: a bridge's count of no replies (zeros) is no sign it started
+    # what the agent itself reported: a bridge's count of no replies (zeros) is no sign it started;
+    # where the bridge saw no reply at all, only tokens the agent says it spent are (mini-swe-agent
+    # counts the call that failed as a step, with 0 tokens)
     own = record.get("usage_agent") if str(record.get("tokens_source") or "").startswith("metered") \
         else record.get("usage")
-    if record.get("attempts") or any(v is not None for v in (own or {}).values()):
+    spent = any(v for k, v in (own or {}).items() if k in ("tokens_in", "tokens_out"))
+    if record.get("attempts") or spent or (not unanswered and any(v is not None for v in (own or {}).values())):
         return None
     if (record.get("usage_metered") or {}).get("responses"):
         return None
@@ -158,15 +161,17 @@ def note_health(path: Path, record: Mapping[str, Any], failure: str | None) -> d
                                       "command": record.get("command"), "first_runs": [], "stopped": None}
         runs = state["first_runs"]
         if len(runs) < START_FAILURE_RUNS:
+            # through the bridge with no reply, how the client ended (its exit, or the clock) is
+            # not part of the way it failed: a client retrying a dead port ends either way
+            unanswered = failure is not None and record.get("usage_metered") is not None
             runs.append({"task_id": record.get("task_id"), "epoch": record.get("epoch"),
-                         "exit_code": record.get("exit_code"), "wall_s": record.get("wall_s"),
-                         "start_failure": failure})
+                         "exit_code": "no reply" if unanswered else record.get("exit_code"),
+                         "wall_s": record.get("wall_s"), "start_failure": failure})
             ways = {(r["exit_code"], r["start_failure"]) for r in runs}
             if len(runs) == START_FAILURE_RUNS and len(ways) == 1 and failure is not None:
-                how = "at the time box" if record.get("timed_out") else f"exit {record.get('exit_code')}"
-                unanswered = record.get("usage_metered") is not None
+                how = "no reply from its model server" if unanswered else f"exit {record.get('exit_code')}"
                 state["stopped"] = (f"stopped: the first {START_FAILURE_RUNS} runs of {state['agent']} all ended "
-                                    f"{_quoted(failure)} ({how}{', no reply from its model server' if unanswered else ''}); "
+                                    f"{_quoted(failure)} ({how}); "
                                     f"fix the {'endpoint or the ' if unanswered else ''}command and rerun")
             write_json(path, state)
         return state
