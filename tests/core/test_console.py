@@ -264,7 +264,7 @@ def test_the_decision_summary_is_short() -> None:
                         "matched_tasks": 9, "split": "holdout", "verdict_label": "NO_WINNER + UNDERPOWERED"}}
     d["notes"].append({"code": "ZERO_WIDTH_INTERVAL", "sentence": "z."})
     lines = summary_lines(d, "results/latest")
-    assert lines[0] == "NOT PUBLISHABLE: no headline number; x pass rate"
+    assert lines[0] == "NOT PUBLISHABLE: no headline number, x pass rate"
     assert lines[1].startswith("  refused LEAK_SUSPECT: word") and len(lines) == 10
     assert "  refused UNSANDBOXED: s." in lines and "  notes: UNDERPOWERED, ZERO_WIDTH_INTERVAL" in lines
     assert "  a - b: delta +0.250 [-0.100, +0.600] on 9 holdout tasks: NO_WINNER + UNDERPOWERED" in lines

@@ -76,7 +76,7 @@ def test_the_console_says_what_may_be_published_with_its_numbers() -> None:
     first = summary_lines(_decision(), "results/latest")[0]
     assert "no headline number" not in first, first   # "PUBLISHABLE: no headline number" contradicts itself
     assert first.startswith("PUBLISHABLE per stratum only, no pooled number (DUMMY_BEATEN_ON_SOME_STRATA)"), first
-    assert "xs 2/3, s 0/3, m 0/3" in first, first
+    assert first.endswith("(per-task, epochs averaged): xs 2/3, s 0/3, m 0/3"), first
     # an older decision's code still says why the pooled number was withheld
     old = _decision(notes=[{"code": "DUMMY_BEATEN_ONLY_ON_EASY", "sentence": "x"}])
     assert "(DUMMY_BEATEN_ONLY_ON_EASY)" in summary_lines(old, "r")[0]
@@ -108,6 +108,10 @@ def test_report_verdicts_carry_their_numbers_and_neutral_outcomes_are_not_red_or
     won = _decision(comparison_summary="winner: repair over repair_lite")
     assert re.search(r'<div class="verdict ok">Comparison: ', report_html.section_decision(won))
     assert ".neutral{" in report_html.CSS
+    # per task: a do-nothing control failing is what it should do (grey); an agent failing is red
+    assert 'class="expected runs"' in report_html._cell([{"solver": "stub", "status": "fail", "epoch": 1}], None, None)
+    assert 'class="fail runs"' in report_html._cell([{"solver": "repair", "status": "fail", "epoch": 1}], None, None)
+    assert 'class="pass runs"' in report_html._cell([{"solver": "oracle", "status": "pass", "epoch": 1}], None, None)
 
 
 def test_the_report_names_the_pack_and_each_agents_version(gated: Path) -> None:

@@ -139,21 +139,24 @@ def stratum_counts(decision: Mapping, sep: str = ", ") -> str:
     return sep.join(f"{p.get('stratum')} {_count(p.get('passes'))}/{_count(p.get('n'))}" for p in rows)
 
 
-def verdict_words(decision: Mapping) -> str:
+def verdict_words(decision: Mapping, metric: bool = False) -> str:
     """What a decision allows, with its numbers: "PUBLISHABLE: headline 0.333 (3/9 tasks)",
     "PUBLISHABLE per stratum only, no pooled number (CODES): xs 2/3, s 0/3, m 0/3", or
-    "NOT PUBLISHABLE: no headline number". Never "publishable" beside "no headline"."""
+    "NOT PUBLISHABLE: no headline number". Never "publishable" beside "no headline". With
+    ``metric``, the headline metric is named before the numbers it counts."""
+    what = str(decision.get("headline_metric") or "") if metric else ""
     if not decision.get("publishable"):
-        return "NOT PUBLISHABLE: no headline number"
+        return "NOT PUBLISHABLE: no headline number" + (f", {what}" if what else "")
     head = decision.get("headline")
     if head is None:
         codes = ", ".join(pooled_withheld_by(decision))
         counts = stratum_counts(decision)
         return ("PUBLISHABLE per stratum only, no pooled number" + (f" ({codes})" if codes else "")
-                + (f": {counts}" if counts else ""))
+                + (f": {what}" if what else "") + (f": {counts}" if counts else ""))
     n, passes = decision.get("n"), decision.get("passes")
     of = f" ({_count(passes)}/{_count(n)} tasks)" if isinstance(n, int) and passes is not None else ""
-    return f"PUBLISHABLE: headline {head:.3f}{of}" if isinstance(head, (int, float)) else f"PUBLISHABLE: headline {head}"
+    value = f"{head:.3f}" if isinstance(head, (int, float)) else str(head)
+    return f"PUBLISHABLE: headline {value}{of}" + (f", {what}" if what else "")
 
 
 #: The tone a page gives a decision: ``ok`` (green) publishable and better than doing nothing

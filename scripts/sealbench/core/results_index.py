@@ -141,6 +141,8 @@ def experiment_row(exp_dir: Path, latest: str | None = None) -> dict:
         "card": _text(_first(_get(cfg, "card_name"), _get(card, "name"))),
         "candidate": _text(cand), "candidate_version": _version(exp, card, cand),
         "baseline": _text(base), "baseline_version": _version(exp, card, base),
+        "pack_name": Path(str(pack_name)).name if pack_name else "",
+        "pack_digest": (str(pack)[:12] if pack else NONE) + (f" · slice {slice_no}" if slice_no is not None else ""),
         "pack": (" ".join(x for x in (Path(str(pack_name)).name if pack_name else "", str(pack)[:12] if pack else "")
                           if x) or NONE) + (f" · slice {slice_no}" if slice_no is not None else ""),
         "scored": _text(split) + (f", n={n}" if isinstance(n, int) else ""),
@@ -191,7 +193,7 @@ h1{font-size:22px}table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{border:1px solid #d6d6d6;padding:4px 6px;text-align:left;vertical-align:top}th{background:#f0f3f7}
 .mono{font-family:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px}
 .ok{background:#e3f4e6}.no{background:#fbe5e3}.neutral{background:#f1f1f1}.sub{color:#555;font-size:13px}a{margin-right:8px}
-td:nth-child(2),td:nth-child(6),td:nth-child(7){white-space:nowrap}td:nth-child(8){min-width:200px}td a{white-space:nowrap}.latest{font-size:11px;background:#1f5fa8;color:#fff;border-radius:3px;padding:0 4px;margin-left:4px}"""
+td:nth-child(2){white-space:nowrap}.mono.sub{font-size:11px;white-space:nowrap}td:nth-child(8){min-width:200px}td a{white-space:nowrap}.latest{font-size:11px;background:#1f5fa8;color:#fff;border-radius:3px;padding:0 4px;margin-left:4px}"""
 
 
 def render_index(results: Path) -> str:
@@ -206,20 +208,25 @@ def render_index(results: Path) -> str:
         out.append(f"<p>{e(NO_EXPERIMENT.format(where='results/experiments/'))}</p>")
     else:
         out.append('<p class="sub">Every experiment under experiments/, newest decision first (decided: when its '
-                   "decision.json was written). The decision: publishable with the headline, or refused with "
-                   "the refusal codes; then the comparison. “—”: not recorded by the version that wrote it. "
+                   "decision.json was written); each agent with its version (fingerprint, a client's version). "
+                   "The decision: publishable with the headline and its passes over n, or per stratum only with "
+                   "each stratum's passes over n, or refused with the refusal codes; then the comparison with its "
+                   "delta and n. Green: publishable; grey: publishable but no better than doing nothing on any "
+                   "stratum; red: refused. “—”: not recorded by the version that wrote it. "
                    "<code>sealbench list</code> prints the same; <code>sealbench show experiments/&lt;id&gt;</code> "
                    "one decision. Open a report from here (its links into tasks/ resolve from its own folder, "
                    "not through latest/).</p>")
         out.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in COLUMNS) + "<th>files</th></tr>")
         for r in rows:
             cls = f' class="{r["tone"]}"' if r["tone"] else ""
-            first = f'<span class="mono">{e(r["id"])}</span>' + ('<span class="latest">latest</span>'
+            first = f'<span class="mono">{e(r["id"])}</span>' + (' <span class="latest">latest</span>'
                                                                   if r["latest"] else "")
             cells = [first] + [e(c) for c in _cells(r)[1:]]
             for k, role in ((3, "candidate"), (4, "baseline")):  # the agent, its version beneath
                 cells[k] = e(r[role]) + (f'<div class="mono sub">{e(r[role + "_version"])}</div>'
                                          if r.get(role + "_version") else "")
+            if r["pack_name"]:  # the pack's name, its digest beneath
+                cells[5] = e(r["pack_name"]) + f'<div class="mono sub">{e(r["pack_digest"])}</div>'
             links = " ".join(f'<a href="{e(href)}">{e(name)}</a>' for name, href in r["links"]) or NONE
             out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells[:-1]) + f"<td{cls}>{cells[-1]}</td>"
                        + f"<td>{links}</td></tr>")

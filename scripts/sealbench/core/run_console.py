@@ -85,7 +85,7 @@ def summary_lines(decision: dict, where: str) -> list[str]:
     """The decision in about ten lines (``where``: the folder that holds it, e.g. results/latest): the
     first sentence that may be published (the headline's); `sealbench show` prints them all."""
     # what may be published, with its numbers (never "PUBLISHABLE: no headline number")
-    out = _wrap(f"{verdict_words(decision)}; {decision.get('headline_metric', '')}", "", "  ")
+    out = _wrap(verdict_words(decision, metric=True), "", "  ")
     for r in decision.get("reasons") or []:  # why not: each refusal with its sentence
         out += _wrap(f"{r.get('code')}: {r.get('sentence', '')}", "  refused ", "      ")
     notes = [str(r.get("code")) for r in decision.get("notes") or []]

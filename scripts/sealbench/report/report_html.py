@@ -69,6 +69,8 @@ from .summaries import per_task_scores, won_lost  # the gate's per-task pass sha
 
 
 CONTROL_ORDER = ("empty_diff", "stub", "oracle")
+#: The do-nothing controls: their fail is the expected outcome (shown grey, not red).
+DO_NOTHING = ("empty_diff", "stub")
 SPLIT_ORDER = ("tune", "holdout")
 #: Statuses left out of per-task pass shares (as the gate does).
 UNSCORED = ABSTAINED
@@ -736,6 +738,8 @@ def _cell(rows: list[dict], exp_dir: Path | None, root: Path | None) -> str:
             if links or head:
                 out.append(f'<div class="links">{head}' + " ".join(links) + "</div>")
     cls = "pass" if k == len(statuses) else "fail" if set(statuses) <= {"fail"} else "warn"
+    if cls == "fail" and str(rows[0].get("solver")) in DO_NOTHING:
+        cls = "expected"  # a do-nothing control failing is what it should do: grey, not red
     return f'<td class="{cls} runs">' + "".join(out) + "</td>"
 
 
@@ -1059,7 +1063,7 @@ table{border-collapse:collapse;margin:8px 0;font-size:13px;width:100%}
 th,td{border:1px solid #d6d6d6;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f0f3f7}td.num,th.num{text-align:right}
 tr.scored td:first-child{border-left:3px solid #1f5fa8}
-.pass{background:#e3f4e6}.fail{background:#fbe9e7}.warn{background:#fff4d6}
+.pass{background:#e3f4e6}.fail{background:#fbe9e7}.warn{background:#fff4d6}.expected{background:#f1f1f1}
 .flag{display:inline-block;background:#fbe5e3;color:#8e1c1c;border-radius:3px;padding:0 4px;margin:1px;font-size:12px}
 .refused{text-decoration:line-through;color:#8e1c1c}
 ul.sentences li{margin:4px 0}
