@@ -9,6 +9,7 @@ runs the real ``gate.decide`` on it; ledger tests go through ``append_ledger`` t
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -385,7 +386,7 @@ def test_12_envelope_temperature_and_model_are_valid_config(tmp_path: Path) -> N
 def test_13_the_banner_separates_headline_and_comparison(tmp_path: Path) -> None:
     decision, card, report = gate.decide(*write_experiment(tmp_path, build_spec()))
     assert "**Headline: publishable (" in report
-    assert "**Comparison: no winner (" in report and "needs 228" in report
+    assert re.search(r"\*\*Comparison: delta [+-]\d\.\d{3} .* matched holdout tasks: no winner \(", report) and "needs 228" in report
     assert decision["comparison_summary"].startswith("no winner")
 
 

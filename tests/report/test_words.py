@@ -73,7 +73,8 @@ def _text(page: str) -> str:
 
 
 def test_the_console_says_what_may_be_published_with_its_numbers() -> None:
-    first = summary_lines(_decision(), "results/latest")[0]
+    lines = summary_lines(_decision(), "results/latest")
+    first = " ".join(ln.strip() for ln in lines[:lines.index(next(ln for ln in lines if ln.startswith("  notes")))])
     assert "no headline number" not in first, first   # "PUBLISHABLE: no headline number" contradicts itself
     assert first.startswith("PUBLISHABLE per stratum only, no pooled number (DUMMY_BEATEN_ON_SOME_STRATA)"), first
     assert first.endswith("(per-task, epochs averaged): xs 2/3, s 0/3, m 0/3"), first
@@ -102,6 +103,7 @@ def test_report_verdicts_carry_their_numbers_and_neutral_outcomes_are_not_red_or
                         notes=[{"code": "DUMMY_BEATEN_NOWHERE", "sentence": "beats the controls on no stratum"}])
     banner = re.search(r'<div class="verdict (\w+)">([^<]*)</div>', report_html.section_decision(nowhere))
     assert banner.group(1) == "neutral" and "0/9" in banner.group(2), banner.groups()
+    assert "no better than doing nothing on any stratum" in banner.group(2), banner.groups()
     # a refusal is red; the candidate named the winner is green (honest cases beside)
     refused = report_html.section_decision(_decision(publishable=False, reasons=[{"code": "LEAK_SUSPECT"}]))
     assert '<div class="verdict no">' in refused

@@ -50,15 +50,11 @@ PIPED_WIDTH = 100_000
 
 
 def _console():
-    """A rich console: the terminal's width on a terminal, else :data:`PIPED_WIDTH` (``COLUMNS``,
-    when set, wins in both cases)."""
-    import os
-
+    """A rich console: the terminal's width on a terminal, else :data:`PIPED_WIDTH` (whatever
+    ``COLUMNS`` says: a pipe has no columns)."""
     from rich.console import Console
 
-    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
-        return Console()
-    return Console(width=PIPED_WIDTH)
+    return Console() if sys.stdout.isatty() else Console(width=PIPED_WIDTH)
 
 
 #: The test level and power the gate plans with (stats defaults).

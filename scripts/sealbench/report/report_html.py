@@ -48,6 +48,7 @@ from .report_md import (
     WON_LOST_HEADING,
     Table,
     banner_headline,
+    comparison_banner,
     cost_table,
     dummy_table,
     headline_value_line,
@@ -818,7 +819,7 @@ def section_decision(decision: Mapping) -> str:
            f'<div class="verdict {decision_tone(decision)}">{esc(banner_headline(decision))}</div>']
     if decision.get("comparison_summary"):
         out.append(f'<div class="verdict {comparison_tone(decision)}">'
-                   f'Comparison: {esc(comparison_numbers(decision))}{esc(decision["comparison_summary"])}.</div>')
+                   f'{esc(comparison_banner(decision))}</div>')
     head = decision.get("headline")
     if head is None:
         why = ("the gate refused a headline" if not pub else
@@ -875,17 +876,6 @@ def section_decision(decision: Mapping) -> str:
         out.append("<p>none</p>")
     out.append("</section>")
     return "".join(out)
-
-
-def comparison_numbers(decision: Mapping) -> str:
-    """The paired comparison's numbers, to stand beside its verdict: "delta +0.000 [+0.000,
-    +0.000] on 9 matched holdout tasks: " ("" when no comparison was computed)."""
-    c = decision.get("comparison") or {}
-    if not isinstance(c.get("delta"), (int, float)):
-        return ""
-    ci = (f" [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]" if isinstance(c.get("ci_low"), (int, float))
-          and isinstance(c.get("ci_high"), (int, float)) else "")
-    return f"delta {c['delta']:+.3f}{ci} on {c.get('matched_tasks', '?')} matched {c.get('split', '')} tasks: "
 
 
 def solver_version(card: Mapping, exp: Mapping | None, name: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..core.core import canonical_json
-from ..core.refusals import pooled_withheld_by, stratum_counts
+from ..core.refusals import note_codes, pooled_withheld_by, stratum_counts
 
 
 class Table(NamedTuple):
@@ -136,7 +136,25 @@ def banner_headline(decision: Mapping) -> str:
                 + ")" + (f": {counts}." if counts else "."))
     n, passes = decision.get("n"), decision.get("passes")
     of = f", {passes:g}/{n} tasks" if isinstance(n, int) and isinstance(passes, (int, float)) else ""
-    return f"Headline: publishable ({decision['headline']:.3f}{of})" + (f"; per stratum {counts}." if counts else ".")
+    nowhere = "DUMMY_BEATEN_NOWHERE" in note_codes(decision)
+    return (f"Headline: publishable ({decision['headline']:.3f}{of})" + (f"; per stratum {counts}" if counts else "")
+            + ("; no better than doing nothing on any stratum (DUMMY_BEATEN_NOWHERE)." if nowhere else "."))
+
+
+def comparison_numbers(decision: Mapping) -> str:
+    """The paired comparison's numbers, to stand beside its verdict: "delta +0.000 [+0.000,
+    +0.000] on 9 matched holdout tasks: " ("" when no comparison was computed)."""
+    c = decision.get("comparison") or {}
+    if not isinstance(c.get("delta"), (int, float)):
+        return ""
+    ci = (f" [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]" if isinstance(c.get("ci_low"), (int, float))
+          and isinstance(c.get("ci_high"), (int, float)) else "")
+    return f"delta {c['delta']:+.3f}{ci} on {c.get('matched_tasks', '?')} matched {c.get('split', '')} tasks: "
+
+
+def comparison_banner(decision: Mapping) -> str:
+    """The comparison half of the banner, its numbers before its verdict."""
+    return f"Comparison: {comparison_numbers(decision)}{decision.get('comparison_summary')}."
 
 
 def headline_value_line(decision: Mapping) -> str:
@@ -199,7 +217,7 @@ def environment_lines(card: Mapping) -> list[str]:
 
 def render_report(decision: Mapping, card: Mapping, strata, tasks) -> str:
     lines = [f"# sealbench report — experiment {decision['experiment']}", ""]
-    lines += [f"**{banner_headline(decision)}**", "", f"**Comparison: {decision['comparison_summary']}.**",
+    lines += [f"**{banner_headline(decision)}**", "", f"**{comparison_banner(decision)}**",
               "", headline_value_line(decision), ""]
     if decision["reasons"]:
         lines += ["## Why not", ""] + [f"- `{r['code']}`: {r['sentence']}" for r in decision["reasons"]] + [""]
