@@ -43,7 +43,6 @@ from ..core.core import SealbenchError, read_json
 from ..core.refusals import pooled_withheld_by, stratum_counts
 from . import session_cli
 
-
 #: The width of a console that is not a terminal (piped, redirected): wide enough that no id is
 #: cut short and no sentence is wrapped (rich's default there is 80 columns).
 PIPED_WIDTH = 100_000
