@@ -9,6 +9,7 @@ failed there at its last assertion, the attack itself) and passes since the gate
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -173,10 +174,19 @@ def test_lineage_files_are_the_agents_own_only(tmp_path: Path) -> None:
 
 
 @pytest.mark.unit
-def test_bug_venv_interpreter_links_unrelated_agents() -> None:
-    a = agent_lineage("a", {"files": {".venv/bin/python": "x" * 64, "agents/a.py": "1" * 64}})
-    b = agent_lineage("b", {"files": {".venv/bin/python": "x" * 64, "agents/b.py": "2" * 64}})
+def test_bug_venv_interpreter_links_unrelated_agents(tmp_path: Path) -> None:
+    """A project's venv interpreter named relative to the project (``.venv/bin/python``, a link
+    to the system's) ties no two agents together. The project is made here, whatever environment
+    the tests run in (a venv at the repository's .venv, one elsewhere, conda's): issue 35.5."""
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to(os.path.realpath(sys.executable))
+    a = agent_lineage("a", {"files": {".venv/bin/python": "x" * 64, "agents/a.py": "1" * 64}}, tmp_path)
+    b = agent_lineage("b", {"files": {".venv/bin/python": "x" * 64, "agents/b.py": "2" * 64}}, tmp_path)
     assert _same_lineage(a, b) is None
+    # honest case beside it: the agent's own script, copied under another name, still ties them
+    c = agent_lineage("c", {"files": {".venv/bin/python": "x" * 64, "agents/c.py": "1" * 64}}, tmp_path)
+    assert _same_lineage(a, c) is not None
 
 
 # ------------------------------------------------------------------- 6. the denylist is a dial

@@ -9,6 +9,7 @@ runs the real ``gate.decide`` on it; ledger tests go through ``append_ledger`` t
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -236,11 +237,43 @@ def test_8_beating_the_dummy_only_on_xs_gets_no_pooled_headline(tmp_path: Path) 
     spec["cfg"]["min_kept_tasks"] = 6
     d = decide(tmp_path, spec)
     assert d["publishable"] is True and d["headline"] is None
-    assert "DUMMY_BEATEN_ONLY_ON_EASY" in notes(d)
+    assert "DUMMY_BEATEN_ON_SOME_STRATA" in notes(d)
     by = {x["stratum"]: x for x in d["dummy_deltas"]}
     assert by["xs"]["delta_vs_empty_diff"] == 1.0 and by["m"]["delta_vs_empty_diff"] == 0.0
     assert not by["m"]["beats_dummies"]
     assert any("do-nothing controls" in s and "m 0.00" in s for s in d["allowed_sentences"])
+
+
+@pytest.mark.unit
+def test_8_beating_the_dummy_only_on_the_hardest_stratum_is_not_called_easy(tmp_path: Path) -> None:
+    """Issue 35.5: the note is named by what happened (some strata, which), never "easy"."""
+    spec = build_spec()
+    set_agent(spec, CAND, set(holdout_ids(spec, "m")))    # m 3/3 (the hardest), xs 0/3, s 0/3
+    set_agent(spec, BASE, set())
+    spec["cfg"]["min_kept_tasks"] = 6
+    d = decide(tmp_path, spec)
+    assert d["publishable"] is True and d["headline"] is None
+    assert "DUMMY_BEATEN_ON_SOME_STRATA" in notes(d) and not any("EASY" in c for c in notes(d)), notes(d)
+    note = next(n for n in d["notes"] if n["code"] == "DUMMY_BEATEN_ON_SOME_STRATA")
+    assert note["strata_beaten"] == ["m"] and note["strata_not_beaten"] == ["xs", "s"]
+    assert "only on m 1.00" in note["sentence"] and "easi" not in (note["sentence"] + note["meaning"]).lower()
+
+
+@pytest.mark.unit
+def test_8_beating_the_dummy_nowhere_is_said_beside_a_publishable_zero(tmp_path: Path) -> None:
+    """Issue 35.5: a candidate no better than doing nothing on every stratum gets a note saying so
+    (its pooled 0.000 stays publishable: it is a true number); one that beats them somewhere does not."""
+    spec = build_spec()
+    set_agent(spec, CAND, set())
+    set_agent(spec, BASE, set())
+    spec["cfg"]["min_kept_tasks"] = 6
+    d = decide(tmp_path, spec)
+    assert d["publishable"] is True and d["headline"] == 0.0
+    assert "DUMMY_BEATEN_NOWHERE" in notes(d), notes(d)
+    note = next(n for n in d["notes"] if n["code"] == "DUMMY_BEATEN_NOWHERE")
+    assert "on no stratum" in note["sentence"] and "xs 0.00" in note["sentence"] and "m 0.00" in note["sentence"]
+    honest = decide(tmp_path / "honest", build_spec())   # beats the controls on every stratum
+    assert not {"DUMMY_BEATEN_NOWHERE", "DUMMY_BEATEN_ON_SOME_STRATA"} & set(notes(honest))
 
 
 # ------------------------------------------------------------ 10. servers pinned per card
@@ -353,7 +386,7 @@ def test_12_envelope_temperature_and_model_are_valid_config(tmp_path: Path) -> N
 def test_13_the_banner_separates_headline_and_comparison(tmp_path: Path) -> None:
     decision, card, report = gate.decide(*write_experiment(tmp_path, build_spec()))
     assert "**Headline: publishable (" in report
-    assert "**Comparison: no winner (" in report and "needs 228" in report
+    assert re.search(r"\*\*Comparison: delta [+-]\d\.\d{3} .* matched holdout tasks: no winner \(", report) and "needs 228" in report
     assert decision["comparison_summary"].startswith("no winner")
 
 

@@ -40,13 +40,20 @@ from ..core import paths, project, results_index
 from ..core.config_sources import add_config_args, config_of
 from ..core.configuration import agents_to_run
 from ..core.core import SealbenchError, read_json
+from ..core.refusals import pooled_withheld_by, stratum_counts
 from . import session_cli
+
+#: The width of a console that is not a terminal (piped, redirected): wide enough that no id is
+#: cut short and no sentence is wrapped (rich's default there is 80 columns).
+PIPED_WIDTH = 100_000
 
 
 def _console():
+    """A rich console: the terminal's width on a terminal, else :data:`PIPED_WIDTH` (whatever
+    ``COLUMNS`` says: a pipe has no columns)."""
     from rich.console import Console
 
-    return Console()
+    return Console() if sys.stdout.isatty() else Console(width=PIPED_WIDTH)
 
 
 #: The test level and power the gate plans with (stats defaults).
@@ -188,21 +195,21 @@ def _decision(path: Path) -> dict:
     return read_json(f)
 
 
-#: The notes that withhold the pooled headline of a publishable decision (per-stratum rates only).
-POOLED_WITHHELD_BY = ("UNBALANCED_STRATA", "DUMMY_BEATEN_ONLY_ON_EASY")
-
-
 def verdict_text(d: dict) -> str:
     """What the decision allows, in words: a publishable headline with its number, a publishable
-    decision without a pooled number (per stratum only, and the notes that withheld it), or no
-    headline and the refusal codes. Never "headline None"."""
+    decision without a pooled number (per stratum only, the notes that withheld it and the
+    candidate's passes per stratum), or no headline and the refusal codes. Never "headline None"."""
     if not d.get("publishable"):
         codes = ", ".join(str(r.get("code")) for r in d.get("reasons") or [])
         return "NOT PUBLISHABLE; no headline" + (f" ({codes})" if codes else "")
     if d.get("headline") is None:
-        codes = ", ".join(str(n.get("code")) for n in d.get("notes") or [] if n.get("code") in POOLED_WITHHELD_BY)
-        return "PUBLISHABLE per stratum; no pooled headline" + (f" ({codes})" if codes else "")
-    return f"PUBLISHABLE; headline {d['headline']}"
+        codes = ", ".join(pooled_withheld_by(d))
+        counts = stratum_counts(d)
+        return ("PUBLISHABLE per stratum; no pooled headline" + (f" ({codes})" if codes else "")
+                + (f": {counts}" if counts else ""))
+    n, passes = d.get("n"), d.get("passes")
+    return f"PUBLISHABLE; headline {d['headline']}" + (f" ({passes:g}/{n} tasks)" if isinstance(n, int)
+                                                      and isinstance(passes, (int, float)) else "")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -219,6 +226,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     style = "green" if d["publishable"] else "red"
     con.print(f"experiment {escape(str(d['experiment']))}: [{style}]{escape(verdict_text(d))}[/{style}] "
               f"({escape(str(d['headline_metric']))})")
+    for line in shown_lines(Path(args.results)):  # whose experiment this is, and one started since
+        con.print("  " + line, markup=False, highlight=False, soft_wrap=True)
     for r in d["reasons"]:
         con.print(f"  [red]{escape(r['code'])}[/red] {escape(r['sentence'])}")
     for r in d.get("notes", []):
@@ -253,6 +262,39 @@ def cmd_show(args: argparse.Namespace) -> int:
         con.print(f"  - {s}")
     _show_identities(con, Path(args.results))
     return 0
+
+
+def _whose(row: dict) -> str:
+    """An experiment's config in a few words (a row of results_index)."""
+    cand = row["candidate"] + (f" ({row['candidate_version']})" if row.get("candidate_version") else "")
+    base = row["baseline"] + (f" ({row['baseline_version']})" if row.get("baseline_version") else "")
+    return f"card {row['card']}, candidate {cand}, baseline {base}, pack {row['pack']}, scored {row['scored']}"
+
+
+def shown_lines(results: Path) -> list[str]:
+    """Which experiment `sealbench show` shows (through which link), whose config it is, and any
+    experiment recorded since that has no decision yet: during a run of another config,
+    results/latest still points at the last decided experiment, and show says so instead of
+    silently showing it."""
+    results = Path(results)
+    exp_dir = (results if results.is_dir() else results.parent).resolve()
+    row = results_index.experiment_row(exp_dir)
+    through = f" (through {results})" if results.is_symlink() or results.resolve() != exp_dir else ""
+    out = [f"shows experiment {exp_dir.name}{through}, decided {row['date']} UTC: {_whose(row)}"]
+    decided = exp_dir / "decision.json"
+    if exp_dir.parent.name != "experiments" or not decided.is_file():
+        return out
+    since = decided.stat().st_mtime
+    for other in sorted(exp_dir.parent.iterdir()):
+        record = other / "experiment.json"
+        if (other == exp_dir or not record.is_file() or (other / "decision.json").exists()
+                or record.stat().st_mtime <= since):
+            continue
+        o = results_index.experiment_row(other)
+        out.append(f"experiment {other.name} ({_whose(o)}), recorded {o['date']} UTC, has no decision yet: a run of "
+                   f"its config may be under way; this shows experiment {exp_dir.name} until that run's gate "
+                   "ends (then results/latest points at it)")
+    return out
 
 
 def _show_identities(con, results: Path) -> None:

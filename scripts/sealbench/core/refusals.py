@@ -6,6 +6,7 @@ A refusal blocks the headline (``publishable: false``); a note is stated beside 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 #: Every refusal code with what it means (documented in docs/results.md).
@@ -53,7 +54,8 @@ REFUSALS: dict[str, str] = {
 #: Non-blocking observations (the decision may still be publishable).
 NOTES: dict[str, str] = {
     "UNDERPOWERED": "the slice is smaller than the pre-registered MDE needs: no winner is named",
-    "UNBALANCED_STRATA": "the easiest stratum holds more than half the tasks: no pooled headline, per-stratum rates only",
+    "UNBALANCED_STRATA": "one stratum (whichever, easy or hard) holds more than half the tasks: no pooled headline, "
+                         "per-stratum rates only",
     "TAMPER": "some runs touched tests or test configuration and were scored tamper",
     "HOLDOUT_REUSED": "other agent versions reached this holdout before: multiple comparisons favour the best by chance",
     "REDRAWN_SLOTS": "some slots were drawn more than once: the first draw's outcome is scored (or the first "
@@ -73,9 +75,25 @@ NOTES: dict[str, str] = {
                     "server...): the agent's claim, not the harness's observation, so they are counted as scored",
     "DECOYS_PARTIAL": "some scored tasks carry no decoy test: a pass there rests on the task's tests alone, and a "
                       "forged one is not caught on those tasks",
-    "DUMMY_BEATEN_ONLY_ON_EASY": "the candidate beats the do-nothing controls on some strata but not on others: "
-                                 "no pooled headline, per-stratum rates and dummy deltas only",
+    "DUMMY_BEATEN_ON_SOME_STRATA": "the candidate beats the do-nothing controls on some strata (named, whichever "
+                                   "they are) but not on others: no pooled headline, per-stratum rates and dummy "
+                                   "deltas only",
+    "DUMMY_BEATEN_NOWHERE": "the candidate beats the do-nothing controls on no stratum: its rate is no better than "
+                            "submitting nothing",
 }
+
+#: Codes of notes that decisions written by earlier versions carry, and the code each is now
+#: (read, never written: an older decision.json still says why its pooled headline was withheld).
+RENAMED_NOTES: dict[str, str] = {
+    # before issue 35: named "easy" whichever strata the candidate beat the controls on
+    "DUMMY_BEATEN_ONLY_ON_EASY": "DUMMY_BEATEN_ON_SOME_STRATA",
+}
+
+#: The notes that withhold the pooled headline of a publishable decision (per-stratum rates only),
+#: the renamed ones included.
+POOLED_WITHHELD_BY: tuple[str, ...] = ("UNBALANCED_STRATA", "DUMMY_BEATEN_ON_SOME_STRATA",
+                                       *(old for old, new in RENAMED_NOTES.items()
+                                         if new in ("UNBALANCED_STRATA", "DUMMY_BEATEN_ON_SOME_STRATA")))
 
 
 #: The significance level of every decision (interval confidence 1 - ALPHA, exact test p < ALPHA).
@@ -86,5 +104,76 @@ def refusal(code: str, sentence: str, evidence: Any = None) -> dict:
     return {"code": code, "meaning": REFUSALS[code], "sentence": sentence, "evidence": evidence}
 
 
-def note_for(code: str, sentence: str) -> dict:
-    return {"code": code, "meaning": NOTES[code], "sentence": sentence}
+def note_for(code: str, sentence: str, **fields: Any) -> dict:
+    """A note: its code, what the code means, the sentence, and any ``fields`` that name what
+    happened (e.g. which strata)."""
+    return {"code": code, "meaning": NOTES[code], "sentence": sentence, **fields}
+
+
+# ------------------------------------------------------------------ a decision's verdict in words
+# One place for the words every surface puts on a decision (the console's summary, `sealbench
+# show` and `check`, report.md and report.html, results/index.html and `sealbench list`): what
+# may be published, always with its numbers beside it, and the tone a page gives it.
+
+
+def note_codes(decision: Mapping) -> list[str]:
+    """The codes of a decision's notes, a renamed one under its current code."""
+    return [RENAMED_NOTES.get(str(n.get("code")), str(n.get("code"))) for n in decision.get("notes") or []
+            if isinstance(n, Mapping)]
+
+
+def pooled_withheld_by(decision: Mapping) -> list[str]:
+    """The notes (codes, as written) that withheld a publishable decision's pooled headline."""
+    return [str(n.get("code")) for n in decision.get("notes") or []
+            if isinstance(n, Mapping) and n.get("code") in POOLED_WITHHELD_BY]
+
+
+def _count(x: Any) -> str:
+    return f"{x:g}" if isinstance(x, (int, float)) else "?"
+
+
+def stratum_counts(decision: Mapping, sep: str = ", ") -> str:
+    """The candidate's passes over its scored tasks per stratum, e.g. "xs 2/3, s 0/3, m 0/3"
+    ("" when the decision records none)."""
+    rows = [p for p in decision.get("per_stratum") or [] if isinstance(p, Mapping)]
+    return sep.join(f"{p.get('stratum')} {_count(p.get('passes'))}/{_count(p.get('n'))}" for p in rows)
+
+
+def verdict_words(decision: Mapping, metric: bool = False) -> str:
+    """What a decision allows, with its numbers: "PUBLISHABLE: headline 0.333 (3/9 tasks)",
+    "PUBLISHABLE per stratum only, no pooled number (CODES): xs 2/3, s 0/3, m 0/3", or
+    "NOT PUBLISHABLE: no headline number". Never "publishable" beside "no headline". With
+    ``metric``, the headline metric is named before the numbers it counts."""
+    what = str(decision.get("headline_metric") or "") if metric else ""
+    if not decision.get("publishable"):
+        return "NOT PUBLISHABLE: no headline number" + (f", {what}" if what else "")
+    head = decision.get("headline")
+    if head is None:
+        codes = ", ".join(pooled_withheld_by(decision))
+        counts = stratum_counts(decision)
+        return ("PUBLISHABLE per stratum only, no pooled number" + (f" ({codes})" if codes else "")
+                + (f": {what}" if what else "") + (f": {counts}" if counts else ""))
+    n, passes = decision.get("n"), decision.get("passes")
+    of = f" ({_count(passes)}/{_count(n)} tasks)" if isinstance(n, int) and passes is not None else ""
+    value = f"{head:.3f}" if isinstance(head, (int, float)) else str(head)
+    return f"PUBLISHABLE: headline {value}{of}" + (f", {what}" if what else "")
+
+
+#: The tone a page gives a decision: ``ok`` (green) publishable and better than doing nothing
+#: somewhere, ``neutral`` (grey) publishable but no better than doing nothing anywhere, ``no``
+#: (red) refused.
+TONES = ("ok", "neutral", "no")
+
+
+def decision_tone(decision: Mapping) -> str:
+    if not decision.get("publishable"):
+        return "no"
+    return "neutral" if "DUMMY_BEATEN_NOWHERE" in note_codes(decision) else "ok"
+
+
+def comparison_tone(decision: Mapping) -> str:
+    """``ok`` when the candidate is named the winner; ``neutral`` otherwise (no winner, or the
+    baseline: a finding, not a failure of the gate)."""
+    summary = str(decision.get("comparison_summary") or "")
+    comp = decision.get("comparison") or {}
+    return "ok" if summary.startswith(f"winner: {comp.get('candidate')} ") else "neutral"

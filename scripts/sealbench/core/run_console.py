@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import read_json
+from .refusals import verdict_words
 
 #: The logger plugin that prints the compact console (its package: snakemake_logger_plugin_sealbench).
 PLUGIN = "sealbench"
@@ -80,17 +81,11 @@ def _wrap(text: str, first: str, rest: str = "      ") -> list[str]:
                          break_long_words=True, break_on_hyphens=False) or [first.rstrip()]
 
 
-def _num(x: Any) -> str:
-    return f"{x:.3f}" if isinstance(x, float) else str(x)
-
-
 def summary_lines(decision: dict, where: str) -> list[str]:
     """The decision in about ten lines (``where``: the folder that holds it, e.g. results/latest): the
     first sentence that may be published (the headline's); `sealbench show` prints them all."""
-    state = "PUBLISHABLE" if decision.get("publishable") else "NOT PUBLISHABLE"
-    value = decision.get("headline")
-    head = f"headline {_num(value)}" if value is not None else "no headline number"
-    out = _wrap(f"{state}: {head}, {decision.get('headline_metric', '')}", "", "  ")
+    # what may be published, with its numbers (never "PUBLISHABLE: no headline number")
+    out = _wrap(verdict_words(decision, metric=True), "", "  ")
     for r in decision.get("reasons") or []:  # why not: each refusal with its sentence
         out += _wrap(f"{r.get('code')}: {r.get('sentence', '')}", "  refused ", "      ")
     notes = [str(r.get("code")) for r in decision.get("notes") or []]

@@ -31,7 +31,7 @@ import pandas as pd
 from ..core.configuration import envelope_digest
 from ..core.contract import ABSTAINED, TIMEOUT
 from ..core.core import SealbenchError, atomic_write_text, canonical_json, read_json, sha256_text, write_json
-from ..core.refusals import ALPHA, note_for
+from ..core.refusals import ALPHA, note_for, verdict_words
 from ..core.results_index import point_latest, write_index
 from ..provenance.draws import DRAWS, DRAWS_CITATION, draw_check
 from ..provenance.ledger import LEDGER_CITATION, append_ledger, read_ledger
@@ -150,15 +150,26 @@ def headline_form(s: Slice) -> tuple[bool, list[dict], list[dict]]:
     dummies = dummy_deltas(s.split_runs, s.cand_scores, s.split, s.exp["strata_of"], cfg["strata"])
     beaten = [d for d in dummies if d["beats_dummies"]]
     not_beaten = [d for d in dummies if not d["beats_dummies"]]
-    easy_only = len(dummies) > 1 and bool(beaten) and bool(not_beaten)
-    if easy_only:
+    # named by what happened: which strata, whatever their order (never "easy": it may be the hardest)
+    some_only = len(dummies) > 1 and bool(beaten) and bool(not_beaten)
+    if some_only:
         won = ", ".join(f"{d['stratum']} {d['candidate_rate']:.2f}" for d in beaten)
         lost_ = ", ".join(f"{d['stratum']} {d['candidate_rate']:.2f}" for d in not_beaten)
-        notes.append(note_for("DUMMY_BEATEN_ONLY_ON_EASY",
+        notes.append(note_for("DUMMY_BEATEN_ON_SOME_STRATA",
                               f"{s.cand} beats the do-nothing controls only on {won}; on {lost_} it is no better "
-                              "than them. A pooled rate would be the other strata's: publish the stratum table and "
-                              "the dummy deltas, never one pooled number."))
-    return unbalanced or easy_only, dummies, notes
+                              "than them. A pooled rate would mix the two: publish the stratum table and "
+                              "the dummy deltas, never one pooled number.",
+                              strata_beaten=[d["stratum"] for d in beaten],
+                              strata_not_beaten=[d["stratum"] for d in not_beaten]))
+    if dummies and not beaten:
+        rates = "; ".join(f"{d['stratum']} {d['candidate_rate']:.2f} (controls "
+                          + "/".join("n/a" if d[f"{c}_rate"] is None else f"{d[f'{c}_rate']:.2f}"
+                                     for c in ("empty_diff", "stub")) + ")" for d in dummies)
+        notes.append(note_for("DUMMY_BEATEN_NOWHERE",
+                              f"{s.cand} beats the do-nothing controls (empty diff / stub) on no stratum: {rates}. "
+                              "Its rate is no better than submitting nothing.",
+                              strata_beaten=[], strata_not_beaten=[d["stratum"] for d in dummies]))
+    return unbalanced or some_only, dummies, notes
 
 
 # ------------------------------------------------------------------------------ the decision
@@ -366,8 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.latest:  # last: results/latest only ever points at a complete experiment
         point_latest(args.latest, args.experiment_dir)
         write_index(args.latest.parent)  # results/index.html: every experiment, this one included
-    state = "PUBLISHABLE" if decision["publishable"] else "NOT PUBLISHABLE"
-    print(f"gate: headline {state}; headline={decision['headline']}; reasons={[r['code'] for r in decision['reasons']]}; "
+    print(f"gate: {verdict_words(decision)}; reasons={[r['code'] for r in decision['reasons']]}; "
           f"comparison: {decision['comparison_summary']}")
     return 0
 

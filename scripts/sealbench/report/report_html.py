@@ -43,10 +43,12 @@ import pandas as pd
 from ..core import paths
 from ..core.contract import ABSTAINED
 from ..core.core import atomic_write_text, read_json
+from ..core.refusals import comparison_tone, decision_tone
 from .report_md import (
     WON_LOST_HEADING,
     Table,
     banner_headline,
+    comparison_banner,
     cost_table,
     dummy_table,
     headline_value_line,
@@ -68,6 +70,8 @@ from .summaries import per_task_scores, won_lost  # the gate's per-task pass sha
 
 
 CONTROL_ORDER = ("empty_diff", "stub", "oracle")
+#: The do-nothing controls: their fail is the expected outcome (shown grey, not red).
+DO_NOTHING = ("empty_diff", "stub")
 SPLIT_ORDER = ("tune", "holdout")
 #: Statuses left out of per-task pass shares (as the gate does).
 UNSCORED = ABSTAINED
@@ -735,6 +739,8 @@ def _cell(rows: list[dict], exp_dir: Path | None, root: Path | None) -> str:
             if links or head:
                 out.append(f'<div class="links">{head}' + " ".join(links) + "</div>")
     cls = "pass" if k == len(statuses) else "fail" if set(statuses) <= {"fail"} else "warn"
+    if cls == "fail" and str(rows[0].get("solver")) in DO_NOTHING:
+        cls = "expected"  # a do-nothing control failing is what it should do: grey, not red
     return f'<td class="{cls} runs">' + "".join(out) + "</td>"
 
 
@@ -807,11 +813,13 @@ def _evidence(ev: Any) -> str:
 
 def section_decision(decision: Mapping) -> str:
     pub = bool(decision.get("publishable"))
+    # green: publishable and better than doing nothing somewhere; grey: a neutral outcome (no
+    # better than doing nothing, no winner, the baseline ahead); red: refused
     out = [f'<section id="decision"><h2>Decision</h2>'
-           f'<div class="verdict {"ok" if pub else "no"}">{esc(banner_headline(decision))}</div>']
+           f'<div class="verdict {decision_tone(decision)}">{esc(banner_headline(decision))}</div>']
     if decision.get("comparison_summary"):
-        out.append(f'<div class="verdict {"ok" if decision["comparison_summary"].startswith("winner") else "no"}">'
-                   f'Comparison: {esc(decision["comparison_summary"])}.</div>')
+        out.append(f'<div class="verdict {comparison_tone(decision)}">'
+                   f'{esc(comparison_banner(decision))}</div>')
     head = decision.get("headline")
     if head is None:
         why = ("the gate refused a headline" if not pub else
@@ -868,6 +876,29 @@ def section_decision(decision: Mapping) -> str:
         out.append("<p>none</p>")
     out.append("</section>")
     return "".join(out)
+
+
+def solver_version(card: Mapping, exp: Mapping | None, name: str) -> str:
+    """An agent's version as the report's header gives it: its fingerprint (the version the
+    ledger counts) and, for a client preset, the client and its version."""
+    solver = next((card.get(k) for k in ("candidate", "baseline") if (card.get(k) or {}).get("name") == name), None)
+    fp = (solver or {}).get("fingerprint") or ((exp or {}).get("agent_fingerprints") or {}).get(name)
+    client = (solver or {}).get("client") or {}
+    if not client and exp:
+        spec = ((exp.get("config_full") or {}).get("agents") or {}).get(name) or {}
+        client = {"name": spec.get("client"), "version": spec.get("version")} if spec.get("client") else {}
+    parts = ([f"fingerprint {fp}"] if fp else []) + (
+        [f"{client.get('name')} {client.get('version') or '(version not recorded)'}"] if client.get("name") else [])
+    return ", ".join(parts) or "version not recorded"
+
+
+def pack_words(exp: Mapping | None, decision: Mapping) -> str:
+    """The pack by its name (the folder the config names) and its digest."""
+    cfg = (exp or {}).get("config_full") or (exp or {}).get("config") or {}
+    where = (exp or {}).get("pack") or cfg.get("pack")
+    digest = (exp or {}).get("pack_digest") or (decision.get("digests") or {}).get("pack")
+    name = Path(str(where)).name if where else "(name not recorded)"
+    return f"pack {name}" + (f" (digest {str(digest)[:12]})" if digest else "")
 
 
 def section_comparison(decision: Mapping, runs: pd.DataFrame, strata_names: list[str]) -> str:
@@ -1016,12 +1047,13 @@ code,.mono{font-family:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;
 .verdict{padding:12px 16px;border-radius:6px;font-size:20px;font-weight:700;margin:12px 0}
 .ok{background:#e3f4e6;border:2px solid #2e7d32;color:#1b5e20}
 .no{background:#fbe5e3;border:2px solid #c62828;color:#8e1c1c}
+.neutral{background:#f1f1f1;border:2px solid #8a8a8a;color:#333}
 .sub{color:#555;font-size:13px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px;width:100%}
 th,td{border:1px solid #d6d6d6;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f0f3f7}td.num,th.num{text-align:right}
 tr.scored td:first-child{border-left:3px solid #1f5fa8}
-.pass{background:#e3f4e6}.fail{background:#fbe9e7}.warn{background:#fff4d6}
+.pass{background:#e3f4e6}.fail{background:#fbe9e7}.warn{background:#fff4d6}.expected{background:#f1f1f1}
 .flag{display:inline-block;background:#fbe5e3;color:#8e1c1c;border-radius:3px;padding:0 4px;margin:1px;font-size:12px}
 .refused{text-decoration:line-through;color:#8e1c1c}
 ul.sentences li{margin:4px 0}
@@ -1044,10 +1076,11 @@ details.twin summary h3{display:inline;color:#1d1d1f}
 
 
 def render_html(decision: dict, card: dict, tasks: pd.DataFrame, runs: pd.DataFrame, strata: pd.DataFrame,
-                exp_dir: Path | None = None) -> str:
+                exp_dir: Path | None = None, exp: Mapping | None = None) -> str:
     """The whole report page as one self-contained HTML string (deterministic for the same inputs
     and the same files under results/). With ``exp_dir`` (``results/experiments/<id>``), the
-    per-task outcomes link to each run's files that exist."""
+    per-task outcomes link to each run's files that exist; with ``exp`` (its experiment.json), the
+    header names the pack."""
     tasks = tasks.reset_index(drop=True)
     runs = runs.reset_index(drop=True)
     strata = strata.reset_index(drop=True)
@@ -1055,19 +1088,21 @@ def render_html(decision: dict, card: dict, tasks: pd.DataFrame, runs: pd.DataFr
         runs = runs.assign(epoch=1)
     strata_names = strata_order(decision, card, strata, tasks, runs)
     splits = split_order(strata, tasks, runs)
-    exp = decision.get("experiment", "")
-    name = card.get("name") or f"sealbench-{exp}"
+    exp_id = decision.get("experiment", "")
+    name = card.get("name") or f"sealbench-{exp_id}"
     pub = bool(decision.get("publishable"))
     comp = decision.get("comparison") or {}
+    cand, base = comp.get("candidate", "?"), comp.get("baseline", "?")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc('sealbench report — ' + str(exp) + ' — ' + ('PUBLISHABLE' if pub else 'NOT PUBLISHABLE'))}</title>",
+        f"<title>{esc('sealbench report — ' + str(exp_id) + ' — ' + ('PUBLISHABLE' if pub else 'NOT PUBLISHABLE'))}</title>",
         f"<style>{CSS}</style></head><body>",
-        f"<header><h1>sealbench report — experiment <span class=\"mono\">{esc(exp)}</span></h1>",
-        f'<p class="sub">{esc(name)}; candidate <strong>{esc(comp.get("candidate", "?"))}</strong>, baseline '
-        f'<strong>{esc(comp.get("baseline", "?"))}</strong>, scored split <strong>{esc(comp.get("split", "?"))}'
+        f"<header><h1>sealbench report — experiment <span class=\"mono\">{esc(exp_id)}</span></h1>",
+        f'<p class="sub">{esc(name)}; {esc(pack_words(exp, decision))}; candidate <strong>{esc(cand)}</strong> '
+        f'({esc(solver_version(card, exp, cand))}), baseline <strong>{esc(base)}</strong> '
+        f'({esc(solver_version(card, exp, base))}), scored split <strong>{esc(comp.get("split", "?"))}'
         f"</strong>. Generated from decision.json, card.json and tables/*.parquet.</p>",
         '<nav><a href="#decision">Decision</a><a href="#rates">Pass rates</a><a href="#paired">Paired</a>'
         '<a href="#ttg">Time to green</a>' + ('<a href="#controls">Controls</a>' if decision.get("dummy_deltas")
@@ -1103,7 +1138,8 @@ def write_report(exp_dir: Path) -> Path:
     decision = read_json(exp_dir / "decision.json")
     card = read_json(exp_dir / "card.json")
     tables = {t: pd.read_parquet(exp_dir / "tables" / f"{t}.parquet") for t in ("tasks", "runs", "strata")}
-    page = render_html(decision, card, tables["tasks"], tables["runs"], tables["strata"], exp_dir)
+    exp = read_json(exp_dir / "experiment.json") if (exp_dir / "experiment.json").is_file() else None
+    page = render_html(decision, card, tables["tasks"], tables["runs"], tables["strata"], exp_dir, exp)
     out = exp_dir / "report.html"
     atomic_write_text(out, page)
     return out

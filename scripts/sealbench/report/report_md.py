@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..core.core import canonical_json
+from ..core.refusals import note_codes, pooled_withheld_by, stratum_counts
 
 
 class Table(NamedTuple):
@@ -85,8 +86,9 @@ def dummy_table(decision: Mapping) -> Table | None:
     if not decision.get("dummy_deltas"):
         return None
     return _table([[x["stratum"], x["n"], x["candidate_rate"], x["empty_diff_rate"], x["delta_vs_empty_diff"],
-                    x["stub_rate"], x["delta_vs_stub"]] for x in decision["dummy_deltas"]],
-                  ["stratum", "n", "candidate", "empty diff", "delta", "stub", "delta"],
+                    x["stub_rate"], x["delta_vs_stub"], "yes" if x.get("beats_dummies") else "no"]
+                   for x in decision["dummy_deltas"]],
+                  ["stratum", "n", "candidate", "empty diff", "delta", "stub", "delta", "beats the controls"],
                   "The candidate against the do-nothing controls")
 
 
@@ -128,11 +130,31 @@ def banner_headline(decision: Mapping) -> str:
     """The headline half of the banner: publishable or not, and in which form."""
     if not decision.get("publishable"):
         return "Headline: not publishable (" + ", ".join(r["code"] for r in decision.get("reasons") or []) + ")."
+    counts = stratum_counts(decision)
     if decision.get("headline") is None:
-        return "Headline: publishable per stratum only (no pooled number: " + ", ".join(
-            n["code"] for n in decision.get("notes") or []
-            if n["code"] in ("UNBALANCED_STRATA", "DUMMY_BEATEN_ONLY_ON_EASY")) + ")."
-    return f"Headline: publishable ({decision['headline']:.3f})."
+        return ("Headline: publishable per stratum only (no pooled number: " + ", ".join(pooled_withheld_by(decision))
+                + ")" + (f": {counts}." if counts else "."))
+    n, passes = decision.get("n"), decision.get("passes")
+    of = f", {passes:g}/{n} tasks" if isinstance(n, int) and isinstance(passes, (int, float)) else ""
+    nowhere = "DUMMY_BEATEN_NOWHERE" in note_codes(decision)
+    return (f"Headline: publishable ({decision['headline']:.3f}{of})" + (f"; per stratum {counts}" if counts else "")
+            + ("; no better than doing nothing on any stratum (DUMMY_BEATEN_NOWHERE)." if nowhere else "."))
+
+
+def comparison_numbers(decision: Mapping) -> str:
+    """The paired comparison's numbers, to stand beside its verdict: "delta +0.000 [+0.000,
+    +0.000] on 9 matched holdout tasks: " ("" when no comparison was computed)."""
+    c = decision.get("comparison") or {}
+    if not isinstance(c.get("delta"), (int, float)):
+        return ""
+    ci = (f" [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]" if isinstance(c.get("ci_low"), (int, float))
+          and isinstance(c.get("ci_high"), (int, float)) else "")
+    return f"delta {c['delta']:+.3f}{ci} on {c.get('matched_tasks', '?')} matched {c.get('split', '')} tasks: "
+
+
+def comparison_banner(decision: Mapping) -> str:
+    """The comparison half of the banner, its numbers before its verdict."""
+    return f"Comparison: {comparison_numbers(decision)}{decision.get('comparison_summary')}."
 
 
 def headline_value_line(decision: Mapping) -> str:
@@ -195,7 +217,7 @@ def environment_lines(card: Mapping) -> list[str]:
 
 def render_report(decision: Mapping, card: Mapping, strata, tasks) -> str:
     lines = [f"# sealbench report — experiment {decision['experiment']}", ""]
-    lines += [f"**{banner_headline(decision)}**", "", f"**Comparison: {decision['comparison_summary']}.**",
+    lines += [f"**{banner_headline(decision)}**", "", f"**{comparison_banner(decision)}**",
               "", headline_value_line(decision), ""]
     if decision["reasons"]:
         lines += ["## Why not", ""] + [f"- `{r['code']}`: {r['sentence']}" for r in decision["reasons"]] + [""]
