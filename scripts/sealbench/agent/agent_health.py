@@ -124,25 +124,26 @@ def start_failure(record: Mapping[str, Any], run_dir: Path) -> str | None:
     limit hit and no reply from its server. Through the bridge (an ``endpoint``) with no reply at
     all, also a later exit or the time box: the model server never answered (a client pointed at a
     dead port retries for a while before it gives up, or until the clock ends it)."""
+    metered = record.get("usage_metered")
+    if metered and metered.get("responses"):
+        return None                         # its server answered: it started
+    # through the bridge with no reply at all: the model server never answered, so the agent never
+    # started its work, however long its client retried (to its own end or to the time box)
+    unanswered = metered is not None
     code = record.get("exit_code")
-    unanswered = record.get("usage_metered") is not None and not record["usage_metered"].get("responses")
     if code == 0 or record.get("limit_hit") or record.get("patch_bytes"):
         return None
-    if (code is None or record.get("timed_out")) and not (unanswered and record.get("timed_out")):
+    if (not unanswered) if record.get("timed_out") else code is None:
         return None
     # what the agent itself reported: a bridge's count of no replies (zeros) is no sign it started;
     # where the bridge saw no reply at all, only tokens the agent says it spent are (mini-swe-agent
     # counts the call that failed as a step, with 0 tokens)
-    own = record.get("usage_agent") if str(record.get("tokens_source") or "").startswith("metered") \
-        else record.get("usage")
-    spent = any(v for k, v in (own or {}).items() if k in ("tokens_in", "tokens_out"))
-    if record.get("attempts") or spent or (not unanswered and any(v is not None for v in (own or {}).values())):
+    own = (record.get("usage_agent") if str(record.get("tokens_source") or "").startswith("metered")
+           else record.get("usage")) or {}
+    spent = any(own.get(k) for k in ("tokens_in", "tokens_out"))
+    if record.get("attempts") or spent or (not unanswered and any(v is not None for v in own.values())):
         return None
-    if (record.get("usage_metered") or {}).get("responses"):
-        return None
-    # through the bridge with no reply at all: the model server never answered, so the agent never
-    # started its work, however long its client retried (to its own end or to the time box)
-    if not unanswered and (code not in (126, 127) and (record.get("wall_s") or 0) > START_WINDOW_S):
+    if not unanswered and code not in (126, 127) and (record.get("wall_s") or 0) > START_WINDOW_S:
         return None
     return _how_it_ended(run_dir)
 
