@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from packgen import STAMP, make_pack, write_config  # noqa: E402
+from packgen import FIX_AGENT, NOOP_AGENT, STAMP, make_pack, write_config  # noqa: E402
 from pipeline_runs import FinishedRun, copy_run, smk  # noqa: E402
 from sealbench.app import cli  # noqa: E402
 from sealbench.core.configuration import load_config_file  # noqa: E402
@@ -104,10 +104,10 @@ def test_attack_an_up_to_date_rerun_points_latest_at_its_own_experiment(tmp_path
     # A is the default config: its first run is a copy of the session's default run
     tmp_path = copy_run(default_run, tmp_path / "w")
     a = write_config(tmp_path / "a.yaml", tmp_path / "pack")
+    # B: A's agents unchanged (their runs are reused) and another candidate, whose runs are B's work
     b = write_config(tmp_path / "b.yaml", tmp_path / "pack",
-                     agents={"fixer": {"command": "sed -i 's/a - b/a + b/' calc.py; " + STAMP},
-                             "fixer2": {"command": "sed -i 's/a - b/b + a/' calc.py; " + STAMP},
-                             "idle": {"command": "true; " + STAMP}},
+                     agents={"fixer": {"command": FIX_AGENT}, "idle": {"command": NOOP_AGENT},
+                             "fixer2": {"command": "sed -i 's/a - b/b + a/' calc.py; " + STAMP}},
                      candidate="fixer2", baseline="idle")
     latest = tmp_path / "results" / "latest"
     res = smk(tmp_path, "--cores", "2", "gate", configfile=a)

@@ -228,6 +228,8 @@ def _gemini_cli(client: Client, folder: Path, model: str, base_url: str) -> Reci
 
 #: How often mini-swe-agent tries one model call (its ``MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT``).
 MINI_MODEL_ATTEMPTS = 3
+#: The width mini-swe-agent's console (rich) renders at: wider than any line it prints.
+MINI_COLUMNS = 4000
 
 
 def _mini_swe_agent(client: Client, folder: Path, model: str, base_url: str) -> Recipe:
@@ -237,8 +239,11 @@ def _mini_swe_agent(client: Client, folder: Path, model: str, base_url: str) -> 
                   f"--api-key {DUMMY_KEY} --mini {shlex.quote(str(folder / client.bin))}",
                   # mini tries a failed model call 10 times by default, waiting 4 s to 60 s between
                   # tries: against a dead endpoint, the whole time box. 3 tries: it ends in seconds
-                  # with its own error (and an agent whose first runs all end so stops: agent_health)
-                  env={"MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": str(MINI_MODEL_ATTEMPTS)})
+                  # with its own error (and an agent whose first runs all end so stops: agent_health).
+                  # COLUMNS: mini prints through rich, which wraps at 80 columns without a terminal
+                  # ("... Connection\nerror."): one line a message, so its last line is its own words
+                  env={"MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": str(MINI_MODEL_ATTEMPTS),
+                       "COLUMNS": str(MINI_COLUMNS)})
 
 
 def _aider(client: Client, folder: Path, model: str, base_url: str) -> Recipe:

@@ -11,3 +11,14 @@ Modules:
 - ``power``: the required number of tasks and the observed MDE
 - ``rate_intervals``: Wilson and Clopper–Pearson intervals of a rate
 """
+
+from types import ModuleType
+
+
+def scipy_stats() -> ModuleType:
+    """``scipy.stats``, imported when a statistic is first computed, not when a module of this
+    package is: Snakemake imports the gate's modules to plan every run (the start check foresees
+    holdout refusals) and computes no statistic there; scipy.stats alone takes a second to import."""
+    from scipy import stats
+
+    return stats

@@ -35,8 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _st
 
+from . import scipy_stats as _st
 from .bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, blocked_bootstrap
 from .rate_intervals import _check_conf, wilson_interval
 
@@ -207,7 +207,7 @@ def stratified_t(
         var += w * w * float(dh.var(ddof=1)) / nh
     df = n - len(order)
     se = math.sqrt(var)
-    half = float(_st.t.ppf(0.5 + conf / 2, df)) * se
+    half = float(_st().t.ppf(0.5 + conf / 2, df)) * se
     return delta, se, df, clamp_interval((delta - half, delta + half), limits)
 
 
@@ -219,14 +219,14 @@ def _paired_t(d: np.ndarray, conf: float, limits: tuple[float, float] | None = N
         raise ValueError(f"a paired t interval needs at least 2 tasks, got {n}")
     delta = float(d.mean())
     se = float(d.std(ddof=1)) / math.sqrt(n)
-    half = float(_st.t.ppf(0.5 + conf / 2, n - 1)) * se
+    half = float(_st().t.ppf(0.5 + conf / 2, n - 1)) * se
     return delta, se, n - 1, clamp_interval((delta - half, delta + half), limits)
 
 
 def _t_pvalue(delta: float, se: float, df: int) -> float:
     if se == 0.0:
         return 1.0 if delta == 0.0 else 0.0
-    return float(2.0 * _st.t.sf(abs(delta) / se, df))
+    return float(2.0 * _st().t.sf(abs(delta) / se, df))
 
 
 def two_by_two(cand: Sequence[float], base: Sequence[float]) -> dict[str, int]:
@@ -257,7 +257,7 @@ def mcnemar_exact_p(wins: int, losses: int) -> float:
     m = wins + losses
     if m == 0:
         return 1.0
-    return float(min(1.0, 2.0 * _st.binom.cdf(min(wins, losses), m, 0.5)))
+    return float(min(1.0, 2.0 * _st().binom.cdf(min(wins, losses), m, 0.5)))
 
 
 def mcnemar_midp(wins: int, losses: int) -> float:
@@ -267,7 +267,7 @@ def mcnemar_midp(wins: int, losses: int) -> float:
     if m == 0:
         return 1.0
     k = min(wins, losses)
-    p = 2.0 * (_st.binom.cdf(k, m, 0.5) - 0.5 * _st.binom.pmf(k, m, 0.5))
+    p = 2.0 * (_st().binom.cdf(k, m, 0.5) - 0.5 * _st().binom.pmf(k, m, 0.5))
     return float(min(1.0, p))
 
 

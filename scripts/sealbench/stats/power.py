@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats as _st
+from . import scipy_stats as _st
 
 __all__ = [
     "required_n_miller",
@@ -27,7 +27,7 @@ __all__ = [
 
 
 def _z(q: float) -> float:
-    return float(_st.norm.ppf(q))
+    return float(_st().norm.ppf(q))
 
 
 # --------------------------------------------------------------------------- power

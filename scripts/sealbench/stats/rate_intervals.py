@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats as _st
+from . import scipy_stats as _st
 
 __all__ = [
     "wilson_interval",
@@ -53,7 +53,7 @@ def wilson_interval(k: int, n: int, conf: float = 0.95) -> tuple[float, float]:
     Raises ``ValueError`` when ``n == 0`` (no tasks: there is no rate to bound).
     """
     k, n = _check_kn(k, n)
-    ci = _st.binomtest(k, n).proportion_ci(confidence_level=_check_conf(conf), method="wilson")
+    ci = _st().binomtest(k, n).proportion_ci(confidence_level=_check_conf(conf), method="wilson")
     return float(ci.low), float(ci.high)
 
 
@@ -63,7 +63,7 @@ def clopper_pearson_interval(k: int, n: int, conf: float = 0.95) -> tuple[float,
     Raises ``ValueError`` when ``n == 0``.
     """
     k, n = _check_kn(k, n)
-    ci = _st.binomtest(k, n).proportion_ci(confidence_level=_check_conf(conf), method="exact")
+    ci = _st().binomtest(k, n).proportion_ci(confidence_level=_check_conf(conf), method="exact")
     return float(ci.low), float(ci.high)
 
 
@@ -80,7 +80,7 @@ def rate_interval(passes: float, n: int, method: str = "wilson",
         return clopper_pearson_interval(int(round(passes)), n, conf)
     if abs(passes - round(passes)) < 1e-9:
         return wilson_interval(int(round(passes)), n, conf)
-    z = float(_st.norm.ppf(1 - (1 - conf) / 2))
+    z = float(_st().norm.ppf(1 - (1 - conf) / 2))
     p = passes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
