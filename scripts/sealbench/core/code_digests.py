@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 _IMPORTS: dict[str, tuple[tuple, list]] = {}
+#: (package folder, dotted name) -> the files importing it runs; memoised per process (a
+#: workflow's code does not change under it; the 12 stage closures share most modules).
+_FILES_OF: dict[tuple[str, str], list[Path]] = {}
 
 
 def _imports_of(path: str) -> list[tuple[int, str, list[str]]]:
@@ -51,6 +54,23 @@ def _imports_of(path: str) -> list[tuple[int, str, list[str]]]:
     return out
 
 
+def _module_files(pkg_dir: Path, dotted: str) -> list[Path]:
+    """The files that importing ``dotted`` (a module of the package at ``pkg_dir``) runs: each
+    package's ``__init__.py`` on the way and the module; [] when there is no such module."""
+    parts = dotted.split(".")[1:]
+    out = [pkg_dir / "__init__.py"]
+    d = pkg_dir
+    for i, part in enumerate(parts):
+        if (d / part / "__init__.py").is_file():
+            d = d / part
+            out.append(d / "__init__.py")
+        elif i == len(parts) - 1 and (d / f"{part}.py").is_file():
+            out.append(d / f"{part}.py")
+        else:
+            return []
+    return out
+
+
 def _sealbench_closure(files: list[str], pkg_dir: Path) -> list[str]:
     """``files`` plus every module of the ``sealbench`` package at ``pkg_dir`` they import,
     transitively, read statically (ast): ``from .x import``, ``from sealbench.x import``,
@@ -66,18 +86,10 @@ def _sealbench_closure(files: list[str], pkg_dir: Path) -> list[str]:
         return ".".join(parts[:-1] if is_pkg else parts), is_pkg
 
     def files_of(dotted: str) -> list[Path]:
-        parts = dotted.split(".")[1:]
-        out = [pkg_dir / "__init__.py"]
-        d = pkg_dir
-        for i, part in enumerate(parts):
-            if (d / part / "__init__.py").is_file():
-                d = d / part
-                out.append(d / "__init__.py")
-            elif i == len(parts) - 1 and (d / f"{part}.py").is_file():
-                out.append(d / f"{part}.py")
-            else:
-                return []
-        return out
+        key = (str(pkg_dir), dotted)
+        if key not in _FILES_OF:
+            _FILES_OF[key] = _module_files(pkg_dir, dotted)
+        return _FILES_OF[key]
 
     result = {str(Path(f).resolve()): None for f in files}
     todo = [Path(f).resolve() for f in files if f.endswith(".py")]
