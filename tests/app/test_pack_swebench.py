@@ -412,7 +412,7 @@ def test_the_pipeline_runs_on_an_imported_pack(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout + res.stderr
     assert "12 of 12 instances imported and verified" in res.stdout
     fixer = "sed -i 's/return x - /return x + /' chain/ops.py; " + STAMP
-    write_config(tmp_path / "cfg.yaml", tmp_path / "pack", strata=["xs"],  # every fix here is 2 lines
+    write_config(tmp_path / "cfg.yaml", tmp_path / "pack", strata=["xs"], batch_size=12,  # every fix here is 2 lines
                  agents={"fixer": {"command": fixer}, "idle": {"command": NOOP_AGENT}})
     res = smk(tmp_path, "--cores", "2", "gate", env=env)
     assert res.returncode == 0, res.stderr[-4000:]
