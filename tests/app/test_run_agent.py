@@ -144,10 +144,10 @@ def test_progress_counts_follow_the_results(tmp_path: Path) -> None:
 
     pack = make_pack(tmp_path / "p")
     cfg = configuration.validate_config(yaml.safe_load(write_config(tmp_path / "c.yaml", pack).read_text()))
-    rows = dict((s, (d, n)) for s, d, n in cli.progress_counts(cfg, tmp_path / "results"))
-    assert rows["hash_pack"] == (0, 12) and rows["run_agent"] == (0, 24)
+    rows = dict((s, (d, st, n)) for s, d, st, n in cli.progress_counts(cfg, tmp_path / "results"))
+    assert rows["hash_pack"] == (0, 0, 12) and rows["run_agent"] == (0, 0, 24)
     t = pack / "tasks" / "t00"
     d = tmp_path / "results" / "tasks" / "t00" / core.task_digest(t)
     hash_pack.seal_task(t, core.task_digest(t), d / "sealed", d / "sealed.json")
-    rows = dict((s, (d, n)) for s, d, n in cli.progress_counts(cfg, tmp_path / "results"))
-    assert rows["hash_pack"] == (1, 12)
+    rows = dict((s, (d, st, n)) for s, d, st, n in cli.progress_counts(cfg, tmp_path / "results"))
+    assert rows["hash_pack"] == (1, 0, 12)

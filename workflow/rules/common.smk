@@ -22,7 +22,7 @@ from sealbench.agent.clients import expand_config  # noqa: E402
 from sealbench.core.configuration import validate_config  # noqa: E402
 from sealbench.isolation.environments import load_env  # noqa: E402
 from sealbench.provenance.identity import AGENT_CACHE_NAME  # noqa: E402
-from sealbench.app import experiment as _experiment, preflight, run_guard  # noqa: E402
+from sealbench.app import experiment as _experiment, preflight, run_guard, staleness  # noqa: E402
 from sealbench.isolation import job_launch  # noqa: E402
 from sealbench.core import paths, run_console  # noqa: E402
 from sealbench.stages import steps  # noqa: E402
@@ -128,16 +128,7 @@ def task_env(task):
 
 @functools.cache
 def step_config():
-    from sealbench.leak.leak_corpus import corpus_info
-
-    harness = _experiment.harness_toolchain_digest(AGENT_IDENTITY, _TOOLCHAIN_CACHE) if env_specs() else ""
-    return steps.StepConfig.from_config(
-        CFG,
-        toolchain_digest=experiment()["toolchain_digest"],
-        denylist_digest=plan()[0].denylist_digest,
-        corpus_sha=str((corpus_info() or {}).get("sha256")),
-        harness_toolchain_digest=harness,
-    )
+    return _experiment.step_config(CFG, experiment())
 
 
 @functools.cache
@@ -361,6 +352,38 @@ def _holdout_foreseen(dry):
         logger.warning(check.message)
 
 
+def _recorded_params(path):
+    """Snakemake's record of the params an output was made with (None: no record)."""
+    from snakemake.io import IOFile
+
+    return workflow.persistence.params(IOFile(path))
+
+
+def _moved():
+    """The console's lines on earlier results made again (sealbench.app.staleness), as a warning."""
+    from snakemake.logging import logger
+
+    lines = staleness.start_lines(
+        experiment(),
+        step_config(),
+        staleness.planned_steps(
+            step_config(),
+            plan()[0].task_digests,
+            AGENTS,
+            EPOCHS,
+            {t: task_env(t) for t in plan()[0].task_digests},
+            BATCHED,
+        ),
+        _recorded_params,
+        BATCHED,
+        STATE,
+        paths.latest(),
+        env_specs(),
+    )
+    if lines:
+        logger.warning("\n".join(lines))
+
+
 if workflow.is_main_process:
     workflow.execute = run_guard.wrap_execute(
         workflow.execute, workflow, _before_run, _point_latest, at_start=_holdout_foreseen
@@ -378,6 +401,8 @@ onstart:
         _take_run_lock()
     _or_fail(run_guard.check_agents_start, CFG, AGENTS, Path.cwd(), Path(RESULTS))
     _experiment.save_caches(plan()[0], _AGENT_CACHE, _TOOLCHAIN_CACHE)
+    # before any job and before results/latest moves: what earlier results are made again, and why
+    _moved()
     run_guard.point_latest_if_decided(Path(exp_dir()), Path(paths.latest()), Path(RESULTS))
     # The plan as one log record: its line on the console, its numbers for the sealbench logger plugin.
     run_console.log_plan(workflow, log)

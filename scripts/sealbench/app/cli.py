@@ -7,7 +7,7 @@
     sealbench show [results/latest]                     the decision and the strata table
     sealbench list [results]                            every experiment, newest first (results/index.html)
     sealbench check [results/latest]                    exit 0 only if the decision is publishable
-    sealbench progress [--config F] [--results DIR]     counts per stage while a run goes on
+    sealbench progress [--config F] [--results DIR]     current outputs per stage (stale ones named)
     sealbench try AGENT TASK [--epochs N] [--holdout]   one sealed attempt on one task, scored
 
     sealbench session start TASK --role human --who NAME  a person gets the agent's workspace and clock
@@ -33,7 +33,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..agent.clients import expand_config
 from ..core import paths, project, results_index
@@ -140,7 +143,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print("  " + line)
     # the same check as the pipeline's start (agent_probe.start_check): an agent that cannot start stops it
     from ..agent.agent_probe import check_agents
-    from ..core.configuration import agents_to_run
 
     print("agents' start check (each first command, in the sandbox a run gets; the agent is not run):")
     probes = check_agents(cfg["agents"], cfg["sandbox"], Path.cwd(), Path(cfg["pack"]), Path(paths.RESULTS),
@@ -323,14 +325,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1
 
 
-def _plan_and_fingerprints(cfg: dict):
-    from ..provenance.identity import agent_fingerprint
-    from ..stages import hash_pack
-
-    plan = hash_pack.plan_pack(Path(cfg["pack"]), cfg["strata"])
-    return plan, {a: agent_fingerprint(a, cfg["agents"][a]) for a in agents_to_run(cfg)}
-
-
 def config_differences(exp: dict, cfg: dict, pack_digest: str, fps: dict) -> list[str]:
     """What of an experiment record (experiment.json) is not this config's: its pack (digest),
     its agents (fingerprints) or its settings (the config the experiment id covers:
@@ -351,9 +345,11 @@ def config_differences(exp: dict, cfg: dict, pack_digest: str, fps: dict) -> lis
     return out
 
 
-def latest_sentence(cfg: dict, results: Path, pack_digest: str, fps: dict) -> str:
+def latest_sentence(cfg: dict, results: Path, pack_digest: str, fps: dict, exp_id: str | None = None) -> str:
     """The progress line on the decision: is results/latest this config's experiment? (A run of
-    this config, even one with nothing to do, points it there; planning does not.)"""
+    this config, even one with nothing to do, points it there; planning does not.) ``exp_id``:
+    the experiment the plan makes now, when known: a decision of this config made with what
+    has moved since (another toolchain, sealbench's code) is named as such."""
     latest = Path(paths.latest(str(results)))
     f = latest / "decision.json"
     if not f.exists():
@@ -365,6 +361,9 @@ def latest_sentence(cfg: dict, results: Path, pack_digest: str, fps: dict) -> st
         return f"decision: {f} is written, but {exp_file} cannot be read: whose experiment it is is unknown"
     name = latest.resolve().name
     differ = config_differences(exp, cfg, pack_digest, fps)
+    if not differ and exp_id and exp_id != name:
+        return (f"decision: results/latest is experiment {name}, of this config's pack, agents and settings but made "
+                f"with what has moved since (the current experiment is {exp_id}): the next run decides again")
     if not differ:
         return f"decision: written ({f}): experiment {name}, this config's (its pack, agents and settings)"
     return (f"decision: results/latest is experiment {name}, not this config's (its {', '.join(differ)} differ); "
@@ -372,42 +371,82 @@ def latest_sentence(cfg: dict, results: Path, pack_digest: str, fps: dict) -> st
             "this config's experiment")
 
 
-def progress_counts(cfg: dict, results: Path, planned=None) -> list[tuple[str, int, int]]:
-    """(stage, done, expected) for the current pack and config, read from the results folder
-    (``planned``: :func:`_plan_and_fingerprints` of ``cfg``, when the caller has it)."""
-    plan, fps = planned or _plan_and_fingerprints(cfg)
-    agents, epochs = sorted(fps), int(cfg["epochs"])
-    tasks, res = sorted(plan.task_digests.items()), str(results)
-    n, attempts = len(tasks), [(a, e) for a in agents for e in range(1, epochs + 1)]
+@dataclass
+class Progress:
+    """What ``sealbench progress`` reads: the plan's experiment record, its per-task steps
+    surveyed (sealbench.app.staleness: current, stale, missing) and the store that names what moved."""
 
-    def done(files) -> int:
-        return sum(Path(f).exists() for f in files)
+    record: dict
+    survey: Any
+    store: dict
+    batched: bool
+    expected: dict
 
-    return [
-        ("hash_pack", done(paths.sealed_record(t, d, res) for t, d in tasks), n),
-        ("leak_check", done(paths.leak_report(t, d, plan.denylist_digest, res) for t, d in tasks), n),
-        ("run_dummy", done(paths.controls(t, d, res) for t, d in tasks), n),
-        ("run_agent", done(paths.run_record(t, d, a, fps[a], e, res) for t, d in tasks for a, e in attempts),
-         n * len(attempts)),
-        ("hidden_score", done(paths.score(t, d, a, fps[a], e, res) for t, d in tasks for a, e in attempts),
-         n * len(attempts)),
-    ]
+
+def progress_of(cfg: dict, results: Path, workdir: Path | None = None) -> Progress:
+    """Plan ``cfg`` as a run would (reading, never writing, the caches under ``results``) and
+    survey its per-task outputs: an output counts as done only when it is current (made with the
+    arguments, code and toolchain the plan has now: Snakemake's record of the job in
+    ``WORKDIR/.snakemake``, a batch's marker)."""
+    from ..core.core import HashCache
+    from ..isolation.toolchain import ToolchainCache
+    from ..provenance.identity import AGENT_CACHE_NAME
+    from . import experiment as E
+    from . import staleness
+
+    res = str(results)
+    state = Path(paths.state_dir(res))
+    planned = E.plan_pack(cfg, state)
+    identities = E.agent_identities(cfg, Path.cwd(), HashCache(state / AGENT_CACHE_NAME))
+    record = E.experiment_record(cfg, planned, identities, ToolchainCache(state / "toolchain-cache.json"),
+                                 E.human_sessions(planned.pack.task_digests, cfg["humans"], res))
+    c = E.step_config(cfg, record, res)
+    agents = E.scheduled_agents(cfg, identities)
+    epochs = list(range(1, int(cfg["epochs"]) + 1))
+    batched = int(cfg.get("batch_size") or 1) > 1
+    envs = {t: E.task_env(planned.pack, t) for t in planned.pack.task_digests}
+    steps_ = staleness.planned_steps(c, planned.pack.task_digests, agents, epochs, envs, batched)
+    built = staleness.env_digests(envs.values(), res)
+    survey = staleness.survey(steps_, staleness.metadata_reader(workdir or Path.cwd()), batched, built)
+    expected = dict(Counter(p.stage for p in steps_))
+    store = staleness.including(staleness.load_store(state), record,
+                                staleness.step_toolchains(c, [e for e in envs.values() if e]), staleness.STAGE_MODULES)
+    return Progress(record, survey, store, batched, expected)
+
+
+def progress_counts(cfg: dict, results: Path, progress: Progress | None = None) -> list[tuple[str, int, int, int]]:
+    """(stage, done, stale, expected) for the current pack and config: done counts only outputs
+    that are current; stale ones (made with another toolchain, code or settings) the next run
+    makes again."""
+    p = progress or progress_of(cfg, results)
+    return [(stage, p.survey.current[stage], p.survey.stale[stage], p.expected.get(stage, 0))
+            for stage in ("hash_pack", "leak_check", "run_dummy", "run_agent", "hidden_score")]
 
 
 def cmd_progress(args: argparse.Namespace) -> int:
     from rich.progress_bar import ProgressBar
     from rich.table import Table
 
+    from . import staleness
+
     cfg = expand_config(config_of(args), args.config_where)
-    planned = _plan_and_fingerprints(cfg)
-    rows = progress_counts(cfg, args.results, planned)
+    p = progress_of(cfg, args.results)
+    rows = progress_counts(cfg, args.results, p)
     table = Table(title=f"sealbench progress ({cfg['pack']})")
-    for col in ("stage", "done", "of", ""):
+    for col in ("stage", "done", "stale", "of", ""):
         table.add_column(col)
-    for stage, done, total in rows:
-        table.add_row(stage, str(done), str(total), ProgressBar(total=max(total, 1), completed=done, width=30))
+    for stage, done, stale, total in rows:
+        table.add_row(stage, str(done), str(stale) if stale else "", str(total),
+                      ProgressBar(total=max(total, 1), completed=done, width=30))
     _console().print(table)
-    print(latest_sentence(cfg, args.results, planned[0].pack_digest, planned[1]))
+    n = p.survey.n_stale
+    if n:
+        head = (f"stale: {n} output{'s' if n > 1 else ''} ({staleness.stage_counts(p.survey.stale)}) were made with what has "
+                "moved since and count as not done; the next run makes them again:")
+        for line in staleness.moved_lines(p.survey, p.store, p.batched, head=head):
+            print(line)
+    print(latest_sentence(cfg, args.results, p.record["pack_digest"], p.record["agent_fingerprints"],
+                          p.record["exp_id"]))
     return 0
 
 

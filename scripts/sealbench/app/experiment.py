@@ -7,8 +7,9 @@ job, as plain functions of the config and the paths they need.
   fingerprint (:func:`sealbench.provenance.identity.agent_identity`);
 * :func:`experiment_record`: everything that makes this result this result, and its id (the
   experiment folder's name): the pack and split digests, the config without the keys that only
-  schedule the work (:data:`EXECUTION_ONLY_KEYS`), the code of every stage, the toolchain, the
-  agents' fingerprints, the submitted human sessions and (only for a pack with test
+  schedule the work (:data:`EXECUTION_ONLY_KEYS`), the code of every stage, the toolchain (what
+  the per-task jobs run) and the analysis toolchain (what the tables and the decision are made
+  with), the agents' fingerprints, the submitted human sessions and (only for a pack with test
   environments) the environments;
 * the task environments (:func:`env_specs`, :func:`task_env`), the plan's task list
   (:func:`task_list_text`), the batches (:func:`batch_of_task`, :func:`batch_threads`) and the
@@ -29,7 +30,7 @@ from ..core.code_digests import code_digest
 from ..core.configuration import agents_to_run
 from ..core.core import HashCache, atomic_write_text, canonical_json, sha256_text, write_json
 from ..isolation.environments import load_env, pack_requirements
-from ..isolation.toolchain import ToolchainCache, toolchain, toolchain_digest
+from ..isolation.toolchain import ToolchainCache, analysis_toolchain, toolchain, toolchain_digest
 from ..provenance.identity import agent_identity
 from ..stages import hash_pack, leak_check, split, steps
 
@@ -87,10 +88,14 @@ def _agent_python_files(identities: Mapping[str, Mapping[str, Any]]) -> list[str
     return [f for ident in identities.values() for f in ident["files"] if f.endswith(".py")]
 
 
-def harness_toolchain_digest(identities: Mapping[str, Mapping[str, Any]], cache: ToolchainCache) -> str:
+def harness_toolchain(identities: Mapping[str, Mapping[str, Any]], cache: ToolchainCache) -> dict[str, Any]:
     """The toolchain without the tasks' imports: what a task with its own environment depends on
-    in sealbench's venv (the stages and the agents)."""
-    return toolchain_digest(toolchain(agent_files=_agent_python_files(identities), cache=cache))
+    in sealbench's venv (the per-task stages and the agents)."""
+    return toolchain(agent_files=_agent_python_files(identities), cache=cache)
+
+
+def harness_toolchain_digest(identities: Mapping[str, Mapping[str, Any]], cache: ToolchainCache) -> str:
+    return toolchain_digest(harness_toolchain(identities, cache))
 
 
 def env_specs(pack: hash_pack.PackPlan) -> dict[str, tuple[str, str]]:
@@ -129,6 +134,7 @@ def experiment_record(cfg: Mapping[str, Any], planned: PlannedPack, identities: 
     tc = toolchain(task_modules=sorted({m for tid, t in p.tasks.items() if t.env is None
                                         for m in toolchain_cache.task(t.dir, p.task_digests[tid])}),
                    agent_files=_agent_python_files(identities), cache=toolchain_cache)
+    atc = analysis_toolchain(toolchain_cache)
     cfg_for_id = config_for_id(cfg)
     ident = {
         "pack_digest": p.pack_digest,
@@ -136,25 +142,41 @@ def experiment_record(cfg: Mapping[str, Any], planned: PlannedPack, identities: 
         "config": cfg_for_id,
         # the code of every stage and of human sessions, with all they import (derived: core.code_closure)
         "code": code_digest(*ID_STAGES),
+        # what the per-task jobs run (their toolchain param) and what the tables and the decision are
+        # made with (pandas, scipy, ...: in the id, so an upgrade makes them again, but no task job)
         "toolchain_digest": toolchain_digest(tc),
+        "analysis_toolchain_digest": toolchain_digest(atc),
         "agent_fingerprints": {a: s["fingerprint"] for a, s in scheduled_agents(cfg, identities).items()},
         "human_sessions": [list(x) for x in sessions],
     }
     envs = env_specs(p)
     if envs:  # only a pack with test environments: the bundled suite's id is as before
         ident["environments"] = {sd: name for sd, (_req, name) in sorted(envs.items())}
-        ident["harness_toolchain_digest"] = harness_toolchain_digest(identities, toolchain_cache)
+        htc = harness_toolchain(identities, toolchain_cache)
+        ident["harness_toolchain_digest"] = toolchain_digest(htc)
     exp_id = sha256_text(canonical_json(ident))[:16]
     commands: dict[str, list[str]] = {}
     for tid, t in sorted(p.tasks.items()):
         key = f"visible: {t.meta['visible_command']} | hidden: {t.meta['hidden_command']}"
         commands.setdefault(key, []).append(tid)
     deny = leak_check.read_denylist(Path(cfg["pack"]) / "denylist.txt")
-    return dict(ident, exp_id=exp_id, pack=str(cfg["pack"]), task_digests=p.task_digests,
+    extra = {"harness_toolchain": htc} if envs else {}
+    return dict(ident, **extra, exp_id=exp_id, pack=str(cfg["pack"]), task_digests=p.task_digests,
                 oracle_commands=[{"commands": k, "tasks": v} for k, v in commands.items()],
                 denylist_lines=len(deny),
-                denylist_digest=p.denylist_digest, strata_of=strata_of, toolchain=tc,
+                denylist_digest=p.denylist_digest, strata_of=strata_of, toolchain=tc, analysis_toolchain=atc,
                 config_full=dict(cfg, agents=cfg_for_id["agents"]), agent_identity=dict(identities))
+
+
+def step_config(cfg: Mapping[str, Any], record: Mapping[str, Any], results: str = paths.RESULTS) -> steps.StepConfig:
+    """What every per-task step of the experiment ``record`` shares (its toolchain digests, the
+    denylist's, the public corpus')."""
+    from ..leak.leak_corpus import corpus_info
+
+    return steps.StepConfig.from_config(
+        cfg, toolchain_digest=record["toolchain_digest"], denylist_digest=record["denylist_digest"],
+        corpus_sha=str((corpus_info() or {}).get("sha256")), results=results,
+        harness_toolchain_digest=record.get("harness_toolchain_digest", ""))
 
 
 def write_experiment_record(record: Mapping[str, Any], exp: str, pack: hash_pack.PackPlan, out: Path, log: Path,

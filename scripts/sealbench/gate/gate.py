@@ -305,7 +305,8 @@ def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], c
         "split_manifest": exp["split_manifest_digest"],
         "config": sha256_text(canonical_json(exp["config"])), "envelope": envelope_digest(cfg),
         "agent_fingerprints": exp["agent_fingerprints"], "code": exp["code"],
-        "toolchain": exp["toolchain_digest"], "pack_hash_file": (Path(pack_hash_path).read_text().splitlines() or [""])[-1],
+        "toolchain": exp["toolchain_digest"], "analysis_toolchain": exp.get("analysis_toolchain_digest"),
+        "pack_hash_file": (Path(pack_hash_path).read_text().splitlines() or [""])[-1],
     }
     excluded, scheduled = facts["excluded"], facts["scheduled"]
     return {
@@ -325,7 +326,8 @@ def assemble(s: Slice, facts: Mapping, reasons: list[dict], notes: list[dict], c
         "pass_at_k": pass_at_k_table(s.split_runs, split, int(cfg["epochs"])),
         "interval_method": cfg.get("interval_method", "wilson"),
         "public_minus_holdout": public, "ledger_entry": memory.entry, "digests": digests,
-        "toolchain": {"python": exp["toolchain"]["python"], "packages": exp["toolchain"]["packages"]},
+        "toolchain": {"python": exp["toolchain"]["python"], "packages": exp["toolchain"]["packages"],
+                      "analysis_packages": (exp.get("analysis_toolchain") or {}).get("packages", [])},
     }
 
 

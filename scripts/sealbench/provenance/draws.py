@@ -402,9 +402,10 @@ def draw_check(runs, split: str | None, copies: list[Path], experiments: Path | 
                                        "replaced or deleted since. Restore it; never edit it.", lost))
     rows = runs[((runs.split == split) if split is not None else True) & (runs.role == "agent")]
     slot_of = {i: slot_key(r.task_id, r.task_digest, r.solver, r.fingerprint, r.epoch) for i, r in rows.iterrows()}
-    import pandas as pd
-
-    drawn = {slot_of[i]: (None if pd.isna(r.draw_id) else str(r.draw_id)) for i, r in rows.iterrows()}
+    # a draw id is a string; a row without one holds None or NaN (no pandas here: this module is
+    # part of the per-task stages' code, and pandas is not part of their toolchain)
+    drawn = {slot_of[i]: (r.draw_id if isinstance(r.draw_id, str) and r.draw_id else None)
+             for i, r in rows.iterrows()}
     out.draws = sum(len(rec.slots.get(sl) or []) for sl in drawn)
     redrawn, unknown = redraws(rec, drawn)
     if unknown:

@@ -98,10 +98,14 @@ def _card(exp: Mapping, manifest: Mapping, tasks, runs) -> dict:
             "limits": {**_limits.Limits.of(cfg.get("limits")).to_dict(), "mechanisms": _limits.limit_mechanisms()},
         },
         # what the scores depend on besides the code: the interpreter and the covered packages
-        # (sealbench.isolation.toolchain: what the stages, agents and tasks import, what those require)
+        # (sealbench.isolation.toolchain: what the per-task stages, agents and tasks import, what those require)
         "toolchain": {"digest": exp["toolchain_digest"],
                       **{k: exp["toolchain"].get(k) for k in ("python", "implementation", "packages",
                                                                "startup_files", "covers")}},
+        # what the tables and the decision are made with (pandas, scipy, ...): in the experiment id, of no
+        # per-task job (sealbench.isolation.toolchain.analysis_toolchain)
+        "analysis_toolchain": {"digest": exp.get("analysis_toolchain_digest"),
+                               **{k: (exp.get("analysis_toolchain") or {}).get(k) for k in ("packages", "covers")}},
         "contamination": {
             "posture": contamination_posture(tasks),
             "checks": sorted({c for cs in tasks.leak_checks for c in str(cs).split(";") if c}),

@@ -89,9 +89,19 @@ class Step:
                 "code": self.code, "toolchain": self.toolchain, "done_dir": self.done_dir}
 
 
+#: The fields of a step that make its outputs what they are (its key digests them).
+KEYED = ("module", "argv", "outputs", "code", "toolchain")
+
+
 def step_key(step: Mapping[str, Any]) -> str:
     """Digest of everything that makes a step's outputs what they are (task_batch's marker name)."""
-    return sha256_text(canonical_json({k: step[k] for k in ("module", "argv", "outputs", "code", "toolchain")}))[:32]
+    return sha256_text(marker_text(step))[:32]
+
+
+def marker_text(step: Mapping[str, Any]) -> str:
+    """What task_batch writes into a step's marker: the keyed fields, so that a later plan can
+    say what moved when the step's outputs are no longer current (sealbench.app.staleness)."""
+    return canonical_json({k: step[k] for k in KEYED})
 
 
 def _args(*words: Any) -> tuple[str, ...]:

@@ -13,8 +13,9 @@ Writes: every step's outputs and log; results/batches/<key>/done.json (what ran,
         reused, and the per-task files stratify reads)
 
 Only the work that changed is redone: a step's key digests its stage, its arguments, its
-code and toolchain digests; when the step succeeds, an empty marker
-``results/tasks/<id>/<digest>/.done/<step key>`` is written after its outputs. A batch that
+code and toolchain digests; when the step succeeds, a marker
+``results/tasks/<id>/<digest>/.done/<step key>`` holding those fields is written after its
+outputs (so a later plan can say what moved when the step is no longer current). A batch that
 reruns (one member changed, code changed, the job was killed) reuses every step whose marker
 and outputs are present and runs the rest, removing a step's stale outputs first as Snakemake
 would.
@@ -48,7 +49,7 @@ from typing import Any
 
 from ..core.core import SealbenchError, read_json, write_json
 from ..core.untrusted import remove_tree
-from .steps import STAGES, step_key
+from .steps import STAGES, marker_text, step_key
 
 
 def remove_outputs(outputs: list[str]) -> None:
@@ -98,7 +99,8 @@ def run_step(step: dict[str, Any]) -> str:
     """Run one step unless its marker says it is done. Returns ``reused``, ``ran`` or ``failed``."""
     if step["module"] not in STAGES:
         raise SealbenchError(f"batch spec: unknown stage module {step['module']!r}")
-    marker = Path(step["done_dir"]) / step_key(_with_env_identity(step))
+    keyed = _with_env_identity(step)
+    marker = Path(step["done_dir"]) / step_key(keyed)
     outputs = [Path(o) for o in step["outputs"]]
     if marker.exists() and all(o.exists() for o in outputs):
         return "reused"
@@ -122,7 +124,7 @@ def run_step(step: dict[str, Any]) -> str:
         remove_outputs(step["outputs"])
         return "failed"
     marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_bytes(b"")
+    marker.write_text(marker_text(keyed))  # what made the outputs (sealbench.app.staleness reads it)
     return "ran"
 
 
