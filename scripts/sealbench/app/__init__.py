@@ -13,6 +13,9 @@ Modules:
 - ``run_guard``: around a real run: the run lock (a second pipeline refused, a dead run's Snakemake
   lock removed), `results/` writable with room, the agents able to start, `results/latest` pointed
   after the run; imported by no stage
+- ``staleness``: which earlier results are still current, and what moved since the others were
+  made (packages old → new and why each counts, files, settings): said by a run before its first
+  job and by `sealbench progress`; imported by no stage
 - ``session_cli``: the `sealbench session …` commands, and the forwarding of them from inside the
   sealed shell
 - ``try_task``: `sealbench try AGENT TASK`: one sealed, scored attempt outside the DAG

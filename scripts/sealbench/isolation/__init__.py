@@ -18,6 +18,7 @@ Modules:
   the workspace watcher, `Guard`
 - ``sandbox``: the bubblewrap sandbox of every worker and scoring command: what it mounts, whether
   bwrap works here, the level to use
-- ``toolchain``: what a score depends on besides the code: the interpreter, the packages stages,
-  agents and tasks import, `.pth` files
+- ``toolchain``: what a score depends on besides the code: the interpreter, the packages the
+  per-task stages, agents and tasks import, `.pth` files (and apart, the analysis toolchain of the
+  tables and the gate); what moved between two, with why each package counts
 """
