@@ -199,3 +199,14 @@ def test_a_new_experiment_of_the_same_config_names_what_moved_once(tmp_path: Pat
     assert st.experiment_lines(prev, prev, store_with()) == []
     moved_tc = dict(prev, exp_id="3" * 16, toolchain_digest=OLD_TC, toolchain=toolchain("2.3.1"))
     assert st.experiment_lines(prev, moved_tc, store_with(), named={"toolchain"}) == []
+
+
+def test_a_toolchain_the_store_lacks_is_read_from_the_experiments(tmp_path: Path) -> None:
+    """Results made before the store was kept (an upgrade): the experiment records name it."""
+    exp = tmp_path / "results" / "experiments" / ("1" * 16)
+    exp.mkdir(parents=True)
+    (exp / "experiment.json").write_text(json.dumps({"toolchain_digest": OLD_TC, "toolchain": toolchain("2.3.1")}))
+    store = st.with_experiments(store_with((NEW_TC, toolchain("2.1.0"))), tmp_path / "results")
+    assert st.what_moved("toolchain", OLD_TC, NEW_TC, store) == [
+        "iniconfig 2.3.1 → 2.1.0 (required by pytest, imported by the tasks' code or tests)"]
+    assert st.with_experiments(store_with(), tmp_path / "nowhere")["toolchains"] == {}

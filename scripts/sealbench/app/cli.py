@@ -409,7 +409,7 @@ def progress_of(cfg: dict, results: Path, workdir: Path | None = None) -> Progre
     built = staleness.env_digests(envs.values(), res)
     survey = staleness.survey(steps_, staleness.metadata_reader(workdir or Path.cwd()), batched, built)
     expected = dict(Counter(p.stage for p in steps_))
-    store = staleness.including(staleness.load_store(state), record,
+    store = staleness.including(staleness.with_experiments(staleness.load_store(state), res), record,
                                 staleness.step_toolchains(c, [e for e in envs.values() if e]), staleness.STAGE_MODULES)
     return Progress(record, survey, store, batched, expected)
 

@@ -89,6 +89,29 @@ def load_store(state_dir: Path | str) -> dict[str, Any]:
     return data
 
 
+def with_experiments(store: dict[str, Any], results: Path | str, newest: int = 20) -> dict[str, Any]:
+    """``store`` with the toolchains of the ``newest`` experiment records under ``results`` that it
+    lacks (``experiments/<id>/experiment.json`` keeps its toolchains whole): results made before
+    the store was kept can still be named."""
+    exps = Path(results) / "experiments"
+    try:
+        files = sorted((e / "experiment.json" for e in exps.iterdir() if (e / "experiment.json").is_file()),
+                       key=lambda f: f.stat().st_mtime, reverse=True)[:newest]
+    except OSError:
+        return store
+    for f in reversed(files):
+        try:
+            rec = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        for digest_key, tc_key in (("toolchain_digest", "toolchain"), ("analysis_toolchain_digest", "analysis_toolchain"),
+                                   ("harness_toolchain_digest", "harness_toolchain")):
+            d, tc = rec.get(digest_key), rec.get(tc_key)
+            if isinstance(d, str) and isinstance(tc, dict) and d not in store["toolchains"]:
+                store["toolchains"][d] = _slim(tc)
+    return store
+
+
 def _slim(tc: Mapping[str, Any]) -> dict[str, Any]:
     return {k: tc.get(k) for k in ("python", "implementation", "packages", "why", "startup_files")}
 
@@ -540,7 +563,7 @@ def start_lines(record: Mapping[str, Any], c: steps.StepConfig, planned: list[Pl
     try:
         envs = sorted(set(env_specs))
         remember(state_dir, record, step_toolchains(c, envs), STAGE_MODULES)
-        store = load_store(state_dir)
+        store = with_experiments(load_store(state_dir), c.results)
         s = survey(planned, params_of, batched, env_digests(envs, c.results))
         lines = moved_lines(s, store, batched)
         prev = None
