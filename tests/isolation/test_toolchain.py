@@ -127,8 +127,8 @@ def test_what_moved_is_named_with_why_it_counts() -> None:
     old = dict(new, python="3.11.6", startup_files={}, packages=["iniconfig==2.1.0", "pytest==9.2.0", "gone==0.1"],
                why={"gone": tcm.BY_TASKS})
     assert tcm.toolchain_changes(old, new) == [
-        "Python cpython 3.11.6 → cpython 3.11.7", "fresh 1.0 (newly covered) (imported by an agent's code)",
-        "gone 0.1 (no longer covered) (imported by the tasks' code or tests)",
+        "Python cpython 3.11.6 → cpython 3.11.7", "fresh 1.0, newly covered (imported by an agent's code)",
+        "gone 0.1, no longer covered (imported by the tasks' code or tests)",
         "iniconfig 2.1.0 → 2.3.1 (required by pytest, imported by the tasks' code or tests)",
         "start-up file site/a.pth added"]
     assert tcm.toolchain_changes(new, new) == []

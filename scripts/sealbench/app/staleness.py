@@ -485,7 +485,8 @@ def moved_lines(s: Survey, store: Mapping[str, Any], batched: bool = False, limi
 
     ``sealbench: 36 earlier results are out of date and are made again (jobs run_dummy 12, ...); what
     made them moved since:``
-    ``  the toolchain the tests and agents run (run_dummy 12, ...): iniconfig 2.3.1 → 2.1.0 (imported by ...)``
+    ``  the toolchain the tests and agents run (run_dummy 12, ...):``
+    ``    iniconfig 2.3.1 → 2.1.0 (imported by sealbench's scoring)``
 
     ``head``: another first line (``sealbench progress`` says them stale)."""
     if not s.n_stale:
@@ -494,8 +495,9 @@ def moved_lines(s: Survey, store: Mapping[str, Any], batched: bool = False, limi
     out = [head or (f"sealbench: {s.n_stale} earlier results are out of date and are made again "
                     f"({unit} {stage_counts(s.stale)}); what made them moved since:")]
     groups = moved_groups(s, store)
-    for kind, phrases, stages in groups[:limit]:
-        out.append(f"  {KIND_WORDS[kind]} ({stage_counts(stages)}): {'; '.join(phrases)}")
+    for kind, phrases, stages in groups[:limit]:  # one change a line: a console line has a width
+        out.append(f"  {KIND_WORDS[kind]} ({stage_counts(stages)}):")
+        out += [f"    {p}" for p in phrases]
     if len(groups) > limit:
         out.append(f"  … and {len(groups) - limit} other changes (`sealbench progress` lists them)")
     return out
@@ -513,24 +515,23 @@ def same_config(prev: Mapping[str, Any], exp: Mapping[str, Any]) -> bool:
 
 
 def experiment_changes(prev: Mapping[str, Any], exp: Mapping[str, Any],
-                       store: Mapping[str, Any]) -> list[tuple[str, str]]:
+                       store: Mapping[str, Any]) -> list[tuple[str, str, list[str]]]:
     """What of the experiment id moved between two records of the same config (same_config):
-    (kind, phrase); the kinds of :data:`KIND_WORDS` where they are the same thing."""
-    out = []
+    (kind, what, the changes named); the kinds of :data:`KIND_WORDS` where they are the same thing."""
+    out: list[tuple[str, str, list[str]]] = []
     if prev.get("toolchain_digest") != exp.get("toolchain_digest"):
-        out.append(("toolchain", "the toolchain the tests and agents run: "
-                    + "; ".join(toolchain_changes(prev.get("toolchain"), exp["toolchain"]))))
+        out.append(("toolchain", KIND_WORDS["toolchain"], toolchain_changes(prev.get("toolchain"), exp["toolchain"])))
     if prev.get("analysis_toolchain_digest") != exp.get("analysis_toolchain_digest"):
         moved = (toolchain_changes(prev.get("analysis_toolchain"), exp["analysis_toolchain"])
                  if prev.get("analysis_toolchain") else ["not recorded before (kept since this version of sealbench)"])
-        out.append(("analysis", "the toolchain of the tables and the gate: " + "; ".join(moved)))
+        out.append(("analysis", "the toolchain of the tables and the gate", moved))
     if prev.get("code") != exp.get("code"):
-        out.append(("code", "sealbench's code: " + "; ".join(_code_changes(prev.get("code"), exp["code"], store))))
+        out.append(("code", KIND_WORDS["code"], _code_changes(prev.get("code"), exp["code"], store)))
     for key, words in (("split_manifest_digest", "the split"), ("human_sessions", "the human sessions"),
                        ("environments", "the task environments"),
                        ("harness_toolchain_digest", "the harness toolchain of tasks with environments")):
         if canonical_json(prev.get(key)) != canonical_json(exp.get(key)):
-            out.append((key, words))
+            out.append((key, words, []))
     return out
 
 
@@ -542,12 +543,15 @@ def experiment_lines(prev: Mapping[str, Any] | None, exp: Mapping[str, Any], sto
     if not prev or prev.get("exp_id") == exp.get("exp_id") or not same_config(prev, exp):
         return []
     changes = experiment_changes(prev, exp, store)
-    moved = [phrase for kind, phrase in changes if kind not in set(named)]
+    moved = [c for c in changes if c[0] not in set(named)]
     if changes and not moved:
         return []
-    moved = moved or ["what makes its id (see experiment.json)"]
-    return [f"sealbench: experiment {exp['exp_id']} replaces {prev.get('exp_id')} for this pack, agents and "
-            "settings (the tables and the decision are made again); moved since:"] + [f"  {m}" for m in moved]
+    out = [f"sealbench: experiment {exp['exp_id']} replaces {prev.get('exp_id')} for this pack, agents and "
+           "settings (the tables and the decision are made again); moved since:"]
+    for _kind, what, phrases in moved or [("", "what makes its id (see experiment.json)", [])]:
+        out.append(f"  {what}" + (":" if phrases else ""))
+        out += [f"    {p}" for p in phrases]
+    return out
 
 
 # ------------------------------------------------------------------ at a run's start

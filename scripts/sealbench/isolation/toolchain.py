@@ -377,8 +377,8 @@ def toolchain_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any], lim
     why = {**(old.get("why") or {}), **(new.get("why") or {})}
     moved = package_changes(old.get("packages") or [], new.get("packages") or [])
     for name, va, vb in moved[:limit]:
-        what = f"{name} {va} → {vb}" if va and vb else f"{name} {vb} (newly covered)" if vb else \
-            f"{name} {va} (no longer covered)"
+        what = f"{name} {va} → {vb}" if va and vb else f"{name} {vb}, newly covered" if vb else \
+            f"{name} {va}, no longer covered"
         reason = why_text(name, why)
         out.append(f"{what} ({reason})" if reason else what)
     if len(moved) > limit:
