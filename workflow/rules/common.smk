@@ -2,7 +2,8 @@
 # the experiment named, and the input functions the rules call. No logic lives here: it calls
 # sealbench.app.experiment (the plan, the experiment, the batches, each per-task step),
 # sealbench.app.run_guard (the run lock, the disk probe, results/latest around the jobs),
-# sealbench.app.preflight (a refusal the holdout's ledger already decides stops a run at its start) and
+# sealbench.app.preflight (a refusal the holdout's ledger already decides stops a run at its start),
+# sealbench.app.staleness (what moved since earlier results, named before the first job) and
 # sealbench.isolation.job_launch (every job's shell). The rules are in one file per stage.
 
 import functools
