@@ -8,8 +8,9 @@ outcome; the draw record is checked as the gate checks it (``draws.draw_check``)
 
 Beside it, the cases that must keep their verdict: a draw killed before its agent ended is drawn
 again and disclosed (``REDRAWN_SLOTS``, not a refusal); a slot drawn again after its first draw's
-outcome was noted is scored by that outcome (best-of-k); a kept first draw that was edited is not
-restored (a fresh draw, refused ``REDRAWN`` as before).
+outcome was noted gets that draw back (best-of-k), or, when its kept files are gone, is scored by
+that outcome; a kept first draw that was edited is not restored (a fresh draw, refused ``REDRAWN``
+as before).
 """
 
 from __future__ import annotations
@@ -144,16 +145,37 @@ def test_a_kill_before_the_agent_ended_is_a_disclosed_redraw(tmp_path, monkeypat
     assert "REDRAWN_SLOTS" in notes(check) and check.interrupted == 1 and check.draws == 2
 
 
-def test_best_of_k_after_a_noted_outcome_is_still_scored_by_the_first_draw(tmp_path, monkeypatch) -> None:
-    """The attack, unchanged: the first draw fails and is scored; its folder and score deleted,
-    the slot drawn again (and passing): the first draw's outcome is what counts."""
+def test_best_of_k_after_a_noted_outcome_gets_the_first_draw_back(tmp_path, monkeypatch) -> None:
+    """The attack: the first draw fails and is scored; its folder and score deleted, the same
+    command again. The slot's scored draw is restored (the agent is not run again) and scores as
+    it did: no second draw to choose from."""
     s = Slot(tmp_path, monkeypatch)
     cmd = s.command(fix_from_run=2)  # fails the first time, fixes the bug the second
     assert s.run_agent(cmd) == 0 and s.hidden_score() == 0
     assert json.loads(s.score.read_text())["status"] == "fail"
     s.kill_outputs()
     s.score.unlink()
-    assert s.run_agent(cmd) == 0 and s.runs() == 2, "a scored first draw is not restored: the slot is drawn again"
+    assert s.run_agent(cmd) == 0 and s.runs() == 1, "a scored first draw is restored: the slot is not drawn again"
+    assert s.hidden_score() == 0 and json.loads(s.score.read_text())["status"] == "fail"
+    check = s.check()
+    assert not check.reasons and "REDRAWN_SLOTS" not in notes(check) and check.draws == 1
+
+
+def test_a_scored_draw_whose_kept_files_are_gone_is_drawn_again_and_scored_by_its_outcome(
+        tmp_path, monkeypatch, capsys) -> None:
+    """Best-of-k where the restore cannot help (the kept files deleted from both copies): the
+    slot is drawn again (and passes), and the first draw's recorded outcome is what counts."""
+    s = Slot(tmp_path, monkeypatch)
+    cmd = s.command(fix_from_run=2)
+    assert s.run_agent(cmd) == 0 and s.hidden_score() == 0
+    for copy in s.copies:
+        for blob in (copy.parent / draws.KEPT_DIR).iterdir():
+            blob.chmod(0o644)
+            blob.unlink()
+    s.kill_outputs()
+    s.score.unlink()
+    assert s.run_agent(cmd) == 0 and s.runs() == 2
+    assert "could not be restored" in capsys.readouterr().err
     assert s.hidden_score() == 0 and json.loads(s.score.read_text())["status"] == "pass"
     check = s.check()
     assert check.runs.iloc[0]["status"] == "fail" and check.first_scored == 1, check.runs.iloc[0].to_dict()
@@ -219,3 +241,34 @@ def test_the_first_draw_that_ran_counts_even_after_an_interrupted_one(tmp_path: 
     draws.note_ran(key, third, "exit", copies2)
     check2 = draws.draw_check(pd.DataFrame([{**row, "draw_id": third}]), "holdout", copies2, None, "p" * 64)
     assert "REDRAWN" in codes(check2)
+
+
+def test_attack_the_same_pack_from_another_results_folder_runs_no_agent_again(tmp_path, monkeypatch) -> None:
+    """Issue 35.1: the pack run in one working folder, then the same pack, agent and config in
+    another (its own results/, as docs/packs.md runs a pack). The slot's first draw ran and was
+    scored; the pack's draw record (it travels with the pack) keeps its result. The second folder
+    restores that draw: the agent is not run again, the slot has one draw (no REDRAWN_SLOTS), and
+    it scores as it did."""
+    s = Slot(tmp_path, monkeypatch)
+    cmd = s.command(fix_from_run=2)  # a second draw would pass: a redraw could not hide as a restore
+    assert s.run_agent(cmd) == 0 and s.hidden_score() == 0
+    first_run = json.loads((s.run_dir / "run.json").read_text())
+    assert json.loads(s.score.read_text())["status"] == "fail"
+    # the other folder: its own results/, the same pack (and its draw record)
+    other = tmp_path / "elsewhere" / "results"
+    digest = s.digest
+    monkeypatch.setenv("SEALBENCH_RESULTS", str(other))
+    pack = Path(s.copies[0]).parent
+    s.results, s.copies = other, [s.copies[0], other / draws.DRAWS]
+    s.sealed = other / "tasks" / "t00" / digest / "sealed"
+    hash_pack.seal_task(pack / "tasks" / "t00", digest, s.sealed, other / "tasks" / "t00" / digest / "sealed.json")
+    s.run_dir = other / "tasks" / "t00" / digest / "runs" / AGENT / FP / str(EPOCH)
+    s.score = other / "tasks" / "t00" / digest / "scores" / AGENT / FP / f"{EPOCH}.json"
+    assert s.run_agent(cmd) == 0
+    assert s.runs() == 1, "the agent ran again in the second folder"
+    again = json.loads((s.run_dir / "run.json").read_text())
+    restored = again.pop("restored")
+    assert again == first_run and restored["draw"] == first_run["draw"] and "scored" in restored["why"]
+    assert s.hidden_score() == 0 and json.loads(s.score.read_text())["status"] == "fail"
+    check = s.check()
+    assert not check.reasons and "REDRAWN_SLOTS" not in notes(check) and check.draws == 1, (check.reasons, check.notes)

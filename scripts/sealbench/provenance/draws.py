@@ -250,13 +250,14 @@ def counted_draw(rec: Record, ids: list[str]) -> str | None:
 
 @dataclass
 class Kept:
-    """A slot's draw that ran to its end with no outcome on the record, and its kept files."""
+    """A slot's first draw that ran to its end, and its kept files."""
 
     slot: str
     draw: str
     end_reason: str | None
     files: dict[str, bytes]     #: kept file name -> its bytes, checked against the record's digest
     digests: dict[str, str]     #: kept file name -> sha256 (as on the ``ran`` line)
+    outcome: dict | None = None  #: its outcome line when it was scored (None: not scored)
 
 
 class NotRestorable(Exception):
@@ -266,11 +267,14 @@ class NotRestorable(Exception):
 
 def restorable(slot: str, paths: Iterable[Path] | None = None) -> Kept | None:
     """What run_agent restores instead of drawing ``slot`` again: the slot's first draw that ran
-    to its end, when its outcome is not on the record and its kept files are whole (each one's
-    sha256 is the one its ``ran`` line names, in either copy's ``draws.kept/``). None: nothing to
-    restore (no draw of the slot ran, or the one that ran was scored: a new draw, which the gate
-    discloses or scores by that outcome). Raises :class:`NotRestorable` when a draw that ran is
-    unscored but its kept files cannot be had, or the record cannot be read."""
+    to its end, when its kept files are whole (each one's sha256 is the one its ``ran`` line names,
+    in either copy's ``draws.kept/``), scored or not. A slot is drawn once: the job killed after its
+    agent ended, the run folder deleted, or the same pack run from another working folder (its own
+    results/; the pack's copy of the record travels with the pack) all get that draw back, and
+    the agent is not run again. None: no draw of the slot ran to its end. Raises
+    :class:`NotRestorable` when the draw that ran cannot be had (its kept files gone or edited,
+    recorded before draws were kept) or the record cannot be read: the slot is then drawn again,
+    which the gate discloses (scored, by its first outcome) or refuses (unscored, ``REDRAWN``)."""
     paths = list(record_paths() if paths is None else paths)
     if not paths:
         return None
@@ -278,7 +282,7 @@ def restorable(slot: str, paths: Iterable[Path] | None = None) -> Kept | None:
     if rec.problems:
         raise NotRestorable("the draw record is damaged: " + "; ".join(rec.problems))
     draw = counted_draw(rec, rec.slots.get(slot) or [])
-    if draw is None or draw in rec.outcome:
+    if draw is None:
         return None
     digests = rec.kept.get(draw) or {}
     missing = [name for name in KEPT_FILES if name not in digests]
@@ -296,7 +300,7 @@ def restorable(slot: str, paths: Iterable[Path] | None = None) -> Kept | None:
             raise NotRestorable(f"its kept {name} (sha256 {digest[:12]}…) is gone from "
                                 f"{', '.join(str(Path(c).parent / KEPT_DIR) for c in paths)} or does not match "
                                 "its digest")
-    return Kept(slot, draw, rec.ran.get(draw), files, dict(digests))
+    return Kept(slot, draw, rec.ran.get(draw), files, dict(digests), rec.outcome.get(draw))
 
 
 @dataclass

@@ -83,7 +83,7 @@ from ..core.contract import (
     read_report,
     time_box,
 )
-from ..core.core import atomic_write_bytes, read_json
+from ..core.core import SealbenchError, atomic_write_bytes, read_json
 from ..core.processes import run_process
 from ..core.records import RunRecord, write_record
 from ..core.untrusted import copy_untrusted_tree
@@ -357,9 +357,14 @@ def _run_in(scratch: Path, level: str, sealed: Path, run_dir: Path, agent: str, 
     return record
 
 
-#: ``restored.why`` in a run record written back from the draw record (:func:`restore_draw`).
+#: ``restored.why`` in a run record written back from the draw record (:func:`restore_draw`): the
+#: draw was not scored (the job interrupted after its agent ended) ...
 RESTORED_WHY = ("the job was interrupted after this draw's agent ended and before the job was seen to finish; "
                 "its result was restored from the draw record instead of drawing the slot again")
+#: ... or it was (its results deleted, or made in another working folder on the same pack).
+RESTORED_SCORED_WHY = ("this slot's draw ran and was scored before (the draw record travels with the pack: its "
+                       "results were deleted, or made in another working folder); its result was restored from "
+                       "the draw record instead of drawing the slot again")
 
 
 def restore_draw(run_dir: Path, kept: draws.Kept) -> dict:
@@ -372,7 +377,8 @@ def restore_draw(run_dir: Path, kept: draws.Kept) -> dict:
     if not isinstance(record, dict) or record.get("draw") != kept.draw:
         raise ValueError(f"the kept run.json of draw {kept.draw} is not that draw's run record")
     atomic_write_bytes(run_dir / "patch.diff", kept.files["patch.diff"])
-    record["restored"] = {"draw": kept.draw, "why": RESTORED_WHY, "kept": dict(kept.digests)}
+    why = RESTORED_SCORED_WHY if kept.outcome is not None else RESTORED_WHY
+    record["restored"] = {"draw": kept.draw, "why": why, "kept": dict(kept.digests)}
     return write_record(RunRecord, run_dir / "run.json", record)
 
 
@@ -426,18 +432,29 @@ def main(argv: list[str] | None = None) -> int:
     slot = draws.slot_key(sealed_at.parent.parent.name, sealed_at.parent.name, args.agent, args.fingerprint,
                           args.epoch)
     kept = {name: Path(args.run_dir) / name for name in draws.KEPT_FILES}
-    # the slot's draw already ran, unscored (this job was killed after its agent ended, before
-    # Snakemake saw it finish): its result comes back from the record; the slot is not drawn again
+    # the slot's draw already ran (this job was killed after its agent ended, before Snakemake saw
+    # it finish; or its results were deleted, or made in another working folder on this pack): its
+    # result comes back from the record; the slot is not drawn again
     try:
         first = draws.restorable(slot)
     except (draws.NotRestorable, OSError, ValueError) as exc:
         first = None
         print(f"run_agent: slot {slot} was drawn before and that draw's agent ran to its end, but it could not be "
-              f"restored ({exc}); the slot is drawn again, and the gate will refuse it (REDRAWN).", file=sys.stderr)
+              f"restored ({exc}); the slot is drawn again: the gate scores it by that draw's outcome if it was "
+              "scored, and refuses it (REDRAWN) if not.", file=sys.stderr)
     if first is not None:
-        rec = restore_draw(args.run_dir, first)
+        try:
+            rec = restore_draw(args.run_dir, first)
+        except (ValueError, SealbenchError) as exc:  # a run record this sealbench no longer reads
+            first = None
+            print(f"run_agent: slot {slot} was drawn before and that draw's agent ran to its end, but its kept "
+                  f"run record could not be restored ({exc}); the slot is drawn again: the gate scores it by that draw's outcome if it "
+                  "was scored, and refuses it (REDRAWN) if not.", file=sys.stderr)
+    if first is not None:
+        before = ("it was scored before (its results deleted, or made in another working folder)"
+                  if first.outcome is not None else "the job was interrupted after its agent ended")
         print(f"run_agent {rec.get('task_id')} {rec.get('solver')}#{rec.get('epoch')}: restored draw {first.draw} "
-              f"({first.end_reason}): the job was interrupted after its agent ended; not drawn again")
+              f"({first.end_reason}): {before}; not drawn again")
         return 0
     try:
         draw = draws.start_draw(slot)
