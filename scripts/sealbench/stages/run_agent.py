@@ -435,21 +435,15 @@ def main(argv: list[str] | None = None) -> int:
     # the slot's draw already ran (this job was killed after its agent ended, before Snakemake saw
     # it finish; or its results were deleted, or made in another working folder on this pack): its
     # result comes back from the record; the slot is not drawn again
+    # (a kept run record this sealbench no longer reads cannot be restored either)
     try:
         first = draws.restorable(slot)
-    except (draws.NotRestorable, OSError, ValueError) as exc:
+        rec = restore_draw(args.run_dir, first) if first is not None else None
+    except (draws.NotRestorable, OSError, ValueError, SealbenchError) as exc:
         first = None
         print(f"run_agent: slot {slot} was drawn before and that draw's agent ran to its end, but it could not be "
               f"restored ({exc}); the slot is drawn again: the gate scores it by that draw's outcome if it was "
               "scored, and refuses it (REDRAWN) if not.", file=sys.stderr)
-    if first is not None:
-        try:
-            rec = restore_draw(args.run_dir, first)
-        except (ValueError, SealbenchError) as exc:  # a run record this sealbench no longer reads
-            first = None
-            print(f"run_agent: slot {slot} was drawn before and that draw's agent ran to its end, but its kept "
-                  f"run record could not be restored ({exc}); the slot is drawn again: the gate scores it by that draw's outcome if it "
-                  "was scored, and refuses it (REDRAWN) if not.", file=sys.stderr)
     if first is not None:
         before = ("it was scored before (its results deleted, or made in another working folder)"
                   if first.outcome is not None else "the job was interrupted after its agent ended")
