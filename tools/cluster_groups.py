@@ -47,6 +47,7 @@ UNGROUPED: dict[str, str] = {
     "gate": "a local rule: runs in the main process, never submitted",
     "build_env": "a checkpoint, one per distinct test environment: its own job (an install)",
     "task_batch": "already K tasks in one job (batch_size)",
+    "batch_prepare": "already every task's sealing and leak check in one job (batch_size)",
 }
 
 

@@ -178,87 +178,35 @@ def _done(wd: Path) -> dict[str, dict]:
 
 
 @pytest.mark.pipeline
-def test_batched_run_decides_like_per_task_jobs_and_reruns_only_changed_steps(tmp_path: Path,
-                                                                              default_run: FinishedRun) -> None:
-    # per-task jobs: the session's default run (batch_size 1, the default; an execution-only key)
-    runs = {1: default_run.wd}
-    wd = tmp_path / "bs5"
-    make_pack(wd / "pack")
-    write_config(wd / "cfg.yaml", wd / "pack", batch_size=5)
-    # batches of 5: three batches sharing 6 cores, so each runs 2 members at a time
-    res = smk(wd, "--cores", "6", "gate")
-    assert res.returncode == 0, res.stderr[-4000:]
-    runs[5] = wd
-    one, five = runs[1] / "results" / "latest", runs[5] / "results" / "latest"
-    assert (one / "decision.json").read_bytes() == (five / "decision.json").read_bytes()
-    assert (one / "card.json").read_bytes() == (five / "card.json").read_bytes()
-    for table in ("tasks", "strata"):
-        assert (one / "tables" / f"{table}.parquet").read_bytes() == (five / "tables" / f"{table}.parquet").read_bytes()
-    wd = runs[5]
-    batches = _done(wd)
-    assert sorted(len(b["tasks"]) for b in batches.values()) == [2, 5, 5]
-    assert all(b["reused"] == 0 for b in batches.values())
-    assert [b["workers"] for b in batches.values()] == [2, 2, 2]
-    assert list((wd / "results" / "tasks").glob("*/*/logs/run_dummy.log"))  # per-task logs, as with per-task jobs
-    assert "Nothing to be done" in smk(wd, "-n", "gate").stdout
-
-    hidden = wd / "pack" / "tasks" / "t07" / "hidden_tests" / "check_hidden.py"
-    original = hidden.read_bytes()
-    hidden.write_bytes(original + b"\n")
-    plan = smk(wd, "-n", "gate")
-    assert re.search(r"^task_batch +1$", plan.stdout, re.M), plan.stdout[-2000:]
-    assert re.search(r"^batch_spec +1$", plan.stdout, re.M), "the new batch's spec is a job (planning writes nothing)"
-    res = smk(wd, "--cores", "2", "gate")
-    assert res.returncode == 0, res.stderr[-4000:]
-    new = {k: v for k, v in _done(wd).items() if k not in batches}
-    assert len(new) == 1
-    (b,) = new.values()
-    # 2 agents x 1 epoch: controls, 2 runs, 2 scores + seal + leak = 7 steps of t07; the other four reused
-    assert (b["ran"], b["reused"]) == (7, 28) and "t07" in b["tasks"]
-    hidden.write_bytes(original)
-    assert "Nothing to be done" in smk(wd, "-n", "gate").stdout
-
-
-@pytest.mark.pipeline
-def test_batched_leak_suspect_stops_the_run_before_any_control(tmp_path: Path) -> None:
-    wd = tmp_path / "w"
-    make_pack(wd / "pack")
-    shutil.rmtree(wd / "pack" / "tasks" / "t04")
-    write_task(wd / "pack" / "tasks", "t04", "s",
-               title="Modeling's separability_matrix does not compute separability correctly for nested models")
-    write_config(wd / "cfg.yaml", wd / "pack", batch_size=4,
-                 agents={"fixer": {"command": FIX_AGENT}, "idle": {"command": FIX_AGENT.split(";", 1)[1]}})
-    res = smk(wd, "--cores", "1", "gate")
-    assert res.returncode != 0
-    err = res.stdout + res.stderr
-    assert "LEAK SUSPECT: task 't04'" in err and "denylist.txt:2" in err
-    assert not (wd / "results" / "latest").exists()
-    for tid in ("t04", "t05", "t06", "t07"):  # t04's batch ran no control and no agent
-        assert not list((wd / "results" / "tasks" / tid).glob("*/controls/controls.json"))
-        assert not list((wd / "results" / "tasks" / tid).glob("*/runs/*/*/*/run.json"))
-
-
-@pytest.mark.pipeline
-def test_batch_killed_midway_resumes_without_redoing_finished_steps(tmp_path: Path) -> None:
+def test_batched_run_killed_midway_resumes_decides_like_per_task_jobs_and_reruns_only_changed_steps(
+        tmp_path: Path, default_run: FinishedRun) -> None:
+    """Batches of 5, ``kill -9`` of the run in the middle of the batches, the same command again:
+    no finished step is redone, every step ran once, and the decision is the per-task jobs' (the
+    session's default run: batch_size 1, an execution-only key) but for the disclosure of the
+    slots the kill made draw again. Then one byte of one task reruns one batch, that task's steps
+    only, and the revert plans nothing."""
     import os
     import signal
     import time
 
-    wd = tmp_path / "w"
+    sys.path.insert(0, str(ROOT / "tests" / "pipeline"))
+    from test_resume import _without_redraws
+
+    wd = tmp_path / "bs5"
     make_pack(wd / "pack")
-    write_config(wd / "cfg.yaml", wd / "pack", batch_size=6,
-                 agents={"fixer": {"command": "sleep 0.3; " + FIX_AGENT},
-                         "idle": {"command": "sleep 0.3; " + FIX_AGENT.split(";", 1)[1]}})
-    cmd = smk_cmd(wd, "--cores", "2", "--rerun-incomplete", "gate")
+    write_config(wd / "cfg.yaml", wd / "pack", batch_size=5)
+    # batches of 5: three batches sharing 6 cores, so each runs 2 members at a time
+    cmd = smk_cmd(wd, "--cores", "6", "--rerun-incomplete", "gate")
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, cwd=wd)
     markers = wd / "results" / "tasks"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list(markers.glob("*/*/.done/*"))) < 20 and proc.poll() is None:
+    # 12 x 2 sealing and leak steps (the prepare batch), then some of the batches' work
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(list(markers.glob("*/*/.done/*"))) < 34 and proc.poll() is None:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     done_steps = {p: p.stat().st_mtime_ns for p in markers.glob("*/*/.done/*")}
-    assert 20 <= len(done_steps) < 12 * 7, "killed in the middle of the batches"
+    assert 34 <= len(done_steps) < 12 * 7, "killed in the middle of the batches"
     subprocess.run(cmd[:-4] + ["--unlock"], check=True, capture_output=True, cwd=wd)
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=wd)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -266,7 +214,71 @@ def test_batch_killed_midway_resumes_without_redoing_finished_steps(tmp_path: Pa
     redone = [str(p) for p, t in done_steps.items() if not p.exists() or p.stat().st_mtime_ns != t]
     assert redone == [], f"finished steps were redone: {redone}"
     batches = _done(wd)
-    assert sum(b["ran"] + b["reused"] for b in batches.values()) == 12 * 7  # every step, once
-    assert any(b["reused"] for b in batches.values()), "the resumed batch reused the steps finished before the kill"
-    decision = json.loads((wd / "results" / "latest" / "decision.json").read_text())
-    assert decision["publishable"] is True
+    assert sorted(len(b["tasks"]) for b in batches.values()) == [2, 5, 5]
+    assert [b["workers"] for b in batches.values()] == [2, 2, 2]
+    # every step, once: each batch's record counts its members' 7 steps, ran or reused; the sealing
+    # and leak steps were all run by the prepare batch, and the work steps finished before the kill
+    # were reused by the resumed batches
+    assert sum(b["ran"] + b["reused"] for b in batches.values()) == 12 * 7
+    assert sum(b["ran"] for b in batches.values()) < 12 * 5, "the resumed batches reused the steps finished before the kill"
+    assert list((wd / "results" / "tasks").glob("*/*/logs/run_dummy.log"))  # per-task logs, as with per-task jobs
+    one, five = default_run.wd / "results" / "latest", wd / "results" / "latest"
+    da, db = (json.loads((x / "decision.json").read_text()) for x in (five, one))
+    assert da["publishable"] is True
+    assert all("interrupted" in r for r in da["draw_record"]["redrawn"]), da["draw_record"]["redrawn"]
+    assert _without_redraws(da) == _without_redraws(db)
+    ca, cb = (json.loads((x / "card.json").read_text()) for x in (five, one))
+    ca["draw_record"]["redrawn_slots"] = cb["draw_record"]["redrawn_slots"]
+    ca["draw_record"]["draws"] = cb["draw_record"]["draws"]
+    assert ca == cb
+    for table in ("tasks", "strata"):
+        assert (one / "tables" / f"{table}.parquet").read_bytes() == (five / "tables" / f"{table}.parquet").read_bytes()
+    assert "Nothing to be done" in smk(wd, "-n", "gate").stdout
+
+    hidden = wd / "pack" / "tasks" / "t07" / "hidden_tests" / "check_hidden.py"
+    original = hidden.read_bytes()
+    hidden.write_bytes(original + b"\n")
+    plan = smk(wd, "-n", "gate")
+    assert re.search(r"^task_batch +1$", plan.stdout, re.M), plan.stdout[-2000:]
+    assert re.search(r"^batch_prepare +1$", plan.stdout, re.M), plan.stdout[-2000:]
+    # the new batch's spec and the prepare batch's are jobs (planning writes nothing)
+    assert re.search(r"^batch_spec +2$", plan.stdout, re.M), plan.stdout[-2000:]
+    res = smk(wd, "--cores", "2", "gate")
+    assert res.returncode == 0, res.stderr[-4000:]
+    new = {k: v for k, v in _done(wd).items() if k not in batches}
+    assert len(new) == 1
+    (b,) = new.values()
+    # 2 agents x 1 epoch: controls, 2 runs, 2 scores of t07 ran; its seal and leak steps (run by the
+    # prepare batch) and the other four members' 7 steps each were reused
+    assert (b["ran"], b["reused"]) == (5, 30) and "t07" in b["tasks"]
+    hidden.write_bytes(original)
+    # reverted: every result is current again; only the pack's prepare batch (one path, not
+    # content-addressed, as the per-task rules' leak verdict) is planned again, and the target
+    plan = smk(wd, "-n", "gate").stdout
+    assert re.findall(r"^(\w+) +(\d+)$", plan.split("Job stats:")[1].split("total")[0], re.M) == \
+        [("batch_prepare", "1"), ("gate", "1")], plan[-2000:]
+
+
+@pytest.mark.pipeline
+def test_attack_a_leak_suspect_in_one_batch_stops_every_batch_before_any_control(tmp_path: Path) -> None:
+    """A suspect anywhere stops the run before any control or agent, as the per-task rules'
+    leak verdict does: not only its own batch (before: the other batches ran their controls,
+    agents and scores on a pack with a leak suspect). Two suspects in two batches: both named."""
+    wd = tmp_path / "w"
+    make_pack(wd / "pack")
+    for tid in ("t04", "t09"):   # batches of 4: t04 in the second, t09 in the third
+        shutil.rmtree(wd / "pack" / "tasks" / tid)
+        write_task(wd / "pack" / "tasks", tid, "s",
+                   title="Modeling's separability_matrix does not compute separability correctly for nested models")
+    write_config(wd / "cfg.yaml", wd / "pack", batch_size=4,
+                 agents={"fixer": {"command": FIX_AGENT}, "idle": {"command": FIX_AGENT.split(";", 1)[1]}})
+    res = smk(wd, "--cores", "1", "gate")
+    assert res.returncode != 0
+    err = res.stdout + res.stderr
+    assert "LEAK SUSPECT: task 't04'" in err and "LEAK SUSPECT: task 't09'" in err and "denylist.txt:2" in err, \
+        err[-4000:]
+    assert not (wd / "results" / "latest").exists()
+    for tid in (f"t{i:02d}" for i in range(12)):   # no batch ran a control or an agent
+        assert not list((wd / "results" / "tasks" / tid).glob("*/controls/controls.json")), tid
+        assert not list((wd / "results" / "tasks" / tid).glob("*/runs/*/*/*/run.json")), tid
+    assert not list((wd / "results" / "batches").glob("*/done.json"))

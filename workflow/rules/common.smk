@@ -147,6 +147,18 @@ def batches():
     )
 
 
+@functools.cache
+def prepare_batch():
+    """(key, spec) of the batch that seals and leak-checks every task before any batch runs a
+    control or an agent (steps.prepare_spec; batch_size > 1 only)."""
+    return steps.prepare_spec(step_config(), plan()[0].task_digests)
+
+
+def batch_spec_of(key):
+    """The spec of batch ``key``: a task batch, or the pack's prepare batch."""
+    return batches()[key] if key in batches() else dict([prepare_batch()])[key]
+
+
 # -- input functions: the rules' inputs, params and resources
 
 
@@ -281,6 +293,17 @@ def batch_threads(w):
     return _experiment.batch_threads(len(batches()[w.key]["tasks"]), len(batches()), cores)
 
 
+def prepare_threads(w):
+    """The prepare batch's threads: every core of a local run (it runs alone, before the batches)."""
+    cores = None
+    if workflow.local_exec and workflow.is_main_process:
+        try:
+            cores = int(workflow.cores)
+        except (TypeError, ValueError, WorkflowError):
+            pass
+    return _experiment.batch_threads(len(prepare_batch()[1]["tasks"]), 1, cores)
+
+
 def batch_runtime_min(w):
     """Cluster runtime request of a batch: the sum of its members' per-task requests."""
     return steps.batch_runtime_min(step_config(), batches()[w.key], len(AGENTS), len(EPOCHS))
@@ -298,7 +321,7 @@ def write_task_list(key, out, log):
 
 
 def write_batch_spec(key, out, log):
-    _experiment.write_batch_spec(key, batches()[key], out, log)
+    _experiment.write_batch_spec(key, batch_spec_of(key), out, log)
 
 
 # -- a real run: the run lock from before Snakemake's own until the process ends, the start

@@ -49,4 +49,8 @@ rule gate:
     default_target: True
     input:
         lambda w: f"{exp_dir()}/decision.json",
+        # batch_size > 1: the pack's prepare batch as a plain input (the batches wait for it as an
+        # ancient one, and Snakemake does not plan past a rerun job through ancient inputs alone):
+        # a rerun of it makes Snakemake look again at what the decision needs
+        lambda w: [paths.batch_prepared()] if BATCHED else [],
     localrule: True

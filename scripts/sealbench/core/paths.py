@@ -178,6 +178,17 @@ def batch_file(key: str, name: str, results: str = RESULTS) -> str:
     return f"{batch_dir(key, results)}/{name}"
 
 
+def batch_prepared(results: str = RESULTS) -> str:
+    """The record of the batch that sealed and leak-checked every task (``steps.prepare_spec``).
+    One path, not content-addressed: the batches wait for it (``ancient``), as the per-task
+    rules wait for :func:`leak_verdict`, so rewriting it never reruns them."""
+    return f"{results}/batches/prepared.json"
+
+
+def batch_prepared_log(results: str = RESULTS) -> str:
+    return f"{results}/batches/prepare.log"
+
+
 def experiment_dir(exp: str, results: str = RESULTS) -> str:
     return f"{results}/experiments/{exp}"
 

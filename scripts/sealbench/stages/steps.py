@@ -256,6 +256,20 @@ def batch_specs(c: StepConfig, task_digests: Mapping[str, str], agents: Mapping[
     return out
 
 
+def prepare_spec(c: StepConfig, task_digests: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    """``(key, spec)`` of the batch that seals and leak-checks every task of the pack (no work
+    steps): it runs before any batch runs a control or an agent, so that a leak suspect anywhere
+    stops the run as the per-task rules' leak verdict does. Its steps are the batches' own
+    ``prepare`` steps (the same keys): each batch then reuses them."""
+    members = []
+    for t in sorted(task_digests):
+        prepare, _work, _files = task_steps(c, t, task_digests[t], {}, [])
+        members.append({"task": t, "digest": task_digests[t], "prepare": [s.as_batch_step() for s in prepare],
+                        "work": []})
+    spec = {"tasks": members, "summary": {"sealed": [], "leaks": [], "controls": [], "scores": []}}
+    return batch_key(spec), spec
+
+
 def batch_threads(members: int, batches: int, cores: int) -> int:
     """Members one batch runs at a time when ``batches`` batches share ``cores`` cores: the
     cores each batch gets when all run at once (at least 1), never more than its ``members``."""

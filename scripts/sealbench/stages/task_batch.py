@@ -21,7 +21,9 @@ and outputs are present and runs the rest, removing a step's stale outputs first
 would.
 
 Order: first every member is sealed and leak-checked; a leak suspect (or a task that changed
-since planning) fails the batch before any control or agent runs. Then each task's controls,
+since planning) fails the batch before any control or agent runs. The workflow runs one batch of
+every task's sealing and leak check first (rule ``batch_prepare``, ``steps.prepare_spec``: no work
+steps), so a suspect anywhere stops the run before any batch's work; the batches reuse those steps. Then each task's controls,
 agent attempts and scores. A step that fails (exit code not 0, or a missing output) skips the
 rest of its task; the others go on; the job then fails, naming each failed step and its log.
 
@@ -174,12 +176,11 @@ def _worker_init() -> None:
 def _phase(members: list[dict], which: str, pool: cf.ProcessPoolExecutor | None) -> list[dict[str, Any]]:
     """Run ``which`` (``prepare`` or ``work``) of every member: in this process one member after
     the other, or over ``pool``'s workers, one member per worker at a time. Each member's lines are
-    printed when it ends; the results come back in member order."""
+    printed when it ends (a failed step's log tail at the end of the batch: :func:`run_batch`);
+    the results come back in member order."""
     def show(res: dict[str, Any]) -> None:
         for line in res["lines"]:
             print(line, flush=True)
-        for err in res["errors"]:
-            print(err, file=sys.stderr, flush=True)
 
     if pool is None:
         results = []
@@ -223,6 +224,10 @@ def run_batch(spec_path: Path, out: Path, workers: int = 1) -> dict[str, Any]:
             # 2. controls, agent attempts and their scores, task by task
             results += _phase(members, "work", pool)
     failed = [r["failed"] for r in results if r["failed"]]
+    # the failed steps' log tails last, together (a console shows a failed job's last lines)
+    for r in results:
+        for err in r["errors"]:
+            print(err, file=sys.stderr, flush=True)
     summary = dict(spec["summary"], ran=sum(r["ran"] for r in results), reused=sum(r["reused"] for r in results),
                    failed=failed, tasks=[m["task"] for m in members], workers=workers)
     if not failed:
@@ -247,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"task_batch: {len(summary['tasks'])} tasks; steps ran={summary['ran']} reused={summary['reused']} "
           f"failed={len(summary['failed'])}; {summary['workers']} at a time")
     if summary["failed"]:
-        where = "; ".join(f"{f['task']} {f['module']} (log {f['log']})" for f in summary["failed"])
-        print(f"task_batch: FAILED steps: {where}", file=sys.stderr)
+        where = ", ".join(f"{f['task']} {f['module']}" for f in summary["failed"])
+        print(f"task_batch: FAILED steps: {where} (their logs' ends above)", file=sys.stderr)
         return 1
     return 0
 
