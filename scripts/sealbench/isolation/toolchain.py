@@ -219,17 +219,32 @@ def _plugin_distributions(names: Iterable[str]) -> dict[str, list[str]]:
     return out
 
 
+_INDEX: dict[tuple[str, ...], tuple[dict[str, list[str]], dict[str, metadata.Distribution]]] = {}
+
+
+def _distribution_index(folders: tuple[str, ...]) -> tuple[dict[str, list[str]], dict[str, metadata.Distribution]]:
+    """({top-level module: [distribution]}, {normalised name: distribution}) of what is installed,
+    read once per process for the same distribution ``folders`` (:func:`installed_distributions`):
+    reading every distribution's files is most of the cost of a toolchain, which planning
+    computes twice (the scoring and the analysis toolchain)."""
+    if folders not in _INDEX:
+        installed: dict[str, metadata.Distribution] = {}
+        for d in metadata.distributions():
+            name = d.metadata["Name"]
+            if name and _norm(name) not in installed:
+                installed[_norm(name)] = d
+        _INDEX.clear()
+        _INDEX[folders] = (metadata.packages_distributions(), installed)
+    return _INDEX[folders]
+
+
 def covered_distributions(modules: Iterable[str] | Mapping[str, str], why: dict[str, str] | None = None) -> list[str]:
     """``name==version`` of the distributions providing ``modules`` and what they require.
     ``modules`` may map each module to why it is covered; ``why`` (when given) is filled with
     each covered distribution's reason: its module's, or ``required by NAME``."""
     roots = dict(modules) if isinstance(modules, Mapping) else {m: "" for m in modules}
-    by_module = {**metadata.packages_distributions(), **_plugin_distributions(roots)}
-    installed: dict[str, metadata.Distribution] = {}
-    for d in metadata.distributions():
-        name = d.metadata["Name"]
-        if name and _norm(name) not in installed:
-            installed[_norm(name)] = d
+    index, installed = _distribution_index(tuple(installed_distributions()))
+    by_module = {**index, **_plugin_distributions(roots)}
     # breadth first: a distribution both imported and required is covered for being imported
     todo = deque((_norm(n), roots[m]) for m in sorted(roots) for n in by_module.get(m, []))
     seen: dict[str, str] = {}
