@@ -143,7 +143,10 @@ def test_host_files_cannot_be_written(world) -> None:
 # ---------------------------------------------------------------------------------------------
 # (b) the pack at scoring time
 
+#: A walk of the whole disk for the pack's files (FIRST: stop at the first folder with a hit, as the
+#: control that shows the hunt works needs no more; the sandboxed hunts walk everything they see).
 HUNT = '''import os
+FIRST = False
 def _hunt():
     hits = []
     for d, dirs, files in os.walk("/"):
@@ -153,6 +156,8 @@ def _hunt():
         for f in files + dirs:
             if f == "oracle.patch" or "TAG" in f or "TAG" in d:
                 hits.append(os.path.join(d, f))
+        if hits and FIRST:
+            break
     print("HUNT", sorted(hits)[:20])
     if hits:  # under pytest, whose capture hides a print, a collection error shows them
         raise RuntimeError(f"HUNT {sorted(hits)[:20]}")
@@ -167,12 +172,15 @@ def test_scoring_command_searching_the_disk_finds_no_pack(world, tmp_path: Path)
     results/, a pack copy under /var/tmp and one under $HOME stay out of sight."""
     sealed, tag = world["sealed"], world["tag"]
     ws = make_workspace(sealed, tmp_path / "w", tmp_path / "w.git")
+    meta = core.read_json(sealed / "meta.json")
+    # the hunt works: unsandboxed, it finds the pack (and says so in the test output); the hidden
+    # command, stopping at its first hit, is enough to show it
+    (ws.root / "calc.py").write_text(HUNT.replace("TAG", tag).replace("FIRST = False", "FIRST = True"))
+    scoring.score_patch(sealed, meta, workspace_patch(ws), tmp_path / "logs0", 60,
+                        sandbox=sandbox.make_sandbox("none"), commands=("hidden",))
+    assert "HUNT [" in (tmp_path / "logs0" / "hidden.stdout").read_text()
     (ws.root / "calc.py").write_text(HUNT.replace("TAG", tag))
     patch = workspace_patch(ws)
-    meta = core.read_json(sealed / "meta.json")
-    # the hunt works: unsandboxed, it finds the pack (and says so in the test output)
-    scoring.score_patch(sealed, meta, patch, tmp_path / "logs0", 60, sandbox=sandbox.make_sandbox("none"))
-    assert "HUNT [" in (tmp_path / "logs0" / "hidden.stdout").read_text()
     box = sandbox.make_sandbox("bwrap", hide=[world["base"] / "results"])
     res = scoring.score_patch(sealed, meta, patch, tmp_path / "logs", 60, sandbox=box)
     out = (tmp_path / "logs" / "hidden.stdout").read_text() + (tmp_path / "logs" / "hidden.stderr").read_text()
