@@ -7,7 +7,6 @@ clients tier."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -96,17 +95,3 @@ def test_scripted_fix_lands_and_usage_is_recorded(task: tuple[Path, Path]) -> No
     assert main["calls"] == len(SCRIPT) + 1 and main["cachedContentTokenCount"] > 0
     assert srv.totals()["totalTokenCount"] == sum(c["usage"]["totalTokenCount"] for c in srv.calls)
     assert "complete" in res.stdout  # the final text reply is the client's output
-
-
-def test_wrong_port_fails_fast_with_its_own_error(task: tuple[Path, Path]) -> None:
-    repo, home = task
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    res, secs = run_client(repo, home, f"http://127.0.0.1:{port}", timeout=90)
-    said = [ln for ln in res.stderr.splitlines() if "Error when talking to Gemini API" in ln or "fetch failed" in ln]
-    print(f"gemini exit {res.returncode} after {secs:.1f} s; its error line: {said[-1] if said else res.stderr[-500:]}")
-    assert res.returncode != 0
-    assert secs < 60
-    assert said and "fetch failed" in said[-1]
-    assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
