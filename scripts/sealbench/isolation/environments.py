@@ -464,7 +464,9 @@ def _install(spec: EnvSpec, folder: Path, level: str) -> tuple[str, str, str]:
     if build.uv:
         version = build.run([build.uv, "--version"], "uv --version").split()
         installer = " ".join(version[:2])
-        build.run([build.uv, "pip", "install", "--python", str(py), "-r", str(req)], installer)
+        # with its bytecode (pip's default, not uv's): task commands run with PYTHONDONTWRITEBYTECODE,
+        # so an environment without it compiles pytest and the task's libraries at every test run
+        build.run([build.uv, "pip", "install", "--compile-bytecode", "--python", str(py), "-r", str(req)], installer)
     else:
         installer = f"pip {metadata.version('pip')}"
         build.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-input", "-r", str(req)],
