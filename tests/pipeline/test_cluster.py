@@ -1,12 +1,13 @@
 """sealbench runs unchanged under a Snakemake executor plugin.
 
-The same 12-task pack (byte-identical copies) and the same config (but for the pack's place),
-run once locally (the session's `default_run`, `snakemake --cores 2 gate`) and once through snakemake-executor-plugin-cluster-generic with
-the profile profiles/cluster-generic-local (every job "submitted" to this machine by
-its submit.sh, re-parsing the Snakefile in its own `python -m snakemake`, grouped: the pack's
-sealing and leak check, then per task),
-must reach the same decision.json, digests included. decision.json has no run-specific
-field, so the whole file is compared.
+The 12-task pack and config of the session's `default_run` (`snakemake --cores 2 gate`, run
+locally), and a copy of that run with four tasks' work, the tables and the decision deleted, made
+again through snakemake-executor-plugin-cluster-generic with the profile
+profiles/cluster-generic-local (every job "submitted" to this machine by its submit.sh,
+re-parsing the Snakefile in its own `python -m snakemake`, grouped: the tasks' sealing and leak
+check, then 4 tasks per group job, then the tables and the decision), must reach the same
+decision.json, digests included (decision.json has no run-specific field), but for the server
+pin a decision made again finds.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +25,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import yaml
 
-from packgen import make_pack, write_config
-from pipeline_runs import FinishedRun
+from pipeline_runs import FinishedRun, copy_run
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -64,14 +65,19 @@ def _tree_bytes(root: Path) -> dict[str, bytes]:
 
 def test_cluster_generic_run_reaches_the_local_decision(tmp_path: Path, default_run: FinishedRun) -> None:
     # The local run is the session's default run (tests/pipeline_runs.py: `--cores 2 gate` on the
-    # default 12-task pack and config). The cluster run gets the same pack, generated afresh (a
-    # copy of the run's pack would carry its draw record: the cluster run's draws would be
-    # redraws), and the same config; only the pack's place differs, which no digest and no
-    # decision field depends on.
-    runs = {"local": default_run.wd, "cluster": tmp_path / "cluster"}
-    make_pack(runs["cluster"] / "pack")
-    write_config(runs["cluster"] / "cfg.yaml", runs["cluster"] / "pack")
-    assert _tree_bytes(runs["local"] / "pack" / "tasks") == _tree_bytes(runs["cluster"] / "pack" / "tasks")
+    # default 12-task pack and config). The cluster run is a copy of it (pack, results/) with a
+    # third of its tasks' work and the tables and the decision deleted: sealing, leak checks,
+    # controls, the agent jobs (the slots' first draws, restored from the pack's draw record: a
+    # slot is drawn once), scores, tables and decision are made again, every job through the
+    # plugin as group jobs; the decision must be the local run's, byte for byte.
+    runs = {"local": default_run.wd, "cluster": copy_run(default_run, tmp_path / "cluster")}
+    latest = (runs["cluster"] / "results" / "latest").resolve()
+    for tid in ("t00", "t01", "t02", "t03"):
+        shutil.rmtree(runs["cluster"] / "results" / "tasks" / tid)
+    for name in ("tables", "decision.json", "card.json"):
+        target = latest / name
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+    shutil.rmtree(runs["cluster"] / ".snakemake", ignore_errors=True)
     cfgs = {name: yaml.safe_load((wd / "cfg.yaml").read_text()) for name, wd in runs.items()}
     assert {**cfgs["local"], "pack": None} == {**cfgs["cluster"], "pack": None}
     assert cfgs["local"]["pack"] != cfgs["cluster"]["pack"]
@@ -83,14 +89,21 @@ def test_cluster_generic_run_reaches_the_local_decision(tmp_path: Path, default_
     # The cluster run really went through the plugin, as group jobs: one to seal and leak-check
     # the pack, 12 tasks / 4 per group job, one for the pack-level rules; each exited 0.
     assert "Group jobs: inactive (local execution)" not in out["cluster"]
-    assert out["cluster"].count("Submitted group job") == 5, out["cluster"][-4000:]
+    # one group job seals and leak-checks the four tasks (and the pack's verdict), one runs their
+    # controls, agent jobs and scores (4 tasks per group job), one makes the tables and the decision
+    assert out["cluster"].count("Submitted group job") == 3, out["cluster"][-4000:]
     assert "Submitted job" not in out["cluster"]
     exits = sorted((runs["cluster"] / ".snakemake" / "cluster-generic-local").glob("*.exit"))
-    assert len(exits) == 5 and all(f.read_text().strip() == "0" for f in exits)
+    assert len(exits) == 3 and all(f.read_text().strip() == "0" for f in exits)
     assert "Submitted" not in out["local"]
 
     local = json.loads((runs["local"] / "results" / "latest" / "decision.json").read_text())
     cluster = json.loads((runs["cluster"] / "results" / "latest" / "decision.json").read_text())
+    # the decision made again for the same experiment finds the holdout's servers pinned by its own
+    # first decision (the ledger's line; the first found none before it): nothing is excluded
+    pin = cluster.pop("server_pin")
+    assert local.pop("server_pin") is None and pin["excluded"] == [], pin
+    assert pin["pinned_at"] == os.readlink(runs["local"] / "results" / "latest").rsplit("/", 1)[-1], pin
     assert local == cluster, "decision.json differs:\n" + "\n".join(json_diff(local, cluster, ("local", "cluster"))[:40])
     assert local["digests"]["pack"] and local["digests"]["split_manifest"]
     # Same experiment id (the folder results/latest points at).
