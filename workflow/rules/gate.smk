@@ -49,8 +49,9 @@ rule gate:
     default_target: True
     input:
         lambda w: f"{exp_dir()}/decision.json",
-        # batch_size > 1: the pack's prepare batch as a plain input (the batches wait for it as an
-        # ancient one, and Snakemake does not plan past a rerun job through ancient inputs alone):
-        # a rerun of it makes Snakemake look again at what the decision needs
+        # batch_size > 1: the pack's prepare batch as a plain input. The batches wait for it as an
+        # ancient one, and Snakemake does not plan past a rerun job reached through ancient inputs
+        # alone (snakemake/snakemake#4166: only the prepare batch would run, the rest on the next
+        # run); a rerun of it makes Snakemake look again at what the decision needs
         lambda w: [paths.batch_prepared()] if BATCHED else [],
     localrule: True
