@@ -73,4 +73,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # the rest), each module's tests kept together and in their order: the parallel workers
     # (-n auto) start on the long runs and end on short tests, so neither waits long for the
     # other at the end. The sort is stable: the same order in every worker.
-    items.sort(key=lambda item: -rank[item.nodeid.split("::", 1)[0]])
+    # A test marked `first` before all others of its rank: the clients tier's pipeline run (its
+    # longest test by far), so that under --dist load one worker starts on it while the other
+    # takes the rest (when it came twelfth, the tier ended a minute after its work was done).
+    items.sort(key=lambda item: (-rank[item.nodeid.split("::", 1)[0]], item.get_closest_marker("first") is None))

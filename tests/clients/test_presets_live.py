@@ -154,6 +154,7 @@ def test_an_upgrade_changes_the_fingerprint_and_an_unrelated_package_does_not(tm
         fingerprints[client.version]
 
 
+@pytest.mark.first  # the tier's longest test: a worker starts on it at once (tests/conftest.py)
 def test_a_pipeline_run_with_a_client_as_candidate_against_repair_gives_a_decision(tmp_path: Path) -> None:
     """Codex as the candidate of a whole pipeline run on a small pack, the built-in repair agent
     as its baseline: a decision, the client's tokens metered on every row, its transcript linked
