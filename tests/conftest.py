@@ -76,4 +76,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # A test marked `first` before all others of its rank: the clients tier's pipeline run (its
     # longest test by far), so that under --dist load one worker starts on it while the other
     # takes the rest (when it came twelfth, the tier ended a minute after its work was done).
-    items.sort(key=lambda item: (-rank[item.nodeid.split("::", 1)[0]], item.get_closest_marker("first") is None))
+    items.sort(key=lambda item: (-rank[item.nodeid.split("::", 1)[0]], all(m.name != "first" for m in item.iter_markers())))
