@@ -79,17 +79,8 @@ def test_kill_and_resume(tmp_path: Path, default_run: FinishedRun) -> None:
     la, lb = killed / "results" / "latest", straight / "results" / "latest"
     # the killed run's agents that were stopped mid-run were drawn again: the decision says so
     # (issue 26: every draw on the record); apart from that disclosure it is the straight run's
-    da, db = (json.loads((x / "decision.json").read_text()) for x in (la, lb))
-    redrawn = da["draw_record"]["redrawn"]
-    assert all("interrupted" in r for r in redrawn), redrawn
+    da = assert_same_but_interrupted_redraws(la, lb)
     assert "REDRAWN" not in [r["code"] for r in da["reasons"]]
-    assert _without_redraws(da) == _without_redraws(db)
-    ca, cb = (json.loads((x / "card.json").read_text()) for x in (la, lb))
-    ca["draw_record"]["redrawn_slots"] = cb["draw_record"]["redrawn_slots"]
-    ca["draw_record"]["draws"] = cb["draw_record"]["draws"]
-    assert ca == cb
-    for table in ("tasks", "strata"):
-        assert (la / "tables" / f"{table}.parquet").read_bytes() == (lb / "tables" / f"{table}.parquet").read_bytes()
     import pandas as pd
 
     # documented in docs/scale.md (Reliability); draw ids are fresh per draw, and a redrawn slot says so
@@ -97,6 +88,24 @@ def test_kill_and_resume(tmp_path: Path, default_run: FinishedRun) -> None:
     ra = pd.read_parquet(la / "tables" / "runs.parquet").drop(columns=run_specific)
     rb = pd.read_parquet(lb / "tables" / "runs.parquet").drop(columns=run_specific)
     pd.testing.assert_frame_equal(ra, rb)
+
+
+def assert_same_but_interrupted_redraws(resumed: Path, straight: Path) -> dict:
+    """A resumed run's results/latest (``resumed``) against its uninterrupted twin's: the slots
+    it drew again were all interrupted ones, and apart from disclosing them its decision and card
+    are the twin's, its tasks and strata tables byte for byte. Returns the resumed decision."""
+    da, db = (json.loads((x / "decision.json").read_text()) for x in (resumed, straight))
+    redrawn = da["draw_record"]["redrawn"]
+    assert all("interrupted" in r for r in redrawn), redrawn
+    assert _without_redraws(da) == _without_redraws(db)
+    ca, cb = (json.loads((x / "card.json").read_text()) for x in (resumed, straight))
+    ca["draw_record"]["redrawn_slots"] = cb["draw_record"]["redrawn_slots"]
+    ca["draw_record"]["draws"] = cb["draw_record"]["draws"]
+    assert ca == cb
+    for table in ("tasks", "strata"):
+        assert (resumed / "tables" / f"{table}.parquet").read_bytes() == \
+            (straight / "tables" / f"{table}.parquet").read_bytes()
+    return da
 
 
 def _without_redraws(decision: dict) -> dict:
