@@ -208,8 +208,10 @@ def test_a_forger_gets_no_pass_and_the_honest_decision_is_unchanged(tmp_path: Pa
     wd = tmp_path / "with"
     wd.mkdir()
     make_pack(wd / "pack", n=14)
+    # batches of 7 (two jobs, one per core): the same steps and verdicts as per-task jobs
+    # (tests/stages/test_task_batch.py), without a process start per step
     write_config(wd / "cfg.yaml", wd / "pack", agents=agents, candidate="fixer", baseline="idle",
-                 sandbox="required", holdout_frac=0.5)
+                 sandbox="required", holdout_frac=0.5, batch_size=7)
     res = smk(wd, "--cores", "2", "gate")
     assert res.returncode == 0, res.stderr[-4000:]
     # the honest agent's decision is the one it gets on this pack and config without the forger

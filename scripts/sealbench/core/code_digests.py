@@ -6,13 +6,22 @@ imports count) and transitively, plus what is loaded by name at run time
 (:data:`RUNTIME_LOADS`); :func:`code_digest` digests those files. A rule's ``code`` param is the
 digest of its stage, so a code change reruns exactly the jobs of the stages that run the changed
 code. The identity of built-in agents (:mod:`sealbench.provenance.identity`) follows the same imports.
+
+Reading every module's imports (ast) costs about half a second, in every process that plans a run
+or runs a batch. The closures are therefore kept between processes, beside the package's
+bytecode (``sealbench/__pycache__/code-closures.json``, :func:`package_facts`), under a signature of
+every ``.py`` file of the package (path, size, mtime, ctime, inode: any edit, added or removed
+module gives another signature, and the closures are derived again). The digests themselves are
+always made from the files' bytes.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,11 +133,74 @@ def _sealbench_closure(files: list[str], pkg_dir: Path) -> list[str]:
 RUNTIME_LOADS: dict[str, tuple[str, ...]] = {"scoring.sealed_command": ("scoring/report_site/sealbench_report",)}
 
 
+#: The file, in the package's ``__pycache__``, that keeps facts derived from the package's code
+#: between processes (:func:`package_facts`).
+FACTS_FILE = "code-closures.json"
+
+
+@functools.cache
+def package_signature(pkg_dir: Path) -> str:
+    """A digest of every ``.py`` file under ``pkg_dir`` by path and stat (size, mtime, ctime,
+    inode): changed by any edit (a write moves ctime), by an added, removed or moved module."""
+    h = hashlib.sha256()
+    for folder, subs, names in os.walk(pkg_dir):
+        subs[:] = sorted(d for d in subs if d != "__pycache__")
+        for name in sorted(names):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                rel = os.path.relpath(path, pkg_dir)
+                h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n".encode())
+    return h.hexdigest()
+
+
+_FACTS: dict[str, Any] = {}
+
+
+def package_facts(key: str, derive: Callable[[], list[str]]) -> list[str]:
+    """``derive()`` (a list of strings derived from the package's code alone), kept between
+    processes in ``__pycache__/FACTS_FILE`` under :func:`package_signature`: another process
+    with the same code reads it instead of deriving it again. Where the cache cannot be read or
+    written (a read-only install) every process derives it: the result is the same."""
+    here = Path(__file__).resolve().parents[1]
+    sig = package_signature(here)
+    path = here / "__pycache__" / FACTS_FILE
+    if _FACTS.get("signature") != sig:
+        _FACTS.clear()
+        _FACTS.update(signature=sig, facts={})
+        try:
+            loaded = json.loads(path.read_text())
+            if isinstance(loaded, dict) and loaded.get("signature") == sig and isinstance(loaded.get("facts"), dict):
+                _FACTS["facts"] = {k: v for k, v in loaded["facts"].items()
+                                   if isinstance(v, list) and all(isinstance(x, str) for x in v)}
+        except (OSError, ValueError):
+            pass
+    facts = _FACTS["facts"]
+    if key not in facts:
+        facts[key] = list(derive())
+        try:
+            path.parent.mkdir(exist_ok=True)
+            tmp = path.with_name(f".{FACTS_FILE}.{os.getpid()}")
+            tmp.write_text(json.dumps({"signature": sig, "facts": facts}, sort_keys=True))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return facts[key]
+
+
 @functools.cache
 def code_closure(*modules: str) -> tuple[str, ...]:
     """The sealbench source files the given modules run: the modules, every sealbench module
     they import (statically, transitively, lazy imports included) and what those load by name
-    (``RUNTIME_LOADS``), as paths relative to the package folder. Derived, not listed by hand."""
+    (``RUNTIME_LOADS``), as paths relative to the package folder. Derived, not listed by hand;
+    kept between processes by :func:`package_facts`."""
+    return tuple(package_facts("closure:" + ",".join(modules), lambda: _derive_closure(modules)))
+
+
+def _derive_closure(modules: tuple[str, ...]) -> tuple[str, ...]:
     here = Path(__file__).resolve().parents[1]
     files = [str(here / (m.replace(".", "/") + ".py")) for m in modules]
     closure: list[str] = []

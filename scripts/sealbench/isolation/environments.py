@@ -47,7 +47,6 @@ import sys
 import sysconfig
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +97,8 @@ class EnvironmentBuildError(SealbenchError):
 
 def pytest_pin() -> str:
     """The pytest every environment gets unless its requirements name pytest: the harness's."""
+    from importlib import metadata  # here: most jobs never ask (an import of ~25 ms)
+
     return f"pytest=={metadata.version('pytest')}"
 
 
@@ -468,6 +469,8 @@ def _install(spec: EnvSpec, folder: Path, level: str) -> tuple[str, str, str]:
         # so an environment without it compiles pytest and the task's libraries at every test run
         build.run([build.uv, "pip", "install", "--compile-bytecode", "--python", str(py), "-r", str(req)], installer)
     else:
+        from importlib import metadata
+
         installer = f"pip {metadata.version('pip')}"
         build.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-input", "-r", str(req)],
                   installer)

@@ -43,7 +43,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..core.code_digests import _imports_of, code_closure
+from ..core.code_digests import _imports_of, code_closure, package_facts
 from ..core.core import canonical_json, sha256_text
 
 #: The stage modules whose imports the toolchain of the per-task jobs covers: the stages that seal,
@@ -188,8 +188,11 @@ class ToolchainCache:
 def stage_imports(stages: tuple[str, ...] = SCORING_STAGES) -> frozenset[str]:
     """Top-level third-party names imported by the code of sealbench's ``stages`` (and what it
     loads): by default the per-task stages (:data:`SCORING_STAGES`)."""
-    here = Path(__file__).resolve().parents[1]
-    names = top_level_imports(here / rel for rel in code_closure(*stages))
+    def derive() -> list[str]:
+        here = Path(__file__).resolve().parents[1]
+        return sorted(top_level_imports(here / rel for rel in code_closure(*stages)))
+
+    names = package_facts("imports:" + ",".join(stages), derive)
     return frozenset(n for n in names if n != "sealbench" and n not in sys.stdlib_module_names)
 
 
@@ -285,6 +288,42 @@ def installed_distributions() -> list[str]:
     return sorted(out)
 
 
+#: The covered packages by toolchain key (what :func:`toolchain` hashes: the interpreter, every
+#: installed distribution folder by name and version, the root modules), kept between processes
+#: and results folders beside the package's bytecode: resolving modules to distributions reads
+#: every installed RECORD (about 0.4 s a toolchain), and a new results folder has no cache yet.
+SHARED_FILE = "toolchain-packages.json"
+#: How many toolchain keys the shared file keeps (the newest).
+SHARED_KEEP = 16
+
+
+def _shared_packages(key: str, value: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The shared cache of covered packages (:data:`SHARED_FILE`): with ``value``, store it under
+    ``key``; without, the value stored under ``key`` or None. A file that cannot be read or
+    written is no cache (every process resolves the packages itself: the same result)."""
+    path = Path(__file__).resolve().parents[1] / "__pycache__" / SHARED_FILE
+    try:
+        held = json.loads(path.read_text())
+        held = held if isinstance(held, dict) else {}
+    except (OSError, ValueError):
+        held = {}
+    if value is None:
+        hit = held.get(key)
+        ok = (isinstance(hit, dict) and isinstance(hit.get("packages"), list) and isinstance(hit.get("why"), dict)
+              and all(isinstance(p, str) for p in hit["packages"]))
+        return {"packages": list(hit["packages"]), "why": dict(hit["why"])} if ok else None
+    held.pop(key, None)
+    held = {**dict(list(held.items())[-(SHARED_KEEP - 1):]), key: value}
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_name(f".{SHARED_FILE}.{os.getpid()}")
+        tmp.write_text(json.dumps(held))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return value
+
+
 def toolchain(task_modules: Iterable[str] = (), agent_files: Iterable[str | Path] = (),
               cache: ToolchainCache | None = None, stages: tuple[str, ...] = SCORING_STAGES) -> dict[str, Any]:
     """The bill of materials a score depends on (see the module docstring): the imports of
@@ -304,11 +343,16 @@ def toolchain(task_modules: Iterable[str] = (), agent_files: Iterable[str | Path
     key = sha256_text(canonical_json({"python": sys.version, "executable": sys.executable,
                                       "installed": installed_distributions(), "modules": roots}))
     hit = cache.packages.get(key) if cache is not None else None
+    if hit is None:
+        hit = _shared_packages(key)
+        if hit is not None and cache is not None:
+            cache.packages, cache.dirty = {**dict(list(cache.packages.items())[-2:]), key: hit}, True
     if hit is not None:
         packages, why = list(hit["packages"]), dict(hit.get("why") or {})
     else:
         why = {}
         packages = covered_distributions(roots, why)
+        _shared_packages(key, {"packages": packages, "why": why})
         if cache is not None:
             # the last three module sets: the tasks', with task environments the harness's own, the analysis'
             kept = dict(list(cache.packages.items())[-2:])
