@@ -180,3 +180,24 @@ def test_a_cache_of_another_version_is_not_read(tmp_path: Path) -> None:
     tcm.toolchain(["lib"], cache=cache)
     cache.save()
     assert json.loads(f.read_text())["version"] == tcm.ToolchainCache.VERSION and tcm.ToolchainCache(f).packages
+
+
+@pytest.mark.unit
+def test_a_new_results_folder_reads_the_shared_packages_until_what_is_installed_changes(tmp_path: Path,
+                                                                                          monkeypatch) -> None:
+    """Resolving packages reads every installed RECORD: a second results folder (a new project, a
+    test's fresh folder) takes them from the shared file beside the package's bytecode, under the
+    same key as its own cache (interpreter, installed distributions, root modules)."""
+    monkeypatch.setattr(tcm, "_shared_path", lambda: tmp_path / "shared.json")
+    first = tcm.toolchain(["lib"], cache=tcm.ToolchainCache(tmp_path / "a.json"))
+    resolve = tcm.covered_distributions
+    monkeypatch.setattr(tcm, "covered_distributions", lambda *a: (_ for _ in ()).throw(AssertionError("resolved")))
+    other = tcm.ToolchainCache(tmp_path / "b.json")
+    assert tcm.toolchain(["lib"], cache=other) == first and other.dirty   # and kept in the folder's own cache
+    monkeypatch.setattr(tcm, "covered_distributions", resolve)
+    on_path(monkeypatch, tmp_path / "s")
+    fake_dist(tmp_path / "s", "lib-dist", "lib")
+    assert "lib-dist==1.0" in tcm.toolchain(["lib"], cache=tcm.ToolchainCache(tmp_path / "c.json"))["packages"]
+    # an unreadable or foreign shared file is no cache
+    (tmp_path / "shared.json").write_text('{"k": {"packages": [1], "why": {}}}')
+    assert tcm._shared_packages("k") is None

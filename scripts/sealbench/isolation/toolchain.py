@@ -297,11 +297,15 @@ SHARED_FILE = "toolchain-packages.json"
 SHARED_KEEP = 16
 
 
+def _shared_path() -> Path:
+    return Path(__file__).resolve().parents[1] / "__pycache__" / SHARED_FILE
+
+
 def _shared_packages(key: str, value: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The shared cache of covered packages (:data:`SHARED_FILE`): with ``value``, store it under
     ``key``; without, the value stored under ``key`` or None. A file that cannot be read or
     written is no cache (every process resolves the packages itself: the same result)."""
-    path = Path(__file__).resolve().parents[1] / "__pycache__" / SHARED_FILE
+    path = _shared_path()
     try:
         held = json.loads(path.read_text())
         held = held if isinstance(held, dict) else {}
