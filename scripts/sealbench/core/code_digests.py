@@ -181,11 +181,10 @@ def package_facts(key: str, derive: Callable[[], list[str]]) -> list[str]:
     facts = _FACTS["facts"]
     if key not in facts:
         facts[key] = list(derive())
+        from .core import atomic_write_text
+
         try:
-            path.parent.mkdir(exist_ok=True)
-            tmp = path.with_name(f".{FACTS_FILE}.{os.getpid()}")
-            tmp.write_text(json.dumps({"signature": sig, "facts": facts}, sort_keys=True))
-            os.replace(tmp, path)
+            atomic_write_text(path, json.dumps({"signature": sig, "facts": facts}, sort_keys=True))
         except OSError:
             pass
     return facts[key]

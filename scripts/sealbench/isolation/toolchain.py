@@ -318,11 +318,10 @@ def _shared_packages(key: str, value: dict[str, Any] | None = None) -> dict[str,
         return {"packages": list(hit["packages"]), "why": dict(hit["why"])} if ok else None
     held.pop(key, None)
     held = {**dict(list(held.items())[-(SHARED_KEEP - 1):]), key: value}
+    from ..core.core import atomic_write_text
+
     try:
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f".{SHARED_FILE}.{os.getpid()}")
-        tmp.write_text(json.dumps(held))
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(held))
     except OSError:
         pass
     return value
